@@ -1,0 +1,3 @@
+module phase0
+
+go 1.26.8
