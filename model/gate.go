@@ -1,0 +1,125 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Rejection codes are stable: scripts and reports key on them.
+const (
+	CodeUnsupportedArchitecture = "unsupported_architecture"
+	CodeMoE                     = "moe"
+	CodeSlidingWindow           = "sliding_window"
+	CodeMLA                     = "mla"
+	CodeEncoderDecoder          = "encoder_decoder"
+	CodeCustomCode              = "custom_code"
+	CodeUnsupportedRopeScaling  = "unsupported_rope_scaling"
+	CodeUnsupportedActivation   = "unsupported_activation"
+	CodeMLPBias                 = "mlp_bias"
+	CodePartialRotary           = "partial_rotary"
+	CodeInvalidConfig           = "invalid_config"
+)
+
+// Rejection is one reason the NPU pipeline cannot run a model.
+type Rejection struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+var errUnsupportedRope = errors.New("unsupported rope scaling type")
+
+// moeKeys are the config keys by which transformers' MoE families announce experts.
+var moeKeys = []string{"num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_experts_per_tok", "moe_intermediate_size", "n_shared_experts"}
+
+// mlaKeys mark DeepSeek-style multi-head latent attention.
+var mlaKeys = []string{"kv_lora_rank", "q_lora_rank", "qk_rope_head_dim"}
+
+// gate applies the architecture rules and sets a.Architecture and a.Family.
+// It reports every reason that applies, not just the first.
+func gate(r *Raw, a *Analysis) []Rejection {
+	var out []Rejection
+	add := func(code, format string, args ...any) {
+		out = append(out, Rejection{Code: code, Message: fmt.Sprintf(format, args...)})
+	}
+	supported := strings.Join(SupportedArchitectures(), ", ")
+
+	archs, _, err := r.Strings("architectures")
+	switch {
+	case err != nil:
+		add(CodeUnsupportedArchitecture, "%v; supported: %s", err, supported)
+	case len(archs) != 1:
+		add(CodeUnsupportedArchitecture, "config.json architectures must name exactly one class, found %q; supported: %s", archs, supported)
+	default:
+		a.Architecture = archs[0]
+		if fam, ok := FamilyFor(archs[0]); ok {
+			a.Family = fam
+		} else {
+			add(CodeUnsupportedArchitecture, "architecture %s is not supported; supported: %s", archs[0], supported)
+		}
+	}
+
+	if r.Set("auto_map") {
+		add(CodeCustomCode, "config.json has auto_map: the model needs custom code from the hub, and phase0 never runs remote code (trust_remote_code)")
+	}
+	if v, ok, _ := r.Bool("is_encoder_decoder"); ok && v {
+		add(CodeEncoderDecoder, "is_encoder_decoder is true: only decoder-only models run on the NPU pipeline")
+	}
+	for _, k := range moeKeys {
+		if r.Positive(k) {
+			v, _, _ := r.Int(k)
+			add(CodeMoE, "%s is %d: mixture-of-experts layers are not supported", k, v)
+			break
+		}
+	}
+	for _, k := range mlaKeys {
+		if r.Positive(k) {
+			v, _, _ := r.Int(k)
+			add(CodeMLA, "%s is %d: multi-head latent attention (MLA) is not supported", k, v)
+			break
+		}
+	}
+	if a.Family != nil {
+		if sw, why := a.Family.SlidingWindow(r); sw {
+			add(CodeSlidingWindow, "%s: sliding-window attention is not supported (%s)", a.Family.Name(), why)
+		}
+	}
+	if types, ok, _ := r.Strings("layer_types"); ok {
+		for i, t := range types {
+			if t != "full_attention" {
+				add(CodeSlidingWindow, "layer_types[%d] is %q: only full attention is supported", i, t)
+				break
+			}
+		}
+	}
+	if act, ok, _ := r.String("hidden_act"); ok && act != "silu" {
+		add(CodeUnsupportedActivation, "hidden_act is %q: the NPU SwiGLU kernel implements silu only", act)
+	}
+	if v, ok, _ := r.Bool("mlp_bias"); ok && v {
+		add(CodeMLPBias, "mlp_bias is true: the NPU MLP kernels have no bias")
+	}
+	if v, ok, err := r.Float("partial_rotary_factor"); err == nil && ok && v != 1 {
+		add(CodePartialRotary, "partial_rotary_factor is %g: RoPE must rotate the whole head (1.0)", v)
+	}
+	if a.Family != nil {
+		for _, key := range []string{"rope_scaling", "rope_parameters"} {
+			m, ok, err := r.Object(key)
+			if err != nil || !ok {
+				continue
+			}
+			if typ, err := ropeType(m); err == nil && !contains(SupportedRopeTypes, typ) {
+				add(CodeUnsupportedRopeScaling, "%s type %q is not implemented; supported: %s", key, typ, strings.Join(SupportedRopeTypes, ", "))
+			}
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
