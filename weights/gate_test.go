@@ -94,7 +94,9 @@ func TestCheckFindings(t *testing.T) {
 		cross []string // fields expected in config_consistency findings
 	}{
 		{name: "missing tensor", cfg: tinyConfig(nil), edit: drop("model.layers.1.mlp.up_proj.weight"),
-			check: func(r *Result) bool { return len(r.Missing) == 1 && r.Missing[0] == "model.layers.1.mlp.up_proj.weight" }},
+			check: func(r *Result) bool {
+				return len(r.Missing) == 1 && r.Missing[0] == "model.layers.1.mlp.up_proj.weight"
+			}},
 		{name: "unexpected tensor", cfg: tinyConfig(nil), edit: add("model.layers.0.mlp.extra.weight", "BF16", 4),
 			check: func(r *Result) bool { return len(r.Unexpected) == 1 }},
 		{name: "inv_freq is harmless", cfg: tinyConfig(nil), edit: add("model.layers.0.self_attn.rotary_emb.inv_freq", "F32", 8),
