@@ -1,0 +1,164 @@
+"""Entry points Go calls through the embedded interpreter.
+
+Each function takes one JSON string and returns a JSON string, or a tuple of
+(JSON string, float32 C-contiguous 1-D NumPy array). Python runs things and
+reports facts; Go judges them. JSON output never contains NaN or Infinity.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from phase0_shim.config import build_config, generated_config
+from phase0_shim.config_gate import run_config_gate
+from phase0_shim.prompts import canonical_prompt, style_from_model_id
+from phase0_shim.runner import resolve_runner
+from phase0_shim.tokens import special_ids, special_token_ids, token_info, top_tokens
+from phase0_shim.weights_gate import run_weights_gate
+
+DEFAULT_MAX_SEQ = 64
+TOP_K = 10
+
+
+def _args(args_json: str, required: tuple[str, ...]) -> dict[str, Any]:
+    args = json.loads(args_json)
+    if not isinstance(args, dict):
+        raise ValueError(f"arguments must be a JSON object, got {type(args).__name__}")
+    missing = [k for k in required if args.get(k) in (None, "")]
+    if missing:
+        raise ValueError(f"missing argument(s): {', '.join(missing)}")
+    return args
+
+
+def _dumps(value: dict[str, Any]) -> str:
+    return json.dumps(value, allow_nan=False, ensure_ascii=False)
+
+
+def environment(args_json: str) -> str:
+    """Versions of what the worker runs on; also a cheap liveness check."""
+    import torch
+    import transformers
+
+    _args(args_json, ())
+    return _dumps(
+        {
+            "python": platform.python_version(),
+            "torch_version": torch.__version__,
+            "transformers_version": transformers.__version__,
+            "numpy_version": np.__version__,
+        }
+    )
+
+
+def baseline(args_json: str) -> tuple[str, np.ndarray]:
+    """Gate 2: prefill the canonical prompt through the reference HfRunner in bf16.
+
+    Args: {model_dir, model_id, llms_dir|null, prompt_style|null, prompt|null,
+    config{...}, weights_module|null, max_seq=64, decode_n=0}.
+    """
+    import torch
+    import transformers
+    from transformers import AutoTokenizer
+
+    args = _args(args_json, ("model_dir",))
+    model_dir = str(args["model_dir"])
+    model_id = str(args.get("model_id") or model_dir)
+    max_seq = int(args.get("max_seq") or DEFAULT_MAX_SEQ)
+    decode_n = int(args.get("decode_n") or 0)
+    if decode_n < 0:
+        raise ValueError(f"decode_n must be >= 0, got {decode_n}")
+
+    resolved = resolve_runner(args.get("llms_dir"))
+    style = args.get("prompt_style") or style_from_model_id(model_id)
+    prompt = args.get("prompt") or canonical_prompt(resolved.prompts_dir, style)
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokens = [int(t) for t in tokenizer.encode(prompt)]
+    if len(tokens) + max(decode_n - 1, 0) > max_seq:
+        raise ValueError(
+            f"prompt ({len(tokens)} tokens) plus {decode_n} decoded tokens does not fit max_seq {max_seq}"
+        )
+
+    weights_module = args.get("weights_module")
+    if weights_module:
+        config = generated_config(weights_module)
+    else:
+        config = build_config(args.get("config") or {})
+
+    start = time.perf_counter()
+    runner = resolved.runner_cls(model_dir, config, max_seq, lite_mode=True)
+    seconds_load = time.perf_counter() - start
+
+    start = time.perf_counter()
+    record = runner.prefill(np.asarray(tokens, dtype=np.int64))
+    seconds_prefill = time.perf_counter() - start
+    logits = np.ascontiguousarray(np.asarray(record.logits_at_pred, dtype=np.float32).reshape(-1))
+
+    result: dict[str, Any] = {
+        "runner": resolved.kind,
+        "runner_path": str(resolved.path),
+        "prompts_dir": str(resolved.prompts_dir),
+        "prompt": prompt,
+        "prompt_style": style,
+        "tokens": tokens,
+        "top1_token": int(record.top1_token),
+        "vocab_size": int(config.vocab_size),
+        "logits_size": int(logits.size),
+        "tokenizer_size": len(tokenizer),
+        "special": special_token_ids(tokenizer, model_dir),
+        "top": [t.to_json() for t in top_tokens(tokenizer, logits, TOP_K)],
+        "decode": None,
+        "seconds_load": seconds_load,
+        "seconds_prefill": seconds_prefill,
+        "seconds_decode": None,
+        "torch_version": torch.__version__,
+        "transformers_version": transformers.__version__,
+    }
+    if decode_n > 0:
+        start = time.perf_counter()
+        ids = [int(record.top1_token)]
+        for step in range(decode_n - 1):
+            out = runner.decode_step(ids[-1], len(tokens) + step)
+            ids.append(int(out.top1_token))
+        result["seconds_decode"] = time.perf_counter() - start
+        result["decode"] = {"ids": ids, "text": tokenizer.decode(ids)}
+    return _dumps(result), logits
+
+
+def decode_ids(args_json: str) -> str:
+    """{model_dir, ids[]} → {texts[] (one per id), text (all ids decoded together), tokens[]}."""
+    from transformers import AutoTokenizer
+
+    args = _args(args_json, ("model_dir",))
+    ids = args.get("ids") or []
+    if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        raise ValueError(f"ids must be a list of integers, got {ids!r}")
+    tokenizer = AutoTokenizer.from_pretrained(str(args["model_dir"]))
+    specials = special_ids(tokenizer)
+    infos = [token_info(tokenizer, i, None, specials) for i in ids]
+    known = [i for i in ids if 0 <= i < len(tokenizer)]
+    return _dumps(
+        {
+            "texts": [info.text for info in infos],
+            "tokens": [info.to_json() for info in infos],
+            "text": tokenizer.decode(known),
+        }
+    )
+
+
+def weights_gate(args_json: str) -> str:
+    """Gate 1: {weights_module, model_dir} → {status, layers, tensors, problems[]}."""
+    args = _args(args_json, ("weights_module", "model_dir"))
+    return _dumps(run_weights_gate(Path(args["weights_module"]), Path(args["model_dir"])).to_json())
+
+
+def config_gate(args_json: str) -> str:
+    """Gate 3: {weights_module, model_dir} → {status, fields[], mismatches[]}."""
+    args = _args(args_json, ("weights_module", "model_dir"))
+    return _dumps(run_config_gate(Path(args["weights_module"]), Path(args["model_dir"])).to_json())

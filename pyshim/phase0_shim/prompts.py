@@ -1,0 +1,57 @@
+"""Prompt files, prompt style and tokenization, matching upstream verify."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+PromptStyle = Literal["base", "instruct"]
+
+BUNDLED_PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+
+# Parts of a model name that mark an instruction-tuned model, matched as whole
+# words of the id split on punctuation: Llama-3.2-1B-Instruct, gemma-2b-it,
+# Llama-2-7b-chat-hf, Qwen3-4B-Instruct-2507; not "split", "chatterbox".
+_INSTRUCT_WORDS = frozenset({"instruct", "it", "chat"})
+_WORD_SPLIT = re.compile(r"[^a-z0-9]+")
+
+
+def read_prompts(path: Path) -> list[str]:
+    """Return the prompts in a prompt file: one per line, `#` comments and blanks skipped."""
+    prompts: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        prompts.append(text)
+    return prompts
+
+
+def canonical_prompt(prompts_dir: Path | str, style: PromptStyle) -> str:
+    """The first prompt of ``<prompts_dir>/<style>.txt``."""
+    if style not in ("base", "instruct"):
+        raise ValueError(f"prompt style {style!r} is not one of 'base', 'instruct'")
+    path = Path(prompts_dir) / f"{style}.txt"
+    prompts = read_prompts(path)
+    if not prompts:
+        raise ValueError(f"{path}: no prompt (every line is blank or a # comment)")
+    return prompts[0]
+
+
+def style_from_model_id(model_id: str) -> PromptStyle:
+    """'instruct' when the model id or name says instruct / -it / chat, else 'base'."""
+    words = _WORD_SPLIT.split(model_id.lower())
+    return "instruct" if any(w in _INSTRUCT_WORDS for w in words) else "base"
+
+
+def tokenize(model_dir: Path | str, prompt: str) -> list[int]:
+    """Token ids exactly as upstream verify makes them.
+
+    ``AutoTokenizer.encode`` with the tokenizer's default special tokens and no
+    chat template, even for instruct models.
+    """
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    return [int(t) for t in tokenizer.encode(prompt)]

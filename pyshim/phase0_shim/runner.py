@@ -1,0 +1,67 @@
+"""Which reference runner phase0 uses: upstream verify's, or the bundled one."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from phase0_shim import hf_runner as bundled_runner
+from phase0_shim.prompts import BUNDLED_PROMPTS_DIR
+
+RunnerKind = Literal["verify", "bundled"]
+
+
+@dataclass(frozen=True)
+class ResolvedRunner:
+    kind: RunnerKind
+    path: Path  # the file that defines HfRunner
+    runner_cls: Any  # HfRunner(model_name, config, max_seq, lite_mode=False, model=None)
+    prompts_dir: Path
+
+
+def verify_runner_path(llms_dir: Path | str) -> Path:
+    return Path(llms_dir) / "verify" / "runners" / "hf_runner.py"
+
+
+def resolve_runner(llms_dir: Path | str | None) -> ResolvedRunner:
+    """Upstream's HfRunner when ``<llms>/verify/runners/hf_runner.py`` exists, else ours."""
+    if llms_dir is not None:
+        llms = Path(llms_dir).resolve()
+        if verify_runner_path(llms).is_file():
+            return _import_verify_runner(llms)
+    return ResolvedRunner(
+        kind="bundled",
+        path=Path(bundled_runner.__file__).resolve(),
+        runner_cls=bundled_runner.HfRunner,
+        prompts_dir=BUNDLED_PROMPTS_DIR,
+    )
+
+
+def _import_verify_runner(llms: Path) -> ResolvedRunner:
+    verify = llms / "verify"
+    # Upstream hf_runner.py does `from runners._records import ...`, so both
+    # <llms> (for `verify.…`) and <llms>/verify (for `runners.…`) must be
+    # importable -- the same layout upstream's own scripts set up.
+    for entry in (str(verify), str(llms)):
+        if entry in sys.path:
+            sys.path.remove(entry)
+        sys.path.insert(0, entry)
+    # A `runners` package imported earlier from another tree would shadow this one.
+    for name in [n for n in sys.modules if n == "runners" or n.startswith("runners.")]:
+        origin = getattr(sys.modules[name], "__file__", None)
+        if origin is None or not Path(origin).resolve().is_relative_to(verify):
+            del sys.modules[name]
+    importlib.invalidate_caches()
+    module = importlib.import_module("runners.hf_runner")
+    runner_cls = getattr(module, "HfRunner", None)
+    if runner_cls is None:
+        raise ImportError(f"{verify_runner_path(llms)} defines no HfRunner")
+    return ResolvedRunner(
+        kind="verify",
+        path=Path(module.__file__ or verify_runner_path(llms)).resolve(),
+        runner_cls=runner_cls,
+        prompts_dir=verify / "prompts",
+    )

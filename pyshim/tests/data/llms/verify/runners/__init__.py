@@ -1,0 +1,1 @@
+"""Test stand-in for mlir-air's programming_examples/llms/verify/runners package."""

@@ -1,0 +1,44 @@
+"""Helpers shared by the test modules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from phase0_shim.config import ShimConfig, build_config
+
+PROMPT = "The capital of France is"
+
+
+def config_of(model_dir: Path) -> ShimConfig:
+    """Config as Go would extract it (transformers-5 config.json layout)."""
+    raw = json.loads((model_dir / "config.json").read_text())
+    heads = raw["num_attention_heads"]
+    return build_config(
+        {
+            "n_layers": raw["num_hidden_layers"],
+            "emb_dim": raw["hidden_size"],
+            "n_heads": heads,
+            "n_kv_heads": raw["num_key_value_heads"],
+            "head_dim": raw.get("head_dim") or raw["hidden_size"] // heads,
+            "hidden_dim": raw["intermediate_size"],
+            "vocab_size": raw["vocab_size"],
+            "rope_base": raw["rope_parameters"]["rope_theta"],
+            "rms_norm_eps": raw["rms_norm_eps"],
+            "tie_word_embeddings": raw["tie_word_embeddings"],
+        }
+    )
+
+
+def prompt_ids(model_dir: Path) -> np.ndarray:
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    return np.asarray(tok.encode(PROMPT), dtype=np.int64)
+
+
+def plain_model(model_dir: Path) -> torch.nn.Module:
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.bfloat16, use_safetensors=True)
+    return model.eval()

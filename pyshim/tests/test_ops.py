@@ -1,0 +1,182 @@
+"""ops.* end to end, the way Go calls them: JSON string in, JSON (and logits) out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from transformers import AutoTokenizer
+
+from conftest import FAMILY_DEFAULTS
+from helpers import config_of
+from phase0_shim import ops
+from phase0_shim.tokens import is_placeholder
+from phase0_shim.testmodels import RESERVED, VOCAB_SIZE
+
+
+def go_config(model_dir: Path) -> dict[str, Any]:
+    c = config_of(model_dir)
+    return {
+        "n_layers": c.n_layers,
+        "emb_dim": c.emb_dim,
+        "n_heads": c.n_heads,
+        "n_kv_heads": c.n_kv_heads,
+        "head_dim": c.head_dim,
+        "hidden_dim": c.hidden_dim,
+        "vocab_size": c.vocab_size,
+        "rope_base": c.rope_base,
+        "rms_norm_eps": c.rms_norm_eps,
+        "tie_word_embeddings": c.tie_word_embeddings,
+        "qkv_bias": False,
+        "qk_norm": False,
+        "rope_scaling": None,
+    }
+
+
+def call_baseline(**args: Any) -> tuple[dict[str, Any], np.ndarray]:
+    out = ops.baseline(json.dumps(args))
+    assert isinstance(out, tuple) and len(out) == 2
+    text, logits = out
+    assert isinstance(text, str)
+    return json.loads(text), logits
+
+
+def test_baseline_bundled(tiny_model) -> None:  # type: ignore[no-untyped-def]
+    model_dir = tiny_model("llama")
+    report, logits = call_baseline(
+        model_dir=str(model_dir),
+        model_id="example/Tiny-Llama",
+        llms_dir=None,
+        prompt_style=None,
+        prompt=None,
+        config=go_config(model_dir),
+        weights_module=None,
+        decode_n=4,
+    )
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+
+    assert report["runner"] == "bundled"
+    assert report["runner_path"].endswith("phase0_shim/hf_runner.py")
+    assert report["prompt_style"] == "base"
+    assert report["prompt"] == "The capital of France is"
+    assert report["tokens"] == tok.encode("The capital of France is")
+    assert report["vocab_size"] == VOCAB_SIZE
+    assert report["tokenizer_size"] == len(tok) == VOCAB_SIZE
+    assert report["special"] == {"bos": 1, "eos": [2], "pad": 3, "unk": 0}
+
+    assert logits.dtype == np.float32 and logits.ndim == 1 and logits.flags.c_contiguous
+    assert logits.shape == (VOCAB_SIZE,)
+    assert np.isfinite(logits).all()
+    assert report["top1_token"] == int(np.argmax(logits))
+
+    top = report["top"]
+    assert len(top) == 10
+    assert [t["id"] for t in top] == np.argsort(-logits, kind="stable")[:10].tolist()
+    assert top[0]["id"] == report["top1_token"]
+    assert [t["logit"] for t in top] == sorted((t["logit"] for t in top), reverse=True)
+    for t in top:
+        assert t["text"] == tok.decode([t["id"]])
+        assert t["special"] == (t["id"] in tok.all_special_ids)
+        assert t["placeholder"] == (t["token"] in RESERVED)
+
+    decode = report["decode"]
+    assert len(decode["ids"]) == 4 and decode["ids"][0] == report["top1_token"]
+    assert decode["text"] == tok.decode(decode["ids"])
+    assert report["seconds_load"] > 0 and report["seconds_prefill"] > 0
+    assert report["torch_version"] and report["transformers_version"].startswith("5.")
+
+
+def test_baseline_verify_runner_and_instruct_prompt(tiny_model, llms_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    model_dir = tiny_model("qwen3")
+    bundled, bundled_logits = call_baseline(
+        model_dir=str(model_dir), model_id="example/Tiny-Qwen3-Instruct", config=go_config(model_dir)
+    )
+    verify, verify_logits = call_baseline(
+        model_dir=str(model_dir),
+        model_id="example/Tiny-Qwen3-Instruct",
+        llms_dir=str(llms_dir),
+        config=go_config(model_dir),
+    )
+    assert verify["runner"] == "verify"
+    assert verify["runner_path"] == str((llms_dir / "verify" / "runners" / "hf_runner.py").resolve())
+    assert verify["prompt_style"] == bundled["prompt_style"] == "instruct"
+    assert verify["prompt"] == "Name the colours of the rainbow."
+    assert bundled["prompt"] == "What is the capital of France?"
+    assert verify["decode"] is None
+
+    # Same prompt through both runners: same numbers.
+    same, same_logits = call_baseline(
+        model_dir=str(model_dir), prompt=verify["prompt"], prompt_style="instruct", config=go_config(model_dir)
+    )
+    assert same["tokens"] == verify["tokens"]
+    assert same_logits.tobytes() == verify_logits.tobytes()
+    assert bundled_logits.shape == verify_logits.shape
+
+
+def test_baseline_with_weights_module_config(tiny_model, weights_module) -> None:  # type: ignore[no-untyped-def]
+    model_dir = tiny_model("qwen2")
+    module = weights_module(**FAMILY_DEFAULTS["qwen2"])
+    report, logits = call_baseline(model_dir=str(model_dir), weights_module=str(module), prompt_style="base")
+    assert report["vocab_size"] == VOCAB_SIZE
+    assert logits.shape == (VOCAB_SIZE,)
+
+
+def test_baseline_reports_nan_without_judging(tiny_model) -> None:  # type: ignore[no-untyped-def]
+    model_dir = tiny_model("llama", nan_in="model.layers.1.mlp.down_proj.weight")
+    text, logits = ops.baseline(json.dumps({"model_dir": str(model_dir), "config": go_config(model_dir)}))
+    report = json.loads(text)  # strict JSON: would fail on a bare NaN
+    assert np.isnan(logits).any()
+    assert "NaN" not in text
+    assert all(t["logit"] is None for t in report["top"] if t["id"] in np.flatnonzero(np.isnan(logits)))
+
+
+def test_baseline_rejects_prompt_longer_than_max_seq(tiny_model) -> None:  # type: ignore[no-untyped-def]
+    model_dir = tiny_model("llama")
+    with pytest.raises(ValueError, match="max_seq 4"):
+        ops.baseline(json.dumps({"model_dir": str(model_dir), "config": go_config(model_dir), "max_seq": 4}))
+    with pytest.raises(ValueError, match="missing argument"):
+        ops.baseline(json.dumps({"config": {}}))
+
+
+def test_decode_ids(tiny_model) -> None:  # type: ignore[no-untyped-def]
+    model_dir = tiny_model("llama")
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    ids = tok.encode("Paris is a city") + [4, VOCAB_SIZE + 7]
+    report = json.loads(ops.decode_ids(json.dumps({"model_dir": str(model_dir), "ids": ids})))
+    assert report["texts"][:-1] == [tok.decode([i]) for i in ids[:-1]]
+    assert report["texts"][-1] == ""
+    assert report["tokens"][-1]["in_tokenizer"] is False
+    assert report["tokens"][-2]["placeholder"] is True and report["tokens"][-2]["special"] is True
+    assert report["tokens"][0]["special"] is True  # BOS
+    assert report["text"] == tok.decode(ids[:-1])
+
+
+def test_environment() -> None:
+    env = json.loads(ops.environment("{}"))
+    assert env["transformers_version"].startswith("5.")
+
+
+@pytest.mark.parametrize(
+    ("token", "placeholder"),
+    [
+        ("<|reserved_special_token_0|>", True),
+        ("<|reserved_special_token_247|>", True),
+        ("<unused12>", True),
+        ("[unused3]", True),
+        ("<extra_id_5>", True),
+        ("<|extra_3|>", True),
+        ("<|reserved_2|>", True),
+        ("<|endoftext|>", False),
+        ("<|eot_id|>", False),
+        ("<s>", False),
+        ("unused", False),
+        ("Ġunused1", False),
+        ("<unused>", False),
+        (None, False),
+    ],
+)
+def test_is_placeholder(token: str | None, placeholder: bool) -> None:
+    assert is_placeholder(token) is placeholder
