@@ -1,0 +1,165 @@
+package orchestrator
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// writeReports writes report.json, report.md and the top-10 chart into dir.
+func writeReports(r *Report, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating report folder: %w", err)
+	}
+	jsonPath, mdPath := filepath.Join(dir, "report.json"), filepath.Join(dir, "report.md")
+	if r.Workspace != nil {
+		r.Workspace.ReportJSON, r.Workspace.ReportMD = jsonPath, mdPath
+	}
+	chart := ""
+	if b := r.Gates.HFBaseline; b != nil && len(b.Top10) > 0 {
+		png, err := topChart(b)
+		if err != nil {
+			return err
+		}
+		if err := writeAtomic(filepath.Join(dir, "top10.png"), png); err != nil {
+			return err
+		}
+		chart = "top10.png"
+	}
+	js, err := r.JSON()
+	if err != nil {
+		return err
+	}
+	if err := writeAtomic(jsonPath, append(js, '\n')); err != nil {
+		return err
+	}
+	return writeAtomic(mdPath, []byte(r.Markdown(chart)))
+}
+
+// topChart draws the top-10 next-token probabilities as a PNG bar chart.
+func topChart(b *Baseline) ([]byte, error) {
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Next-token probabilities after %q", truncate(b.Prompt, 48))
+	p.Y.Label.Text = "probability"
+	vals := make(plotter.Values, len(b.Top10))
+	names := make([]string, len(b.Top10))
+	for i, t := range b.Top10 {
+		vals[i] = t.Prob
+		names[i] = fmt.Sprintf("%q\n%d", truncate(t.Text, 10), t.ID)
+	}
+	bars, err := plotter.NewBarChart(vals, vg.Points(28))
+	if err != nil {
+		return nil, fmt.Errorf("top-10 chart: %w", err)
+	}
+	p.Add(bars)
+	p.NominalX(names...)
+	p.Y.Min = 0
+	w, err := p.WriterTo(9*vg.Inch, 4*vg.Inch, "png")
+	if err != nil {
+		return nil, fmt.Errorf("top-10 chart: %w", err)
+	}
+	var buf bytes.Buffer
+	if _, err := w.WriteTo(&buf); err != nil {
+		return nil, fmt.Errorf("top-10 chart: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// writeAtomic writes through a temporary file in the same folder and renames,
+// so a reader never sees half a file.
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, werr := f.Write(data)
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := firstErr(werr, serr, cerr); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// Markdown renders the human report; chart is the PNG's file name or "".
+func (r *Report) Markdown(chart string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Phase 0 report: %s — %s\n\n", r.Model, r.Status)
+	fmt.Fprintf(&b, "phase0 %s, %s, %.1f s\n\n", r.Version, r.Started.Format("2006-01-02 15:04 UTC"), r.Seconds)
+	if r.Error != "" {
+		fmt.Fprintf(&b, "**Error:** %s\n\n", r.Error)
+	}
+	fmt.Fprintf(&b, "| | |\n|---|---|\n| Model folder | `%s` |\n", r.ModelDir)
+	if r.Revision != "" {
+		fmt.Fprintf(&b, "| Revision | `%s` |\n", r.Revision)
+	}
+	fmt.Fprintf(&b, "| Architecture | %s (%s) |\n", r.Architecture, orDash(r.Family))
+	if r.Config != nil {
+		fmt.Fprintf(&b, "| Config | %s |\n", ConfigLine(r.Config))
+	}
+	if r.Workspace != nil {
+		fmt.Fprintf(&b, "| Workspace | `%s` (helpers kept: %s) |\n", r.Workspace.Dir, strings.Join(r.Workspace.HelpersKept, ", "))
+	}
+	b.WriteString("\n## Gates\n\n| Gate | Status | Detail |\n|---|---|---|\n")
+	if g := r.Gates.Weights; g != nil {
+		fmt.Fprintf(&b, "| Weights (native) | %s | %d tensors, %d missing, %d unexpected, %d mismatched |\n", g.Status, g.Tensors, len(g.Missing), len(g.Unexpected), len(g.Mismatched))
+	}
+	if g := r.Gates.PyWeights; g != nil {
+		fmt.Fprintf(&b, "| Weights (generated loader) | %s | %d layers, %d tensors |\n", g.Status, g.Layers, g.Tensors)
+	}
+	if g := r.Gates.ConfigConsistency; g != nil {
+		fmt.Fprintf(&b, "| Config consistency | %s | %d checks, %d mismatches |\n", g.Status, len(g.Checked), len(g.Mismatches))
+	}
+	if g := r.Gates.HFBaseline; g != nil {
+		fmt.Fprintf(&b, "| HF bf16 baseline | %s | top-1 %d `%q` p=%.3f |\n", g.Status, g.Top1Token, g.Top1Text, g.Logits.Top1Prob)
+	}
+	if f := r.findings(); f != "" {
+		b.WriteString("\n## Findings\n\n```\n" + f + "```\n")
+	}
+	if g := r.Gates.HFBaseline; g != nil && len(g.Tokens) > 0 {
+		fmt.Fprintf(&b, "\n## Baseline\n\nPrompt (%s, %s runner): %q\n\nToken ids: `%v`\n\n", g.PromptStyle, g.Runner, g.Prompt, g.Tokens)
+		b.WriteString("| Rank | Id | Text | Probability |\n|---|---|---|---|\n")
+		for i, t := range g.Top10 {
+			fmt.Fprintf(&b, "| %d | %d | `%q` | %.4f |\n", i+1, t.ID, t.Text, t.Prob)
+		}
+		l := g.Logits
+		fmt.Fprintf(&b, "\nLogits: n=%d, NaN=%d, Inf=%d, min=%.3f, max=%.3f, mean=%.3f, std=%.3f, entropy=%.3f of max %.3f nats\n", l.N, l.NaN, l.Inf, l.Min, l.Max, l.Mean, l.Std, l.Entropy, l.MaxEntr)
+		if chart != "" {
+			fmt.Fprintf(&b, "\n![top-10 next-token probabilities](%s)\n", chart)
+		}
+	}
+	b.WriteString("\n## Stages\n\n| Stage | Status | Seconds |\n|---|---|---|\n")
+	for _, st := range r.Stages {
+		fmt.Fprintf(&b, "| %s | %s | %.2f |\n", st.Name, st.Status, st.Seconds)
+	}
+	return b.String()
+}

@@ -1,0 +1,41 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ErrNoModel means the MODEL argument names nothing phase0 can find.
+var ErrNoModel = errors.New("model not found")
+
+// resolvedModel is a MODEL argument turned into a local folder.
+type resolvedModel struct {
+	Dir      string
+	Revision string
+	ID       string // hub id or the folder's name; drives the prompt style and the workspace name
+}
+
+// resolveModel turns a MODEL argument into a local folder.
+func resolveModel(ctx context.Context, s *Settings, arg string) (*resolvedModel, error) {
+	if arg == "" {
+		return nil, fmt.Errorf("%w: no MODEL given", ErrNoModel)
+	}
+	if st, err := os.Stat(arg); err == nil {
+		if !st.IsDir() {
+			return nil, fmt.Errorf("%w: %s is a file; give the model folder (the one holding config.json)", ErrNoModel, arg)
+		}
+		abs, err := filepath.Abs(arg)
+		if err != nil {
+			return nil, fmt.Errorf("resolving %s: %w", arg, err)
+		}
+		return &resolvedModel{Dir: abs, ID: filepath.Base(abs)}, nil
+	}
+	if strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, ".") || strings.HasPrefix(arg, "~") || strings.Count(arg, "/") > 1 {
+		return nil, fmt.Errorf("%w: no such folder %s", ErrNoModel, arg)
+	}
+	return resolveHub(ctx, s, arg)
+}
