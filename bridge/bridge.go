@@ -1,0 +1,287 @@
+// Package bridge embeds CPython in the Go process through a thin cgo layer
+// over the C API. It is the only package in phase0 with cgo or Python code.
+//
+// CPython can be initialized only once per process: extension modules such as
+// NumPy and torch do not survive Py_FinalizeEx followed by a second
+// initialization. Start therefore succeeds at most once per process, and a
+// second call (even after Close) returns ErrAlreadyStarted. Code that needs a
+// fresh interpreter, or that must survive a crash in native code, runs Python
+// in a child process through package worker.
+//
+// All Python work happens on one goroutine locked to the OS thread that
+// initialized the interpreter; the GIL is released while that goroutine waits
+// for the next call, so Python threads started by libraries keep running.
+package bridge
+
+/*
+#include <stdlib.h>
+#include "bridge.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"unsafe"
+)
+
+var (
+	// ErrAlreadyStarted is returned by every Start after the first one that
+	// reached interpreter initialization.
+	ErrAlreadyStarted = errors.New("bridge: python was already started in this process (CPython can be initialized once)")
+	// ErrVersionMismatch is returned when the requested python's major.minor
+	// differs from the libpython this binary is linked against.
+	ErrVersionMismatch = errors.New("bridge: python version mismatch")
+	// ErrClosed is returned by Call after Close.
+	ErrClosed = errors.New("bridge: interpreter is closed")
+	// ErrResult is wrapped by errors about a value a Python function returned
+	// that the bridge cannot pass back to Go.
+	ErrResult = errors.New("bridge: unusable result")
+)
+
+// Options says which Python installation to run.
+type Options struct {
+	// Executable is the absolute path of the venv's python. The interpreter
+	// takes its sys.prefix, and so its site-packages, from it.
+	Executable string
+	// ExtraPath is prepended to sys.path, in order (ExtraPath[0] first).
+	ExtraPath []string
+}
+
+// PyError is a Python exception raised by the called function (or by
+// importing its module).
+type PyError struct {
+	Type      string // qualified exception type, e.g. "ValueError"
+	Message   string // str(exception)
+	Traceback string // traceback.format_exception output
+}
+
+func (e *PyError) Error() string {
+	if e.Message == "" {
+		return "python raised " + e.Type
+	}
+	return fmt.Sprintf("python raised %s: %s", e.Type, e.Message)
+}
+
+// Interp is the process's embedded interpreter.
+type Interp struct {
+	calls     chan call
+	done      chan struct{} // closed once the serving goroutine has finalized Python
+	closeOnce sync.Once
+	closeErr  error
+	prefix    string
+}
+
+type call struct {
+	module, fn string
+	arg        []byte
+	finalize   bool
+	reply      chan reply
+}
+
+type reply struct {
+	json   []byte
+	floats []float32
+	err    error
+}
+
+var (
+	startMu sync.Mutex
+	started bool
+)
+
+// LinkedVersion is the "major.minor" of the libpython this binary is built
+// against, e.g. "3.11".
+func LinkedVersion() string {
+	return fmt.Sprintf("%d.%d", int(C.p0_linked_major()), int(C.p0_linked_minor()))
+}
+
+// Start checks that opts.Executable is the same Python major.minor as the
+// linked libpython, then initializes the interpreter as that python would
+// (isolated mode: PYTHON* environment variables and user site-packages are
+// ignored), and prepends opts.ExtraPath to sys.path.
+func Start(opts Options) (*Interp, error) {
+	if !filepath.IsAbs(opts.Executable) {
+		return nil, fmt.Errorf("bridge: python executable %q is not an absolute path", opts.Executable)
+	}
+	env, err := inspectPython(opts.Executable)
+	if err != nil {
+		return nil, err
+	}
+	if linked := LinkedVersion(); env.version != linked {
+		return nil, fmt.Errorf("%w: %s is python %s (from %s) but phase0 is linked against libpython %s; "+
+			"create the venv with python%s or rebuild phase0 against python%s",
+			ErrVersionMismatch, opts.Executable, env.version, env.versionSource, linked, linked, env.version)
+	}
+
+	startMu.Lock()
+	if started {
+		startMu.Unlock()
+		return nil, ErrAlreadyStarted
+	}
+	started = true
+	startMu.Unlock()
+
+	it := &Interp{calls: make(chan call), done: make(chan struct{})}
+	ready := make(chan error, 1)
+	go it.serve(opts, env, ready)
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return it, nil
+}
+
+// Prefix is sys.prefix of the running interpreter (the venv directory when
+// Executable belongs to a venv).
+func (it *Interp) Prefix() string { return it.prefix }
+
+// serve owns the interpreter for the life of the process. The OS thread stays
+// locked and is discarded by the Go runtime when serve returns, because
+// CPython remembers it as the main thread.
+func (it *Interp) serve(opts Options, env pythonEnv, ready chan<- error) {
+	runtime.LockOSThread()
+	defer close(it.done)
+
+	if err := initialize(opts, env, &it.prefix); err != nil {
+		ready <- err
+		return
+	}
+	ready <- nil
+
+	for c := range it.calls {
+		if c.finalize {
+			var err error
+			if C.p0_finalize() != 0 {
+				err = errors.New("bridge: finalizing python failed (buffered data could not be flushed)")
+			}
+			c.reply <- reply{err: err}
+			return
+		}
+		c.reply <- invoke(c)
+	}
+}
+
+func initialize(opts Options, env pythonEnv, prefix *string) error {
+	var errbuf [1024]C.char
+	exe := C.CString(opts.Executable)
+	defer C.free(unsafe.Pointer(exe))
+	if C.p0_init(exe, &errbuf[0], C.size_t(len(errbuf))) != 0 {
+		return fmt.Errorf("bridge: initializing python from %s: %s", opts.Executable, C.GoString(&errbuf[0]))
+	}
+
+	C.p0_enter()
+	defer C.p0_leave()
+	for i := len(opts.ExtraPath) - 1; i >= 0; i-- {
+		dir := C.CString(opts.ExtraPath[i])
+		rc := C.p0_prepend_sys_path(dir, &errbuf[0], C.size_t(len(errbuf)))
+		C.free(unsafe.Pointer(dir))
+		if rc != 0 {
+			return fmt.Errorf("bridge: adding %s to sys.path: %s", opts.ExtraPath[i], C.GoString(&errbuf[0]))
+		}
+	}
+	var buf [4096]C.char
+	name := C.CString("prefix")
+	defer C.free(unsafe.Pointer(name))
+	if C.p0_sys_str(name, &buf[0], C.size_t(len(buf))) != 0 {
+		return errors.New("bridge: python started without sys.prefix")
+	}
+	*prefix = C.GoString(&buf[0])
+	if env.venv != "" && !samePath(*prefix, env.venv) {
+		return fmt.Errorf("bridge: python from %s started with sys.prefix %s, want the venv %s; "+
+			"its site-packages would not be used", opts.Executable, *prefix, env.venv)
+	}
+	return nil
+}
+
+// invoke runs on the interpreter thread.
+func invoke(c call) reply {
+	mod := C.CString(c.module)
+	defer C.free(unsafe.Pointer(mod))
+	fn := C.CString(c.fn)
+	defer C.free(unsafe.Pointer(fn))
+	// A Go pointer may be passed for the duration of the call: the bytes hold no pointers.
+	var arg *C.char // PyUnicode_DecodeUTF8 accepts NULL with length 0
+	if len(c.arg) > 0 {
+		arg = (*C.char)(unsafe.Pointer(&c.arg[0]))
+	}
+
+	C.p0_enter()
+	defer C.p0_leave()
+	var r C.p0_result
+	C.p0_call(mod, fn, arg, C.Py_ssize_t(len(c.arg)), &r)
+	defer C.p0_result_clear(&r)
+
+	if r.failed != 0 {
+		if r.is_py_error != 0 {
+			return reply{err: &PyError{
+				Type:      pyString(r.err_type),
+				Message:   pyString(r.err_msg),
+				Traceback: pyString(r.err_tb),
+			}}
+		}
+		return reply{err: fmt.Errorf("%w: %s", ErrResult, C.GoString(&r.bridge_err[0]))}
+	}
+	out := reply{json: C.GoBytes(unsafe.Pointer(r.json), C.int(r.json_len))}
+	if r.has_view != 0 {
+		out.floats = make([]float32, int(r.n_floats))
+		if r.n_floats > 0 {
+			copy(out.floats, unsafe.Slice((*float32)(unsafe.Pointer(r.floats)), int(r.n_floats)))
+		}
+	}
+	return out
+}
+
+func pyString(s *C.PyObject) string {
+	var n C.Py_ssize_t
+	p := C.p0_str(s, &n)
+	if p == nil {
+		return ""
+	}
+	return C.GoStringN(p, C.int(n))
+}
+
+// Call imports module and calls module.fn(argJSON) with the JSON as a str.
+// The function returns either a str (JSON) or a tuple (str, buffer) whose
+// buffer is C-contiguous float32; those floats are copied into the returned
+// slice (nil when the function returned only a str). A Python exception is
+// returned as *PyError; a return value of another shape wraps ErrResult.
+func (it *Interp) Call(module, fn string, argJSON []byte) (resultJSON []byte, floats []float32, err error) {
+	c := call{module: module, fn: fn, arg: argJSON, reply: make(chan reply, 1)}
+	select {
+	case it.calls <- c:
+	case <-it.done:
+		return nil, nil, ErrClosed
+	}
+	r := <-c.reply
+	return r.json, r.floats, r.err
+}
+
+// Close finalizes the interpreter (running atexit handlers and flushing
+// sys.stdout/sys.stderr). Python cannot be started again in this process.
+func (it *Interp) Close() error {
+	it.closeOnce.Do(func() {
+		c := call{finalize: true, reply: make(chan reply, 1)}
+		select {
+		case it.calls <- c:
+			it.closeErr = (<-c.reply).err
+		case <-it.done:
+		}
+	})
+	return it.closeErr
+}
+
+// ResetFatalSignals hands SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT back to
+// the kernel's default action. Meant for a child process that runs Python
+// work (package worker): a crash in native code then ends it by that signal,
+// which its parent can report, instead of a Go runtime panic report. It also
+// turns a nil dereference in Go code into a plain SIGSEGV, so never call it in
+// a process that is not disposable.
+func ResetFatalSignals() error {
+	if C.p0_reset_fatal_signals() != 0 {
+		return errors.New("bridge: resetting fatal signal handlers failed")
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package worker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"phase0/bridge"
+)
+
+// Subcommand is the hidden argument that makes the phase0 binary act as a
+// worker: `phase0 __worker`. cmd/phase0 dispatches it to Main.
+const Subcommand = "__worker"
+
+// Environment variables through which Run configures the child.
+const (
+	EnvPython = "PHASE0_WORKER_PYTHON" // absolute path of the venv's python
+	EnvPath   = "PHASE0_WORKER_PATH"   // sys.path additions, os.PathListSeparator-separated
+	EnvModule = "PHASE0_WORKER_MODULE" // module whose functions are the ops
+)
+
+// The protocol pipes, as passed by Run through ExtraFiles.
+const (
+	requestFD  = 3
+	responseFD = 4
+)
+
+// Child exit statuses, so a parent's "exit status N" can be traced back here.
+const (
+	exitOK       = 0
+	exitUsage    = 2 // not started by Run
+	exitStart    = 3 // Python did not start; a fatal frame was sent
+	exitProtocol = 4 // the pipes failed
+	exitFinalize = 5 // Py_FinalizeEx reported an error
+)
+
+// Main is the child side of Run: it starts Python as described by the
+// environment, answers request frames until the request pipe closes, and
+// returns the process exit status.
+func Main() int {
+	if !isOpen(requestFD) || !isOpen(responseFD) {
+		fmt.Fprintf(os.Stderr, "phase0 %s: file descriptors %d and %d are not open; this subcommand is started by phase0 itself\n",
+			Subcommand, requestFD, responseFD)
+		return exitUsage
+	}
+	// Grandchildren started with exec must not hold the protocol pipes open.
+	syscall.CloseOnExec(requestFD)
+	syscall.CloseOnExec(responseFD)
+	in := os.NewFile(requestFD, "phase0-worker-requests")
+	out := os.NewFile(responseFD, "phase0-worker-responses")
+
+	module := os.Getenv(EnvModule)
+	opts := bridge.Options{Executable: os.Getenv(EnvPython), ExtraPath: filepath.SplitList(os.Getenv(EnvPath))}
+	if err := bridge.ResetFatalSignals(); err != nil {
+		return fatal(out, err)
+	}
+	if module == "" {
+		return fatal(out, fmt.Errorf("worker: %s is not set", EnvModule))
+	}
+	it, err := bridge.Start(opts)
+	if err != nil {
+		return fatal(out, err)
+	}
+	if err := writeJSONFrame(out, wireResponse{Kind: kindReady, Python: it.Prefix()}); err != nil {
+		fmt.Fprintf(os.Stderr, "phase0 worker: announcing readiness: %v\n", err)
+		return exitProtocol
+	}
+
+	for {
+		frame, err := readFrame(in)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "phase0 worker: reading a request: %v\n", err)
+			return exitProtocol
+		}
+		var req wireRequest
+		if err := json.Unmarshal(frame, &req); err != nil {
+			err = writeJSONFrame(out, errorResponse("BridgeError", "request is not JSON: "+err.Error(), ""))
+		} else {
+			err = serve(out, it, module, req)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "phase0 worker: writing the response to %q: %v\n", req.Op, err)
+			return exitProtocol
+		}
+	}
+	if err := it.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "phase0 worker: %v\n", err)
+		return exitFinalize
+	}
+	return exitOK
+}
+
+func serve(out io.Writer, it *bridge.Interp, module string, req wireRequest) error {
+	result, floats, err := it.Call(module, req.Op, req.Args)
+	var pe *bridge.PyError
+	switch {
+	case errors.As(err, &pe):
+		return writeJSONFrame(out, errorResponse(pe.Type, pe.Message, pe.Traceback))
+	case err != nil:
+		return writeJSONFrame(out, errorResponse("BridgeError", err.Error(), ""))
+	case !json.Valid(result):
+		return writeJSONFrame(out, errorResponse("BridgeError",
+			fmt.Sprintf("%s.%s returned a str that is not JSON: %.200q", module, req.Op, result), ""))
+	}
+	h := wireResponse{Kind: kindResult, Result: result, HasFloats: floats != nil, NFloats: len(floats)}
+	if err := writeJSONFrame(out, h); err != nil {
+		return err
+	}
+	if floats == nil {
+		return nil
+	}
+	return writeFloats(out, floats)
+}
+
+func errorResponse(typ, msg, tb string) wireResponse {
+	return wireResponse{Kind: kindError, Error: &wireError{Type: typ, Message: msg, Traceback: tb}}
+}
+
+func fatal(out io.Writer, err error) int {
+	fmt.Fprintf(os.Stderr, "phase0 worker: %v\n", err)
+	if werr := writeJSONFrame(out, wireResponse{Kind: kindFatal, Error: &wireError{Type: "StartError", Message: err.Error()}}); werr != nil {
+		return exitProtocol
+	}
+	return exitStart
+}
+
+func isOpen(fd int) bool {
+	var st syscall.Stat_t
+	return syscall.Fstat(fd, &st) == nil
+}
