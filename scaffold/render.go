@@ -1,0 +1,108 @@
+package scaffold
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"text/template"
+)
+
+//go:embed templates/*.tmpl
+var templateFS embed.FS
+
+// File is one rendered workspace file.
+type File struct {
+	Path string // slash-separated, relative to the workspace directory
+	Data []byte
+	// KeepExisting marks documents that people and later phases append to
+	// (TODO.md, progress.md …): they are created when absent and never
+	// replaced afterwards, with or without force.
+	KeepExisting bool
+}
+
+type fileTemplate struct {
+	template     string
+	path         func(Spec) string
+	keepExisting bool
+}
+
+var fileTemplates = []fileTemplate{
+	{"weights.py.tmpl", func(s Spec) string { return s.Name + "_weights.py" }, false},
+	{"cpu_helpers.py.tmpl", func(s Spec) string { return s.Name + "_cpu_helpers.py" }, false},
+	{"TODO.md.tmpl", func(Spec) string { return "TODO.md" }, true},
+	{"README.md.tmpl", func(Spec) string { return "README.md" }, true},
+	{"progress.md.tmpl", func(Spec) string { return "docs/development_progress/progress.md" }, true},
+	{"LESSONS.md.tmpl", func(Spec) string { return "docs/development_progress/LESSONS.md" }, true},
+	{"debug_log.md.tmpl", func(Spec) string { return "docs/development_progress/debug_log.md" }, true},
+}
+
+var templates = template.Must(template.New("").Funcs(template.FuncMap{
+	"pyFloat":     pyFloat,
+	"pyBool":      pyBool,
+	"helpersKept": HelpersKept,
+	"join":        strings.Join,
+	"familyTitle": familyTitle,
+	"mul":         func(a, b int) int { return a * b },
+	"div":         func(a, b int) int { return a / b },
+}).Option("missingkey=error").ParseFS(templateFS, "templates/*.tmpl"))
+
+// Render produces every workspace file for spec, in a fixed order.
+func Render(spec Spec) ([]File, error) {
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	files := make([]File, 0, len(fileTemplates))
+	for _, ft := range fileTemplates {
+		var buf bytes.Buffer
+		if err := templates.ExecuteTemplate(&buf, ft.template, spec); err != nil {
+			return nil, fmt.Errorf("render %s for %s: %w", ft.template, spec.ModelID, err)
+		}
+		files = append(files, File{Path: ft.path(spec), Data: buf.Bytes(), KeepExisting: ft.keepExisting})
+	}
+	return files, nil
+}
+
+// pyFloat formats f the way Python's repr does, so generated literals read
+// like hand-written ones (500000.0, 1e-05, 1000000.0).
+func pyFloat(f float64) string {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return fmt.Sprintf("float(%q)", strconv.FormatFloat(f, 'g', -1, 64))
+	}
+	exp := 0
+	if f != 0 {
+		exp = int(math.Floor(math.Log10(math.Abs(f))))
+	}
+	if exp < -4 || exp >= 16 {
+		// Python writes a two-digit exponent minimum, as Go does.
+		return strconv.FormatFloat(f, 'e', -1, 64)
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.ContainsAny(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+func pyBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
+func familyTitle(family string) string {
+	switch family {
+	case "llama":
+		return "Llama"
+	case "mistral":
+		return "Mistral"
+	case "qwen2":
+		return "Qwen2"
+	case "qwen3":
+		return "Qwen3"
+	}
+	return family
+}

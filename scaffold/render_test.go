@@ -1,0 +1,204 @@
+package scaffold
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden from the current templates")
+
+func TestDeriveName(t *testing.T) {
+	for _, tc := range []struct{ id, want string }{
+		{"Qwen/Qwen3-0.6B", "qwen3_0_6b"},
+		{"meta-llama/Llama-3.2-1B", "llama_3_2_1b"},
+		{"meta-llama/Llama-3.2-1B-Instruct", "llama_3_2_1b_instruct"},
+		{"mistralai/Mistral-7B-v0.1", "mistral_7b_v0_1"},
+		{"Qwen/Qwen2.5-0.5B-Instruct", "qwen2_5_0_5b_instruct"},
+		{"HuggingFaceTB/SmolLM2-135M-Instruct", "smollm2_135m_instruct"},
+		{"org/--Weird__Name..v2--", "weird_name_v2"},
+		{"no-org-Model", "no_org_model"},
+		{"/local/path/to/TinyLlama-1.1B/", "tinyllama_1_1b"},
+		{"org/1.5B-Model", "model_1_5b_model"},
+		{"org/Модель-1B", "model_1b"},
+		{"", ""},
+	} {
+		if got := DeriveName(tc.id); got != tc.want {
+			t.Errorf("DeriveName(%q) = %q, want %q", tc.id, got, tc.want)
+		}
+	}
+}
+
+func TestPyFloat(t *testing.T) {
+	for _, tc := range []struct {
+		f    float64
+		want string
+	}{
+		{500000, "500000.0"}, {1e6, "1000000.0"}, {10000, "10000.0"}, {1e-5, "1e-05"}, {1e-6, "1e-06"},
+		{0.0001, "0.0001"}, {32, "32.0"}, {0.5, "0.5"}, {1.5e16, "1.5e+16"}, {0, "0.0"},
+	} {
+		if got := pyFloat(tc.f); got != tc.want {
+			t.Errorf("pyFloat(%v) = %q, want %q", tc.f, got, tc.want)
+		}
+	}
+}
+
+func loadSpec(t *testing.T, family string) Spec {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", family, "spec.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var s Spec
+	if err := dec.Decode(&s); err != nil {
+		t.Fatalf("%s/spec.json: %v", family, err)
+	}
+	return s
+}
+
+// TestGolden renders each family's tiny spec and compares every file with
+// testdata/golden/<family>/ (go test ./scaffold -update rewrites them; the
+// pytests run the golden Python files against transformers).
+func TestGolden(t *testing.T) {
+	for _, family := range families {
+		t.Run(family, func(t *testing.T) {
+			files, err := Render(loadSpec(t, family))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join("testdata", "golden", family)
+			if *update {
+				if err := os.RemoveAll(dir); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, f := range files {
+				p := filepath.Join(dir, filepath.FromSlash(f.Path))
+				if *update {
+					if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(p, f.Data, 0o644); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				want, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatalf("%v (run go test ./scaffold -update)", err)
+				}
+				if !bytes.Equal(f.Data, want) {
+					t.Errorf("%s differs from %s (run go test ./scaffold -update and review the diff)", f.Path, p)
+				}
+			}
+		})
+	}
+}
+
+// The generated files must carry only what applies to the model.
+func TestRenderFamilySpecificParts(t *testing.T) {
+	for _, tc := range []struct {
+		family      string
+		present     []string
+		absent      []string
+		helpersKept []string
+	}{
+		{"llama", []string{`"rope_type": "llama3"`, "field(default_factory=_default_rope_scaling)", "rms_norm_eps: float = 1e-05",
+			"def attention_reference(", "RMS_NORM_EPS = 1e-05"},
+			[]string{"q_proj.bias", "q_norm", "Phase 2 prerequisites", "qk_norm_per_head"},
+			[]string{"rms_norm", "softmax", "attention_reference"}},
+		{"mistral", []string{"rope_scaling: Optional[Dict[str, Any]] = None", "tie_word_embeddings: bool = False",
+			"MODEL_REVISION: Optional[str] = None"},
+			[]string{"def attention_reference(", "def softmax(", "q_proj.bias", "q_norm", "import dataclass, field", "default_factory"},
+			[]string{"rms_norm"}},
+		{"qwen2", []string{`"bq": ("self_attn.q_proj.bias", False)`, "bq: np.ndarray  # (64,)", "bk: np.ndarray  # (32,)",
+			"## Phase 2 prerequisites", "RoPE(q + bq) = RoPE(q) + RoPE(bq)", "RMS_NORM_EPS = 1e-06"},
+			[]string{"q_norm", "qk_norm_per_head"},
+			[]string{"rms_norm", "softmax", "attention_reference"}},
+		{"qwen3", []string{`"q_norm": ("self_attn.q_norm.weight", False)`, "def qk_norm_per_head(",
+			"head_dim: int = 32  # n_heads * head_dim = 128, not emb_dim", "wo: np.ndarray  # (128, 64)"},
+			[]string{"q_proj.bias", "Phase 2 prerequisites"},
+			[]string{"rms_norm", "qk_norm_per_head", "softmax", "attention_reference"}},
+	} {
+		t.Run(tc.family, func(t *testing.T) {
+			spec := loadSpec(t, tc.family)
+			files, err := Render(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var all strings.Builder
+			for _, f := range files {
+				all.Write(f.Data)
+			}
+			for _, s := range tc.present {
+				if !strings.Contains(all.String(), s) {
+					t.Errorf("rendered files lack %q", s)
+				}
+			}
+			for _, s := range tc.absent {
+				if strings.Contains(all.String(), s) {
+					t.Errorf("rendered files contain %q, which does not apply to %s", s, tc.family)
+				}
+			}
+			if got := HelpersKept(spec); !slices.Equal(got, tc.helpersKept) {
+				t.Errorf("HelpersKept = %v, want %v", got, tc.helpersKept)
+			}
+		})
+	}
+}
+
+func TestRenderFileSet(t *testing.T) {
+	files, err := Render(loadSpec(t, "qwen3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range files {
+		paths = append(paths, f.Path)
+		if f.KeepExisting == strings.HasSuffix(f.Path, ".py") {
+			t.Errorf("%s: KeepExisting = %v", f.Path, f.KeepExisting)
+		}
+	}
+	want := []string{"tiny_qwen3_weights.py", "tiny_qwen3_cpu_helpers.py", "TODO.md", "README.md",
+		"docs/development_progress/progress.md", "docs/development_progress/LESSONS.md",
+		"docs/development_progress/debug_log.md"}
+	if !slices.Equal(paths, want) {
+		t.Errorf("paths = %v, want %v", paths, want)
+	}
+}
+
+func TestRenderRejectsInvalidSpec(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Spec)
+		want   string
+	}{
+		{"bad name", func(s *Spec) { s.Name = "3b-model" }, `name "3b-model"`},
+		{"unknown family", func(s *Spec) { s.Family = "gemma" }, `family "gemma"`},
+		{"zero layers", func(s *Spec) { s.NLayers = 0 }, "n_layers is 0"},
+		{"gqa mismatch", func(s *Spec) { s.NKVHeads = 3 }, "n_heads 4 is not a multiple of n_kv_heads 3"},
+		{"odd head_dim", func(s *Spec) { s.HeadDim = 15 }, "head_dim 15 is odd"},
+		{"no eps", func(s *Spec) { s.RMSNormEps = 0 }, "rms_norm_eps 0"},
+		{"yarn", func(s *Spec) { s.RopeScaling = &RopeScaling{Type: "yarn", Factor: 4} }, `rope_scaling type "yarn" is not supported`},
+		{"llama3 without freq factors", func(s *Spec) { s.RopeScaling = &RopeScaling{Type: "llama3", Factor: 8} }, "low_freq_factor < high_freq_factor"},
+		{"quote in id", func(s *Spec) { s.ModelID = `evil"id` }, "model_id"},
+		{"newline in revision", func(s *Spec) { s.Revision = "a\nb" }, "revision"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := loadSpec(t, "qwen3")
+			tc.mutate(&s)
+			_, err := Render(s)
+			if !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Render error = %v, want ErrInvalidSpec containing %q", err, tc.want)
+			}
+		})
+	}
+}

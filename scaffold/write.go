@@ -1,0 +1,239 @@
+package scaffold
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// ManifestName is the file, at the workspace root, where phase0 records the
+// sha256 of every file it wrote. A file whose content no longer matches is
+// the user's.
+const ManifestName = ".phase0-manifest.json"
+
+// ErrUserEdited is wrapped when Write would overwrite a file that somebody
+// changed since phase0 wrote it, or that phase0 never wrote.
+var ErrUserEdited = errors.New("file edited by the user")
+
+// Result says what Write did with each file (workspace-relative paths).
+type Result struct {
+	Written   []string // created or replaced
+	Unchanged []string // already held exactly the rendered content
+	Kept      []string // KeepExisting documents that already existed
+	// HelpersKept lists the functions in <name>_cpu_helpers.py; filled by Generate.
+	HelpersKept []string
+}
+
+type manifest struct {
+	Files map[string]string `json:"files"` // relative path -> sha256 hex of what phase0 wrote
+}
+
+// Generate renders spec and writes it into workspaceDir (usually <llms>/<name>).
+func Generate(workspaceDir string, spec Spec, force bool) (Result, error) {
+	files, err := Render(spec)
+	if err != nil {
+		return Result{}, err
+	}
+	res, err := Write(workspaceDir, files, force)
+	if err != nil {
+		return res, err
+	}
+	res.HelpersKept = HelpersKept(spec)
+	return res, nil
+}
+
+// Write puts files into workspaceDir. A file is replaced only when it is
+// unchanged since phase0 last wrote it (per the manifest), or when force is
+// set; otherwise Write returns an error wrapping ErrUserEdited naming every
+// such file, having written nothing. Each file is written atomically and the
+// manifest is updated after each one, so an interrupted run never makes a
+// file phase0 wrote look user-edited.
+func Write(workspaceDir string, files []File, force bool) (Result, error) {
+	var res Result
+	m, err := readManifest(workspaceDir)
+	if err != nil {
+		return res, err
+	}
+
+	type pending struct {
+		rel  string
+		data []byte
+	}
+	var toWrite []pending
+	var conflicts []string
+	adopt := false
+	seen := map[string]bool{}
+	for _, f := range files {
+		rel, err := cleanRel(f.Path)
+		if err != nil {
+			return Result{}, err
+		}
+		if seen[rel] {
+			return Result{}, fmt.Errorf("scaffold: %s is listed twice", rel)
+		}
+		seen[rel] = true
+
+		current, err := os.ReadFile(filepath.Join(workspaceDir, filepath.FromSlash(rel)))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			toWrite = append(toWrite, pending{rel, f.Data})
+			continue
+		case err != nil:
+			return Result{}, fmt.Errorf("scaffold: read %s: %w", rel, err)
+		}
+		currentSum := sha256Hex(current)
+		switch recorded, known := m.Files[rel]; {
+		case currentSum == sha256Hex(f.Data):
+			res.Unchanged = append(res.Unchanged, rel)
+			// Identical content counts as ours from now on, even if an
+			// older run's manifest was lost.
+			if !known || recorded != currentSum {
+				m.Files[rel] = currentSum
+				adopt = true
+			}
+		case f.KeepExisting:
+			res.Kept = append(res.Kept, rel)
+		case known && recorded == currentSum, force:
+			toWrite = append(toWrite, pending{rel, f.Data})
+		case known:
+			conflicts = append(conflicts, rel+" (changed since phase0 wrote it)")
+		default:
+			conflicts = append(conflicts, rel+" (not written by phase0)")
+		}
+	}
+	if len(conflicts) > 0 {
+		return Result{}, fmt.Errorf("%w: %s in %s; nothing was written (force overwrites them)",
+			ErrUserEdited, strings.Join(conflicts, ", "), workspaceDir)
+	}
+
+	if adopt {
+		if err := writeManifest(workspaceDir, m); err != nil {
+			return res, err
+		}
+	}
+
+	for _, p := range toWrite {
+		target := filepath.Join(workspaceDir, filepath.FromSlash(p.rel))
+		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+			return res, fmt.Errorf("scaffold: create directory for %s: %w", p.rel, err)
+		}
+		if err := writeFileAtomic(target, p.data); err != nil {
+			return res, err
+		}
+		res.Written = append(res.Written, p.rel)
+		m.Files[p.rel] = sha256Hex(p.data)
+		if err := writeManifest(workspaceDir, m); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// RecordWrite records data as phase0's own content of relPath, so that a
+// later Write does not take phase0's edits (the Phase 0 entry, the ticked
+// box) for the user's.
+func RecordWrite(workspaceDir, relPath string, data []byte) error {
+	rel, err := cleanRel(relPath)
+	if err != nil {
+		return err
+	}
+	m, err := readManifest(workspaceDir)
+	if err != nil {
+		return err
+	}
+	m.Files[rel] = sha256Hex(data)
+	return writeManifest(workspaceDir, m)
+}
+
+func cleanRel(p string) (string, error) {
+	clean := path.Clean(filepath.ToSlash(p))
+	if p == "" || path.IsAbs(clean) || filepath.IsAbs(p) || clean == "." || clean == ".." ||
+		strings.HasPrefix(clean, "../") || clean == ManifestName {
+		return "", fmt.Errorf("scaffold: file path %q must be relative and stay inside the workspace", p)
+	}
+	return clean, nil
+}
+
+func readManifest(workspaceDir string) (manifest, error) {
+	m := manifest{Files: map[string]string{}}
+	p := filepath.Join(workspaceDir, ManifestName)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return m, nil
+	}
+	if err != nil {
+		return m, fmt.Errorf("scaffold: read manifest: %w", err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return m, fmt.Errorf("scaffold: manifest %s is not valid JSON (%v); restore or delete it", p, err)
+	}
+	if m.Files == nil {
+		m.Files = map[string]string{}
+	}
+	return m, nil
+}
+
+func writeManifest(workspaceDir string, m manifest) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("scaffold: encode manifest: %w", err)
+	}
+	if err := os.MkdirAll(workspaceDir, 0o755); err != nil {
+		return fmt.Errorf("scaffold: create workspace %s: %w", workspaceDir, err)
+	}
+	return writeFileAtomic(filepath.Join(workspaceDir, ManifestName), append(data, '\n'))
+}
+
+// writeFileAtomic replaces target with data via a synced temporary file in
+// the same directory and a rename, so readers see the old or the new
+// content, never a torn file. An existing file's permissions are kept.
+func writeFileAtomic(target string, data []byte) (err error) {
+	perm := fs.FileMode(0o644)
+	if st, statErr := os.Stat(target); statErr == nil {
+		perm = st.Mode().Perm()
+	}
+	dir := filepath.Dir(target)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("scaffold: write %s: %w", target, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("scaffold: write %s: %w", target, err)
+	}
+	if err = tmp.Chmod(perm); err != nil {
+		return fmt.Errorf("scaffold: write %s: %w", target, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("scaffold: sync %s: %w", target, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("scaffold: write %s: %w", target, err)
+	}
+	if err = os.Rename(tmp.Name(), target); err != nil {
+		return fmt.Errorf("scaffold: replace %s: %w", target, err)
+	}
+	// Make the rename itself durable; not every filesystem can sync a directory.
+	if d, dirErr := os.Open(dir); dirErr == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+func sha256Hex(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
