@@ -1,0 +1,95 @@
+package safetensors
+
+import (
+	"bytes"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// seedFiles adds every file matching pattern to the fuzz corpus.
+func seedFiles(f *testing.F, pattern string) {
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no seed files for %s: %v", pattern, err)
+	}
+	for _, p := range files {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+}
+
+func FuzzReadHeader(f *testing.F) {
+	seedFiles(f, filepath.Join("testdata", "malformed", "*.safetensors"))
+	for _, ts := range [][]WriteTensor{
+		nil,
+		{u8("a", 3), {Name: "b", DType: "BF16", Shape: []int64{2, 2}, Data: make([]byte, 8)}},
+		{{Name: "s", DType: "F64", Data: make([]byte, 8)}, {Name: "z", DType: "F32", Shape: []int64{0}, Data: []byte{}}},
+	} {
+		hdr, sizes, err := encodeHeader(ts, map[string]string{"format": "pt"})
+		if err != nil {
+			f.Fatal(err)
+		}
+		data := rawFile(string(hdr), 0)
+		for _, s := range sizes {
+			data = append(data, make([]byte, s)...)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		size := int64(len(data))
+		h, err := ReadHeader(bytes.NewReader(data), size, "fuzz.safetensors")
+		if err != nil {
+			var fe *FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v is %T, want *FormatError", err, err)
+			}
+			return
+		}
+		next := h.DataStart
+		for _, tn := range h.Tensors {
+			if tn.Begin != next {
+				t.Fatalf("tensor %q begins at %d, previous ended at %d", tn.Name, tn.Begin, next)
+			}
+			esize, ok := DTypeSize(tn.DType)
+			n, okn := elementCount(tn.Shape)
+			if !ok || !okn || int64(n)*esize != tn.End-tn.Begin {
+				t.Fatalf("tensor %+v: size does not match shape", tn)
+			}
+			next = tn.End
+		}
+		if next != size {
+			t.Fatalf("data ends at %d, file is %d bytes", next, size)
+		}
+	})
+}
+
+func FuzzReadIndex(f *testing.F) {
+	seedFiles(f, filepath.Join("testdata", "malformed-index", "*.json"))
+	f.Add([]byte(`{"metadata":{"total_size":10},"weight_map":{"a":"model-00001-of-00002.safetensors","b":"sub/model-00002-of-00002.safetensors"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ix, err := ReadIndex(bytes.NewReader(data), IndexFile)
+		if err != nil {
+			var fe *FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("error %v is %T, want *FormatError", err, err)
+			}
+			return
+		}
+		if len(ix.WeightMap) == 0 {
+			t.Fatal("accepted an empty weight_map")
+		}
+		for name, shard := range ix.WeightMap {
+			// independent of checkShardPath: inside the folder, slash-separated
+			if name == "" || !fs.ValidPath(shard) || strings.Contains(shard, `\`) || !strings.HasSuffix(shard, ".safetensors") {
+				t.Fatalf("accepted %q -> %q", name, shard)
+			}
+		}
+	})
+}

@@ -1,0 +1,359 @@
+package safetensors
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// u8 is a small tensor with real bytes.
+func u8(name string, n int) WriteTensor {
+	return WriteTensor{Name: name, DType: "U8", Shape: []int64{int64(n)}, Data: make([]byte, n)}
+}
+
+func mustWrite(t *testing.T, dir, file string, ts ...WriteTensor) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, file)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteFile(filepath.Join(dir, file), ts, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustIndex(t *testing.T, dir string, wm map[string]string) {
+	t.Helper()
+	if err := WriteIndex(filepath.Join(dir, IndexFile), wm, 0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustRaw(t *testing.T, dir, file, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const (
+	shard1 = "model-00001-of-00002.safetensors"
+	shard2 = "model-00002-of-00002.safetensors"
+)
+
+// twoShards writes a valid sharded checkpoint: a, b in shard1; c in shard2.
+func twoShards(t *testing.T, dir string) {
+	mustWrite(t, dir, shard1, u8("a", 3), u8("b", 5))
+	mustWrite(t, dir, shard2, u8("c", 7))
+	mustIndex(t, dir, map[string]string{"a": shard1, "b": shard1, "c": shard2})
+}
+
+func TestLoad(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T, dir string)
+		is      error
+		want    []string // error substrings
+		files   []string // on success
+		tensors []string
+		sharded bool
+	}{
+		{
+			name:    "single file",
+			setup:   func(t *testing.T, dir string) { mustWrite(t, dir, SingleFile, u8("x", 4), u8("y", 2)) },
+			files:   []string{SingleFile},
+			tensors: []string{"x", "y"},
+		},
+		{
+			name: "single file wins over other safetensors without index",
+			setup: func(t *testing.T, dir string) {
+				mustWrite(t, dir, SingleFile, u8("x", 4))
+				mustWrite(t, dir, "consolidated.safetensors", u8("x", 4))
+			},
+			files:   []string{SingleFile},
+			tensors: []string{"x"},
+		},
+		{
+			name:    "sharded",
+			setup:   twoShards,
+			files:   []string{shard1, shard2},
+			tensors: []string{"a", "b", "c"},
+			sharded: true,
+		},
+		{
+			name: "sharded, shard in a subfolder, stray safetensors ignored",
+			setup: func(t *testing.T, dir string) {
+				mustWrite(t, dir, "w/"+shard1, u8("a", 3))
+				mustWrite(t, dir, "consolidated.safetensors", u8("a", 3))
+				mustIndex(t, dir, map[string]string{"a": "w/" + shard1})
+			},
+			files:   []string{"w/" + shard1},
+			tensors: []string{"a"},
+			sharded: true,
+		},
+		{
+			name: "several files without index",
+			setup: func(t *testing.T, dir string) {
+				mustWrite(t, dir, "b.safetensors", u8("y", 1))
+				mustWrite(t, dir, "a.safetensors", u8("x", 1))
+			},
+			files:   []string{"a.safetensors", "b.safetensors"},
+			tensors: []string{"x", "y"},
+		},
+		{
+			name: "same tensor in two files without index",
+			setup: func(t *testing.T, dir string) {
+				mustWrite(t, dir, "a.safetensors", u8("x", 1))
+				mustWrite(t, dir, "b.safetensors", u8("x", 1))
+			},
+			is:   ErrDuplicateTensor,
+			want: []string{`tensor "x"`, "a.safetensors", "b.safetensors"},
+		},
+		{
+			name: "index and single file",
+			setup: func(t *testing.T, dir string) {
+				twoShards(t, dir)
+				mustWrite(t, dir, SingleFile, u8("a", 3))
+			},
+			is:   ErrMixedLayout,
+			want: []string{SingleFile, IndexFile},
+		},
+		{
+			name: "index names a missing shard",
+			setup: func(t *testing.T, dir string) {
+				mustWrite(t, dir, shard1, u8("a", 3))
+				mustIndex(t, dir, map[string]string{"a": shard1, "c": shard2})
+			},
+			is:   ErrMissingShard,
+			want: []string{shard2},
+		},
+		{
+			name: "index path escapes the folder",
+			setup: func(t *testing.T, dir string) {
+				mustRaw(t, dir, IndexFile, `{"weight_map": {"a": "../`+shard1+`"}}`)
+			},
+			is:   ErrUnsafePath,
+			want: []string{IndexFile, `"a"`, "../" + shard1},
+		},
+		{
+			name: "index path absolute",
+			setup: func(t *testing.T, dir string) {
+				mustRaw(t, dir, IndexFile, `{"weight_map": {"a": "/tmp/x.safetensors"}}`)
+			},
+			is:   ErrUnsafePath,
+			want: []string{"absolute"},
+		},
+		{
+			name: "index path with backslash",
+			setup: func(t *testing.T, dir string) {
+				mustRaw(t, dir, IndexFile, `{"weight_map": {"a": "sub\\x.safetensors"}}`)
+			},
+			is:   ErrUnsafePath,
+			want: []string{"backslash"},
+		},
+		{
+			name: "index assigns a tensor the shard lacks",
+			setup: func(t *testing.T, dir string) {
+				twoShards(t, dir)
+				mustIndex(t, dir, map[string]string{"a": shard1, "b": shard1, "c": shard2, "d": shard2, "e": shard2})
+			},
+			is:   ErrTensorNotInShard,
+			want: []string{`tensor "d" (and 1 more)`, shard2},
+		},
+		{
+			name: "shard holds a tensor the index omits",
+			setup: func(t *testing.T, dir string) {
+				twoShards(t, dir)
+				mustIndex(t, dir, map[string]string{"a": shard1, "c": shard2})
+			},
+			is:   ErrTensorNotInIndex,
+			want: []string{`tensor "b"`, shard1, "does not list it"},
+		},
+		{
+			name: "index puts a tensor in the other shard",
+			setup: func(t *testing.T, dir string) {
+				twoShards(t, dir)
+				mustIndex(t, dir, map[string]string{"a": shard1, "b": shard2, "c": shard2})
+			},
+			is:   ErrTensorNotInIndex,
+			want: []string{`tensor "b"`, shard1, "assigns it to " + shard2},
+		},
+		{
+			name: "malformed shard header",
+			setup: func(t *testing.T, dir string) {
+				twoShards(t, dir)
+				mustRaw(t, dir, shard2, string(rawFile(`{"c":{"dtype":"U8","shape":[7],"data_offsets":[0,7]}}`, 3)))
+			},
+			is:   ErrTruncated,
+			want: []string{shard2, "only 3 data bytes"},
+		},
+		{
+			name:  "malformed index",
+			setup: func(t *testing.T, dir string) { mustRaw(t, dir, IndexFile, `{"weight_map": {}}`) },
+			want:  []string{IndexFile, "weight_map is empty"},
+		},
+		{
+			name: "pickle only",
+			setup: func(t *testing.T, dir string) {
+				mustRaw(t, dir, "pytorch_model.bin", "not a pickle, must not be read")
+				mustRaw(t, dir, "config.json", "{}")
+			},
+			is:   ErrPickleOnly,
+			want: []string{"pytorch_model.bin"},
+		},
+		{
+			name: "sharded pickle only",
+			setup: func(t *testing.T, dir string) {
+				mustRaw(t, dir, "pytorch_model-00001-of-00002.bin", "x")
+				mustRaw(t, dir, "pytorch_model.bin.index.json", "{}")
+				mustRaw(t, dir, "extra.pt", "x")
+			},
+			is:   ErrPickleOnly,
+			want: []string{"extra.pt", "pytorch_model-00001-of-00002.bin"},
+		},
+		{
+			name:  "nothing",
+			setup: func(t *testing.T, dir string) { mustRaw(t, dir, "config.json", "{}") },
+			is:    ErrNoWeights,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tc.setup(t, dir)
+			fsys := &watchFS{FS: os.DirFS(dir)}
+			inv, err := Load(fsys)
+			for _, name := range fsys.opened {
+				if isPickleName(name) {
+					t.Errorf("Load opened pickle file %s", name)
+				}
+			}
+			if tc.is != nil || tc.want != nil {
+				if err == nil {
+					t.Fatalf("Load succeeded with %v, want an error", inv.Files)
+				}
+				if tc.is != nil && !errors.Is(err, tc.is) {
+					t.Errorf("error %q is not %v", err, tc.is)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(err.Error(), w) {
+						t.Errorf("error %q does not mention %q", err, w)
+					}
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(inv.Files, tc.files) {
+				t.Errorf("Files = %v, want %v", inv.Files, tc.files)
+			}
+			if !reflect.DeepEqual(inv.Names(), tc.tensors) {
+				t.Errorf("Names = %v, want %v", inv.Names(), tc.tensors)
+			}
+			if inv.Sharded != tc.sharded {
+				t.Errorf("Sharded = %t", inv.Sharded)
+			}
+			if inv.Metadata["format"] != "pt" {
+				t.Errorf("Metadata = %v", inv.Metadata)
+			}
+			var sum int64
+			for _, name := range inv.Names() {
+				tn := inv.Tensors[name]
+				sum += tn.End - tn.Begin
+				if tn.Name != name {
+					t.Errorf("Tensors[%q].Name = %q", name, tn.Name)
+				}
+			}
+			if sum != inv.TotalBytes {
+				t.Errorf("TotalBytes = %d, tensors sum to %d", inv.TotalBytes, sum)
+			}
+		})
+	}
+}
+
+// watchFS records every path opened.
+type watchFS struct {
+	fs.FS
+	opened []string
+}
+
+func (w *watchFS) Open(name string) (fs.File, error) {
+	w.opened = append(w.opened, name)
+	return w.FS.Open(name)
+}
+
+func (w *watchFS) ReadDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(w.FS, name) }
+
+// plainFS hides io.ReaderAt so Load takes its sequential path.
+type plainFS struct{ fs.FS }
+
+type plainFile struct{ f fs.File }
+
+func (p plainFile) Stat() (fs.FileInfo, error) { return p.f.Stat() }
+func (p plainFile) Read(b []byte) (int, error) { return p.f.Read(b) }
+func (p plainFile) Close() error               { return p.f.Close() }
+
+func (p plainFS) ReadDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(p.FS, name) }
+
+func (p plainFS) Open(name string) (fs.File, error) {
+	f, err := p.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return plainFile{f}, nil
+}
+
+func TestLoadWithoutReaderAt(t *testing.T) {
+	dir := t.TempDir()
+	twoShards(t, dir)
+	want, err := Load(os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(plainFS{os.DirFS(dir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("sequential read gave\n%+v\nReaderAt gave\n%+v", got, want)
+	}
+	var f fs.File = plainFile{}
+	if _, ok := f.(io.ReaderAt); ok {
+		t.Fatal("plainFile must not be an io.ReaderAt")
+	}
+}
+
+func TestLoadShardedOffsets(t *testing.T) {
+	dir := t.TempDir()
+	twoShards(t, dir)
+	inv, err := Load(os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Read each tensor's bytes at the absolute offsets and compare with a marker.
+	mustWrite(t, dir, shard1,
+		WriteTensor{Name: "a", DType: "U8", Shape: []int64{3}, Data: []byte("AAA")},
+		WriteTensor{Name: "b", DType: "U8", Shape: []int64{5}, Data: []byte("BBBBB")})
+	mustWrite(t, dir, shard2, WriteTensor{Name: "c", DType: "U8", Shape: []int64{7}, Data: []byte("CCCCCCC")})
+	if inv, err = Load(os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"a": "AAA", "b": "BBBBB", "c": "CCCCCCC"} {
+		tn := inv.Tensors[name]
+		data, err := os.ReadFile(filepath.Join(dir, tn.File))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(data[tn.Begin:tn.End]); got != want {
+			t.Errorf("%s at [%d,%d) of %s = %q, want %q", name, tn.Begin, tn.End, tn.File, got, want)
+		}
+	}
+	if inv.TotalBytes != 15 {
+		t.Errorf("TotalBytes = %d", inv.TotalBytes)
+	}
+}
