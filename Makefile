@@ -27,14 +27,18 @@ help: ## show the targets
 build: ## build bin/phase0
 	$(GO) build -o $(BIN) ./cmd/phase0
 
-$(VENV_PY): requirements.txt
+VENV_STAMP   := $(VENV)/.phase0-installed
+
+# The venv is keyed by the hash of requirements.txt, so a changed requirement
+# gets a fresh venv and an unchanged one is reused by every clone and CI run.
+$(VENV_STAMP): requirements.txt
 	@echo "phase0: preparing the Python environment in $(VENV) (first time only: torch is large)"
 	$(PYTHON3) -m venv $(VENV)
 	$(VENV_PY) -m pip install --quiet --upgrade pip
 	$(VENV_PY) -m pip install --quiet -r requirements.txt
-	@touch $(VENV_PY)
+	@touch $@
 
-venv: $(VENV_PY) ## create or reuse the Python venv (outside the clone)
+venv: $(VENV_STAMP) ## create or reuse the Python venv (outside the clone)
 
 print-python: ## print the venv's python (use with make -s)
 	@echo $(VENV_PY)
@@ -43,12 +47,12 @@ test: venv build ## run every test (Go, fuzz seeds, pytest)
 	$(GO) vet ./...
 	PHASE0_PYTHON=$(VENV_PY) $(GO) test -count=1 -timeout 60m ./...
 	cd pyshim && $(VENV_PY) -m pytest -q
+	$(VENV_PY) -m pytest -q scaffold/pytests
 
 bench: venv build ## print the benchmark table
 	PHASE0_PYTHON=$(VENV_PY) $(GO) run ./cmd/phase0bench
 
 fuzz: ## run each fuzz target briefly (FUZZTIME=…)
-	@set -e; for t in $$($(GO) test -list '^Fuzz' ./... | grep -E '^Fuzz|^ok' ); do :; done
 	@set -e; $(GO) list -f '{{.ImportPath}} {{.Dir}}' ./... | while read pkg dir; do \
 	  for f in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go 2>/dev/null | cut -c6-); do \
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \

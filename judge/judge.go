@@ -111,7 +111,7 @@ func Judge(in Input) Verdict {
 	switch d := describe(in.Described, v.Top1); {
 	case v.Top1 >= limit:
 		fail("top-1 id %d is outside the tokenizer's %d tokens", v.Top1, limit)
-	case in.PadID != nil && v.Top1 == *in.PadID:
+	case in.PadID != nil && v.Top1 == *in.PadID && !containsInt(in.EOSIDs, v.Top1):
 		fail("top-1 is the pad token (id %d)", v.Top1)
 	case in.UnkID != nil && v.Top1 == *in.UnkID:
 		fail("top-1 is the unknown token (id %d)", v.Top1)

@@ -16,7 +16,7 @@ var ErrNoModel = errors.New("model not found")
 type resolvedModel struct {
 	Dir      string
 	Revision string
-	ID       string // hub id or the folder's name; drives the prompt style and the workspace name
+	ID       string // hub id or the absolute folder; drives the prompt style and the workspace name
 }
 
 // resolveModel turns a MODEL argument into a local folder.
@@ -32,7 +32,7 @@ func resolveModel(ctx context.Context, s *Settings, arg string) (*resolvedModel,
 		if err != nil {
 			return nil, fmt.Errorf("resolving %s: %w", arg, err)
 		}
-		return &resolvedModel{Dir: abs, ID: filepath.Base(abs)}, nil
+		return &resolvedModel{Dir: abs, ID: abs}, nil
 	}
 	if strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, ".") || strings.HasPrefix(arg, "~") || strings.Count(arg, "/") > 1 {
 		return nil, fmt.Errorf("%w: no such folder %s", ErrNoModel, arg)
