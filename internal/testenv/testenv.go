@@ -1,0 +1,139 @@
+// Package testenv gives Go tests the real Python environment and tiny models
+// written by transformers itself, built once and cached between test runs.
+package testenv
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Python returns the venv python from PHASE0_PYTHON (make test sets it), or
+// skips the test with the reason when it is not configured.
+func Python(t testing.TB) string {
+	t.Helper()
+	py := os.Getenv("PHASE0_PYTHON")
+	if py == "" {
+		t.Skip("PHASE0_PYTHON is not set: run through `make test`, which prepares the venv")
+	}
+	if _, err := os.Stat(py); err != nil {
+		t.Fatalf("PHASE0_PYTHON=%s: %v", py, err)
+	}
+	return py
+}
+
+// RepoRoot is the module root (this file lives in internal/testenv).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// PyShim is the working copy of the phase0_shim package's parent folder.
+func PyShim() string { return filepath.Join(RepoRoot(), "pyshim") }
+
+// Model describes one tiny test checkpoint.
+type Model struct {
+	Name   string // folder name in the cache, e.g. "llama-llama3"
+	Family string
+	Args   string // extra keyword arguments to make_tiny_model, as Python source
+}
+
+// Models are the tiny checkpoints the end-to-end tests use.
+var Models = []Model{
+	{"llama-llama3", "llama", `rope_scaling="llama3"`},
+	{"mistral", "mistral", ``},
+	{"qwen2", "qwen2", `tied=True`},
+	{"qwen3", "qwen3", ``},
+	{"qwen2-sharded", "qwen2", `sharded=True`},
+	{"llama-nan", "llama", `nan_in="model.norm.weight"`},
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+// TinyModels builds every Model once per content of the model generator and
+// returns the folder holding them (one sub-folder per Model.Name).
+func TinyModels(t testing.TB) string {
+	t.Helper()
+	py := Python(t)
+	buildOnce.Do(func() { buildDir, buildErr = build(py) })
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildDir
+}
+
+func build(py string) (string, error) {
+	h := sha256.New()
+	for _, f := range []string{"phase0_shim/testmodels.py", "phase0_shim/data/tokenizer_corpus.txt"} {
+		b, err := os.ReadFile(filepath.Join(PyShim(), f))
+		if err != nil {
+			return "", err
+		}
+		h.Write(b)
+	}
+	var specs []string
+	for _, m := range Models {
+		specs = append(specs, m.Name+"|"+m.Family+"|"+m.Args)
+	}
+	sort.Strings(specs)
+	h.Write([]byte(strings.Join(specs, "\n")))
+	out, _ := exec.Command(py, "-c", "import torch, transformers; print(torch.__version__, transformers.__version__)").Output()
+	h.Write(out)
+
+	cache := os.Getenv("PHASE0_CACHE")
+	if cache == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return "", err
+		}
+		cache = filepath.Join(base, "phase0")
+	}
+	dir := filepath.Join(cache, "testmodels-"+hex.EncodeToString(h.Sum(nil))[:12])
+	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(cache, ".testmodels-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	var script strings.Builder
+	script.WriteString("from phase0_shim.testmodels import make_tiny_model\n")
+	for _, m := range Models {
+		args := ""
+		if m.Args != "" {
+			args = ", " + m.Args
+		}
+		fmt.Fprintf(&script, "make_tiny_model(%q, %q%s)\n", m.Family, filepath.Join(tmp, m.Name), args)
+	}
+	cmd := exec.Command(py, "-c", script.String())
+	cmd.Dir = PyShim()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building tiny models: %w\n%s", err, b)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "complete"), nil, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, statErr := os.Stat(filepath.Join(dir, "complete")); statErr == nil {
+			return dir, nil
+		}
+		return "", err
+	}
+	return dir, nil
+}

@@ -1,0 +1,308 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"phase0/internal/testenv"
+	"phase0/scaffold"
+	"phase0/worker"
+)
+
+// The worker re-executes this test binary; it must act as the worker then.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == worker.Subcommand {
+		os.Exit(worker.Main())
+	}
+	os.Exit(m.Run())
+}
+
+func settingsFor(t *testing.T, llms string) *Settings {
+	t.Helper()
+	var progress bytes.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("progress:\n%s", progress.String())
+		}
+	})
+	return &Settings{
+		LLMSDir: llms, Python: testenv.Python(t), PyShimDir: testenv.PyShim(), MaxSeq: 64, Timeout: 5 * time.Minute,
+		MemoryCheck: true, AttentionFallback: true, Progress: &progress,
+	}
+}
+
+func tiny(t *testing.T, name string) string {
+	return filepath.Join(testenv.TinyModels(t), name)
+}
+
+func mustPass(t *testing.T, r *Report) {
+	t.Helper()
+	if r.Status != StatusPass {
+		b, _ := r.JSON()
+		t.Fatalf("status %s, want PASS:\n%s", r.Status, b)
+	}
+}
+
+func TestRunEachFamily(t *testing.T) {
+	for _, m := range []struct{ dir, family string }{
+		{"llama-llama3", "llama"}, {"mistral", "mistral"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"}, {"qwen2-sharded", "qwen2"},
+	} {
+		t.Run(m.dir, func(t *testing.T) {
+			llms := t.TempDir()
+			r := Run(context.Background(), settingsFor(t, llms), tiny(t, m.dir), "test")
+			mustPass(t, r)
+			if r.Family != m.family || r.Gates.PyWeights.Status != StatusPass || r.Gates.HFBaseline.Runner != "bundled" {
+				t.Errorf("family %s, python weights %+v, runner %s", r.Family, r.Gates.PyWeights, r.Gates.HFBaseline.Runner)
+			}
+			name := scaffold.DeriveName(m.dir)
+			ws := filepath.Join(llms, name)
+			for _, f := range []string{name + "_weights.py", name + "_cpu_helpers.py", "TODO.md", "README.md",
+				"docs/development_progress/progress.md", "docs/development_progress/LESSONS.md", "docs/development_progress/debug_log.md",
+				"docs/development_progress/phase0/report.json", "docs/development_progress/phase0/report.md", "docs/development_progress/phase0/top10.png"} {
+				if _, err := os.Stat(filepath.Join(ws, f)); err != nil {
+					t.Errorf("workspace lacks %s: %v", f, err)
+				}
+			}
+			todo, _ := os.ReadFile(filepath.Join(ws, "TODO.md"))
+			if !strings.Contains(string(todo), "- [x] 0: Build CPU Reference") {
+				t.Errorf("Phase 0 not ticked:\n%s", todo)
+			}
+			progress, _ := os.ReadFile(filepath.Join(ws, "docs/development_progress/progress.md"))
+			if !strings.Contains(string(progress), "Top-1: id ") || !strings.Contains(string(progress), "cpu_helpers kept: rms_norm") {
+				t.Errorf("progress entry incomplete:\n%s", progress)
+			}
+			var fromDisk Report
+			b, _ := os.ReadFile(filepath.Join(ws, "docs/development_progress/phase0/report.json"))
+			if err := json.Unmarshal(b, &fromDisk); err != nil || fromDisk.Status != StatusPass {
+				t.Errorf("report.json: %v, status %s", err, fromDisk.Status)
+			}
+		})
+	}
+}
+
+func TestRunIsIdempotentAndProtectsEdits(t *testing.T) {
+	llms := t.TempDir()
+	s := settingsFor(t, llms)
+	model := tiny(t, "qwen3")
+	mustPass(t, Run(context.Background(), s, model, "test"))
+	ws := filepath.Join(llms, "qwen3")
+	progressPath := filepath.Join(ws, "docs/development_progress/progress.md")
+	first, _ := os.ReadFile(progressPath)
+
+	again := Run(context.Background(), s, model, "test")
+	mustPass(t, again)
+	if len(again.Workspace.Written) != 0 || !contains(again.Workspace.Unchanged, "qwen3_weights.py") || !contains(again.Workspace.Unchanged, "qwen3_cpu_helpers.py") {
+		t.Errorf("re-run wrote %v, unchanged %v", again.Workspace.Written, again.Workspace.Unchanged)
+	}
+	second, _ := os.ReadFile(progressPath)
+	if n := strings.Count(string(second), "## Phase 0: Build CPU Reference"); n != 1 || len(second) < len(first)-40 {
+		t.Errorf("re-run left %d Phase 0 entries:\n%s", n, second)
+	}
+
+	weightsPy := filepath.Join(ws, "qwen3_weights.py")
+	edited := append(mustRead(t, weightsPy), []byte("\n# tuned by hand\n")...)
+	if err := os.WriteFile(weightsPy, edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused := Run(context.Background(), s, model, "test")
+	if refused.Status != StatusError || ExitCode(refused.Status) != 2 || !strings.Contains(refused.Error, "qwen3_weights.py") || !strings.Contains(refused.Error, "--force") {
+		t.Fatalf("edited file not protected: status %s, error %q", refused.Status, refused.Error)
+	}
+	if !bytes.Equal(mustRead(t, weightsPy), edited) {
+		t.Fatal("the user's edit was overwritten")
+	}
+	s.Force = true
+	mustPass(t, Run(context.Background(), s, model, "test"))
+	if bytes.Equal(mustRead(t, weightsPy), edited) {
+		t.Error("--force did not regenerate the edited file")
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestRejectedModelWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	cfg := mustRead(t, filepath.Join(testenv.RepoRoot(), "model/testdata/configs/mixtral-8x7b.json"))
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	llms := t.TempDir()
+	r := Run(context.Background(), settingsFor(t, llms), dir, "test")
+	if r.Status != StatusRejected || ExitCode(r.Status) != 1 || len(r.Rejections) == 0 {
+		t.Fatalf("status %s, rejections %+v", r.Status, r.Rejections)
+	}
+	if entries, _ := os.ReadDir(llms); len(entries) != 0 {
+		t.Errorf("a rejected model created %d entries in the llms folder", len(entries))
+	}
+}
+
+func TestNaNWeightFails(t *testing.T) {
+	s := settingsFor(t, "")
+	r := BaselineRun(context.Background(), s, tiny(t, "llama-nan"), "test")
+	if r.Status != StatusFail || r.Gates.HFBaseline == nil || r.Gates.HFBaseline.Logits.NaN == 0 {
+		t.Fatalf("NaN weights: status %s, baseline %+v", r.Status, r.Gates.HFBaseline)
+	}
+	if !strings.Contains(strings.Join(r.Gates.HFBaseline.Reasons, " "), "NaN") {
+		t.Errorf("reasons do not name the NaN: %q", r.Gates.HFBaseline.Reasons)
+	}
+	s.Scan = true
+	in := Inspect(context.Background(), s, tiny(t, "llama-nan"), "test")
+	nf := in.Gates.Weights.NonFinite
+	if in.Status != StatusFail || len(nf) != 1 || nf[0].Name != "model.norm.weight" || nf[0].NaN != 64 {
+		t.Errorf("scan: status %s, nonfinite %+v", in.Status, nf)
+	}
+}
+
+// fakeVerify lays out an upstream-like verify/ tree whose runner misbehaves in prefill.
+func fakeVerify(t *testing.T, prefillBody string) string {
+	t.Helper()
+	llms := t.TempDir()
+	src := filepath.Join(testenv.PyShim(), "tests", "data", "llms", "verify")
+	if err := os.CopyFS(filepath.Join(llms, "verify"), os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	runner := `from runners._records import PrefillRecord, DecodeStepRecord
+
+
+class HfRunner:
+    def __init__(self, model_name, config, max_seq, lite_mode=False, model=None):
+        self.config = config
+
+    def prefill(self, tokens):
+` + prefillBody + `
+
+    def decode_step(self, token, pos):
+        raise NotImplementedError
+`
+	path := filepath.Join(llms, "verify", "runners", "hf_runner.py")
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(runner), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return llms
+}
+
+func TestRunnerCrashAndTimeoutFail(t *testing.T) {
+	tests := []struct {
+		name, body, reason string
+	}{
+		{"segfault", "        import ctypes\n        ctypes.string_at(0)", "SIGSEGV"},
+		{"hang", "        import time\n        time.sleep(600)", "timed out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			llms := fakeVerify(t, tt.body)
+			s := settingsFor(t, llms)
+			s.Timeout = 20 * time.Second
+			r := Run(context.Background(), s, tiny(t, "qwen3"), "test")
+			b := r.Gates.HFBaseline
+			if r.Status != StatusFail || ExitCode(r.Status) != 1 || b == nil || !strings.Contains(strings.Join(b.Reasons, "\n"), tt.reason) {
+				t.Fatalf("status %s, baseline %+v", r.Status, b)
+			}
+			if _, err := os.Stat(filepath.Join(llms, "qwen3", "docs/development_progress/phase0/report.json")); err != nil {
+				t.Errorf("report not written: %v", err)
+			}
+			todo := string(mustRead(t, filepath.Join(llms, "qwen3", "TODO.md")))
+			if !strings.Contains(todo, "needs-human-review") {
+				t.Errorf("TODO.md lacks the blocker:\n%s", todo)
+			}
+		})
+	}
+}
+
+func TestUpstreamVerifyTreeIsUsed(t *testing.T) {
+	llms := filepath.Join(testenv.PyShim(), "tests", "data", "llms")
+	r := BaselineRun(context.Background(), settingsFor(t, llms), tiny(t, "llama-llama3"), "test")
+	mustPass(t, r)
+	b := r.Gates.HFBaseline
+	if b.Runner != "verify" || !strings.HasPrefix(b.Prompt, "The quick brown fox") || !strings.HasSuffix(b.RunnerPath, filepath.Join("verify", "runners", "hf_runner.py")) {
+		t.Errorf("runner %s at %s, prompt %q", b.Runner, b.RunnerPath, b.Prompt)
+	}
+}
+
+// TestLogitsEqualPlainTransformers compares what phase0 gets through the
+// bridge with an independent transformers run on the same tokens, bitwise.
+func TestLogitsEqualPlainTransformers(t *testing.T) {
+	s := settingsFor(t, "")
+	model := tiny(t, "qwen2")
+	r := BaselineRun(context.Background(), s, model, "test")
+	mustPass(t, r)
+	req, err := baselineRequest(s, &resolvedModel{Dir: model, ID: model}, r.Config, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resps, err := s.call(context.Background(), []worker.Request{req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, _ := json.Marshal(r.Gates.HFBaseline.Tokens)
+	script := `import sys, json, torch
+from transformers import AutoModelForCausalLM
+m = AutoModelForCausalLM.from_pretrained(sys.argv[1], dtype=torch.bfloat16, low_cpu_mem_usage=True).eval()
+ids = torch.tensor([json.loads(sys.argv[2])])
+with torch.no_grad():
+    logits = m(ids).logits[0, -1].float().numpy()
+sys.stdout.buffer.write(logits.tobytes())
+`
+	cmd := exec.Command(s.Python, "-c", script, model, string(tokens))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("plain transformers: %v\n%s", err, stderr.String())
+	}
+	got := resps[0].Floats
+	if len(out) != 4*len(got) {
+		t.Fatalf("plain run gave %d bytes, phase0 %d floats", len(out), len(got))
+	}
+	best, bestV := 0, float32(math.Inf(-1))
+	for i := range got {
+		want := math.Float32frombits(binary.LittleEndian.Uint32(out[4*i:]))
+		if math.Float32bits(want) != math.Float32bits(got[i]) {
+			t.Fatalf("logit %d: phase0 %v, plain transformers %v", i, got[i], want)
+		}
+		if want > bestV {
+			best, bestV = i, want
+		}
+	}
+	if best != r.Gates.HFBaseline.Top1Token {
+		t.Errorf("top-1 %d, plain transformers %d", r.Gates.HFBaseline.Top1Token, best)
+	}
+}
+
+func TestMissingPythonIsAnError(t *testing.T) {
+	s := settingsFor(t, "")
+	s.Python = ""
+	r := BaselineRun(context.Background(), s, tiny(t, "qwen3"), "test")
+	if r.Status != StatusError || !errors.Is(errors.New(r.Error), ErrNoPython) && !strings.Contains(r.Error, "PHASE0_PYTHON") {
+		t.Errorf("status %s, error %q", r.Status, r.Error)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
