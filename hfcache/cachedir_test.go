@@ -1,0 +1,41 @@
+package hfcache
+
+import (
+	"os/user"
+	"testing"
+)
+
+func TestCacheDir(t *testing.T) {
+	root, err := user.Lookup("root")
+	if err != nil {
+		t.Fatalf("looking up user root: %v", err)
+	}
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"defaults", map[string]string{"HOME": "/home/u"}, "/home/u/.cache/huggingface/hub"},
+		{"xdg", map[string]string{"HOME": "/home/u", "XDG_CACHE_HOME": "/xdg"}, "/xdg/huggingface/hub"},
+		{"hf_home beats xdg", map[string]string{"HOME": "/home/u", "XDG_CACHE_HOME": "/xdg", "HF_HOME": "/hf"}, "/hf/hub"},
+		{"legacy beats hf_home", map[string]string{"HF_HOME": "/hf", "HUGGINGFACE_HUB_CACHE": "/legacy"}, "/legacy"},
+		{"hf_hub_cache beats all", map[string]string{"HF_HOME": "/hf", "HUGGINGFACE_HUB_CACHE": "/legacy", "HF_HUB_CACHE": "/hub"}, "/hub"},
+		{"empty counts as unset", map[string]string{"HOME": "/home/u", "HF_HUB_CACHE": "", "HF_HOME": ""}, "/home/u/.cache/huggingface/hub"},
+		{"tilde in hf_home", map[string]string{"HOME": "/home/u", "HF_HOME": "~/hf"}, "/home/u/hf/hub"},
+		{"tilde in hub cache", map[string]string{"HOME": "/home/u", "HF_HUB_CACHE": "~"}, "/home/u"},
+		{"tilde user", map[string]string{"HF_HUB_CACHE": "~root/c"}, root.HomeDir + "/c"},
+		{"unknown tilde user kept", map[string]string{"HF_HUB_CACHE": "~no-such-user-x/c"}, "~no-such-user-x/c"},
+		{"vars expanded", map[string]string{"SCRATCH": "/s", "HF_HOME": "$SCRATCH/hf"}, "/s/hf/hub"},
+		{"braced vars", map[string]string{"SCRATCH": "/s", "HF_HUB_CACHE": "${SCRATCH}/hub"}, "/s/hub"},
+		{"unset var kept", map[string]string{"HF_HUB_CACHE": "/a/$NOPE/${NOPE2}/b$"}, "/a/$NOPE/${NOPE2}/b$"},
+		{"xdg with var", map[string]string{"FAST": "/f", "XDG_CACHE_HOME": "$FAST/c"}, "/f/c/huggingface/hub"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := CacheDir(func(k string) string { return tt.env[k] })
+			if got != tt.want {
+				t.Errorf("CacheDir(%v) = %q, want %q", tt.env, got, tt.want)
+			}
+		})
+	}
+}
