@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"phase0/model"
+	"phase0/safetensors"
+)
+
+// writeModel writes a tiny Llama checkpoint (config + real safetensors) into a temp dir.
+func writeModel(t *testing.T, configJSON string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), []byte(configJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := model.ParseRaw([]byte(configJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := model.Analyze(raw)
+	if a.Config == nil {
+		return dir
+	}
+	var ts []safetensors.WriteTensor
+	for _, s := range model.ExpectedTensors(a.Config) {
+		n := int64(2)
+		for _, d := range s.Shape {
+			n *= d
+		}
+		ts = append(ts, safetensors.WriteTensor{Name: s.Name, DType: "BF16", Shape: s.Shape, Data: make([]byte, n)})
+	}
+	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+const tinyLlama = `{"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+ "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 512, "rms_norm_eps": 1e-5, "torch_dtype": "bfloat16"}`
+
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := execute(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestInspectExitCodesAndJSON(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	moe := writeModel(t, strings.Replace(tinyLlama, `"vocab_size"`, `"num_local_experts": 8, "vocab_size"`, 1))
+	noWeights := t.TempDir()
+	os.WriteFile(filepath.Join(noWeights, "config.json"), []byte(tinyLlama), 0o644)
+	os.WriteFile(filepath.Join(noWeights, "pytorch_model.bin"), []byte("not opened"), 0o644)
+	badJSON := t.TempDir()
+	os.WriteFile(filepath.Join(badJSON, "config.json"), []byte(`{"architectures": [`), 0o644)
+
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		status string
+		text   string
+	}{
+		{"pass", []string{"inspect", good, "--json", "--scan"}, 0, "PASS", ""},
+		{"rejected", []string{"inspect", moe, "--json"}, 1, "REJECTED", "num_local_experts is 8"},
+		{"pickle only", []string{"inspect", noWeights, "--json"}, 1, "FAIL", "pytorch_model.bin"},
+		{"bad config json", []string{"inspect", badJSON, "--json"}, 2, "ERROR", "not valid JSON"},
+		{"no such folder", []string{"inspect", "/no/such/model", "--json"}, 2, "ERROR", "no such folder"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, tt.args...)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr)
+			}
+			dec := json.NewDecoder(strings.NewReader(stdout))
+			var rep map[string]any
+			if err := dec.Decode(&rep); err != nil {
+				t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+			}
+			if dec.More() {
+				t.Errorf("stdout holds more than one JSON value")
+			}
+			if rep["status"] != tt.status {
+				t.Errorf("status %v, want %s", rep["status"], tt.status)
+			}
+			if !strings.Contains(stdout, tt.text) {
+				t.Errorf("report lacks %q:\n%s", tt.text, stdout)
+			}
+			for _, key := range []string{"model", "model_dir", "architecture", "family", "config", "defaulted", "rejections", "gates", "warnings"} {
+				if _, ok := rep[key]; !ok {
+					t.Errorf("report lacks key %s", key)
+				}
+			}
+		})
+	}
+}
+
+func TestUsageErrorsExitTwo(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	badYAML := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(badYAML, []byte("timeout: [1, 2\n"), 0o644)
+	unknown := filepath.Join(t.TempDir(), "unknown.yaml")
+	os.WriteFile(unknown, []byte("timout: 5m\n"), 0o644)
+	for _, args := range [][]string{
+		{"inspect"},
+		{"inspect", good, "--no-such-flag"},
+		{"frobnicate"},
+		{"inspect", good, "--config", badYAML},
+		{"inspect", good, "--config", unknown},
+		{"baseline", good, "--prompt-style", "chatty"},
+	} {
+		code, _, stderr := run(t, args...)
+		if code != 2 || !strings.HasPrefix(stderr, "phase0: ") {
+			t.Errorf("%v: exit %d, stderr %q", args, code, stderr)
+		}
+	}
+}
+
+func TestSettingsPrecedence(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	cfg := filepath.Join(t.TempDir(), "p.yaml")
+	os.WriteFile(cfg, []byte("prompt_style: instruct\ntimeout: 1m\n"), 0o644)
+	// The file says instruct; the environment says base; the flag is invalid and must win (exit 2).
+	t.Setenv("PHASE0_PROMPT_STYLE", "base")
+	if code, _, stderr := run(t, "baseline", good, "--config", cfg, "--prompt-style", "bogus"); code != 2 || !strings.Contains(stderr, `"bogus"`) {
+		t.Errorf("flag did not win: exit %d, %s", code, stderr)
+	}
+	t.Setenv("PHASE0_PROMPT_STYLE", "weird")
+	if code, _, stderr := run(t, "baseline", good, "--config", cfg); code != 2 || !strings.Contains(stderr, `"weird"`) {
+		t.Errorf("env did not beat the file: exit %d, %s", code, stderr)
+	}
+	os.Unsetenv("PHASE0_PROMPT_STYLE")
+	os.WriteFile(cfg, []byte("prompt_style: fromfile\n"), 0o644)
+	if code, _, stderr := run(t, "baseline", good, "--config", cfg); code != 2 || !strings.Contains(stderr, `"fromfile"`) {
+		t.Errorf("the file did not beat the defaults: exit %d, %s", code, stderr)
+	}
+	t.Setenv("PHASE0_TIMEOUT", "0s")
+	if code, _, stderr := run(t, "inspect", good); code != 2 || !strings.Contains(stderr, "timeout must be positive") {
+		t.Errorf("env timeout: exit %d, %s", code, stderr)
+	}
+}

@@ -1,0 +1,107 @@
+// Command phase0bench measures what phase0 promises about speed and prints
+// one table: each measurement with its target and verdict. It exits non-zero
+// only when something could not be measured; a missed target is reported in
+// the table, not in the exit status.
+//
+// Run it from the repository root after `make build` (bin/phase0 must exist),
+// with PHASE0_PYTHON naming the venv's python: `make bench` does both.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+)
+
+// row is one line of the table.
+type row struct {
+	name, value, target, verdict string
+}
+
+// bench collects rows and notes as the measurements run.
+type bench struct {
+	root   string // repository root (holds bin/phase0, pyshim, worker/testdata)
+	phase0 string // absolute path of bin/phase0
+	python string // PHASE0_PYTHON, empty when unset
+	rows   []row
+	notes  []string
+	failed bool
+}
+
+func (b *bench) add(name, value, target string, ok bool) {
+	verdict := "ok"
+	if !ok {
+		verdict = "MISSED"
+	}
+	b.rows = append(b.rows, row{name, value, target, verdict})
+}
+
+// fail records a measurement that could not be taken.
+func (b *bench) fail(name string, err error) {
+	b.rows = append(b.rows, row{name, "-", "-", "ERROR"})
+	b.notes = append(b.notes, fmt.Sprintf("%s: %v", name, err))
+	b.failed = true
+}
+
+func (b *bench) note(format string, args ...any) {
+	b.notes = append(b.notes, fmt.Sprintf(format, args...))
+}
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	root, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "phase0bench: %v\n", err)
+		return 1
+	}
+	b := &bench{root: root, phase0: filepath.Join(root, "bin", "phase0"), python: os.Getenv("PHASE0_PYTHON")}
+	if _, err := os.Stat(b.phase0); err != nil {
+		fmt.Fprintf(os.Stderr, "phase0bench: %s is missing (run `make build` from the repository root first): %v\n", b.phase0, err)
+		return 1
+	}
+	if b.python != "" && !filepath.IsAbs(b.python) {
+		if abs, err := filepath.Abs(b.python); err == nil {
+			b.python = abs
+		}
+	}
+
+	steps := []struct {
+		name      string
+		needsPy   bool
+		measureFn func(*bench) error
+	}{
+		{"inventory+gate, 8B sharded", false, (*bench).inventory},
+		{"scan, 1 GiB bf16", false, (*bench).scan},
+		{"baseline overhead", true, (*bench).baseline},
+		{"worker logits round trip", true, (*bench).workerRoundTrip},
+		{"bridge logits call (in-process)", true, (*bench).bridgeCall},
+	}
+	for _, s := range steps {
+		fmt.Fprintf(os.Stderr, "phase0bench: measuring %s\n", s.name)
+		if s.needsPy && b.python == "" {
+			b.fail(s.name, fmt.Errorf("PHASE0_PYTHON is not set"))
+			continue
+		}
+		if err := s.measureFn(b); err != nil {
+			b.fail(s.name, err)
+		}
+	}
+
+	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "measurement\tvalue\ttarget\tverdict")
+	for _, r := range b.rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.name, r.value, r.target, r.verdict)
+	}
+	tw.Flush()
+	for _, n := range b.notes {
+		fmt.Println("note: " + n)
+	}
+	if b.failed {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+
+	"phase0/safetensors"
+)
+
+const (
+	inspectRuns   = 5
+	inspectWall   = 50 * time.Millisecond
+	inspectRSSKiB = 50 << 10 // 50 MiB
+)
+
+// childRun is one finished child process.
+type childRun struct {
+	wall   time.Duration
+	maxRSS int64 // KiB on Linux
+	stdout []byte
+}
+
+// runChild runs argv with the extra environment and working directory,
+// returning its wall time, peak RSS and stdout. A non-zero exit is an error
+// that carries the tail of stderr.
+func runChild(dir string, env []string, argv ...string) (childRun, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &errb
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	if err != nil {
+		return childRun{}, fmt.Errorf("%s: %w: %s", filepath.Base(argv[0]), err, tail(errb.String(), 600))
+	}
+	var rss int64
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss
+	}
+	return childRun{wall: wall, maxRSS: rss, stdout: out.Bytes()}, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
+
+// reportStatus reads the top-level "status" of a phase0 --json report.
+func reportStatus(out []byte) (string, error) {
+	var rep struct {
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		return "", fmt.Errorf("report is not JSON: %w (%s)", err, tail(string(out), 200))
+	}
+	return rep.Status, nil
+}
+
+// inventory times `phase0 inspect DIR --json` on a sparse Llama-3.1-8B-shaped
+// sharded checkpoint: headers, index, config and the weights gate, no data.
+func (b *bench) inventory() error {
+	dir, err := os.MkdirTemp("", "phase0bench-8b-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := safetensors.Write8BShape(dir); err != nil {
+		return err
+	}
+	cfg, err := os.ReadFile(filepath.Join(b.root, "model", "testdata", "configs", "llama-3.1-8b-tf5.json"))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
+		return err
+	}
+
+	argv := []string{b.phase0, "inspect", dir, "--json"}
+	if _, err := runChild(dir, nil, argv...); err != nil { // warm the binary and the headers in the page cache
+		return err
+	}
+	var walls []time.Duration
+	var peak int64
+	status := ""
+	for range inspectRuns {
+		r, err := runChild(dir, nil, argv...)
+		if err != nil {
+			return err
+		}
+		if status, err = reportStatus(r.stdout); err != nil {
+			return err
+		}
+		walls = append(walls, r.wall)
+		peak = max(peak, r.maxRSS)
+	}
+	med := median(walls)
+	b.add("inventory+gate, 8B sharded (wall, median of 5)", ms(med), "< 50 ms", med < inspectWall)
+	b.add("inventory+gate, 8B sharded (peak RSS)", fmt.Sprintf("%.1f MiB", float64(peak)/1024), "< 50 MiB", peak < inspectRSSKiB)
+	b.add("inventory+gate, 8B sharded (report status)", status, "PASS", status == "PASS")
+	return nil
+}
