@@ -85,8 +85,12 @@ func newBaseline() *Baseline {
 
 // baselineRequest builds the worker request for the canonical-prompt prefill.
 func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weightsModule string) (worker.Request, error) {
+	style := s.PromptStyle
+	if style == "" && s.Prompt == "" {
+		style = ref.PromptStyle
+	}
 	return request("baseline", baselineArgs{
-		ModelDir: ref.Dir, ModelID: ref.ID, LLMSDir: s.LLMSDir, PromptStyle: s.PromptStyle, Prompt: s.Prompt,
+		ModelDir: ref.Dir, ModelID: ref.ID, LLMSDir: s.LLMSDir, PromptStyle: style, Prompt: s.Prompt,
 		Config: cfg, WeightsModule: weightsModule, MaxSeq: s.MaxSeq, DecodeN: s.Decode,
 	})
 }

@@ -17,12 +17,20 @@ type resolvedModel struct {
 	Dir      string
 	Revision string
 	ID       string // hub id or the absolute folder; drives the prompt style and the workspace name
+	// PromptStyle is the model's own default prompt style ("" = from the id).
+	PromptStyle string
 }
 
 // resolveModel turns a MODEL argument into a local folder.
 func resolveModel(ctx context.Context, s *Settings, arg string) (*resolvedModel, error) {
 	if arg == "" {
 		return nil, fmt.Errorf("%w: no MODEL given", ErrNoModel)
+	}
+	if arg == DefaultModel {
+		if _, err := os.Stat(arg); err == nil {
+			return nil, fmt.Errorf("%w: %q names both the bundled default model and a folder here; pass ./%s for the folder", ErrNoModel, arg, arg)
+		}
+		return resolveDefault(ctx, s)
 	}
 	if st, err := os.Stat(arg); err == nil {
 		if !st.IsDir() {

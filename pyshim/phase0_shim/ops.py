@@ -22,6 +22,11 @@ from phase0_shim.runner import resolve_runner
 from phase0_shim.tokens import special_ids, special_token_ids, token_info, top_tokens
 from phase0_shim.weights_gate import run_weights_gate
 
+# Entry points implemented next to their helpers; re-exported so Go reaches
+# every op through this one module.
+from phase0_shim.default_model import prepare as default_model  # noqa: F401
+from phase0_shim.hub import download  # noqa: F401
+
 DEFAULT_MAX_SEQ = 64
 TOP_K = 10
 

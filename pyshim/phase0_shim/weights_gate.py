@@ -7,11 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from ml_dtypes import bfloat16
 
 from phase0_shim.config import import_module_from_path
 
-_BF16 = np.dtype(bfloat16)
 
 
 @dataclass
@@ -48,6 +46,13 @@ def expected_layer_shapes(config: Any) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def _bf16() -> np.dtype[Any]:
+    # Imported here: ml_dtypes takes about a second to import and only this gate needs it.
+    from ml_dtypes import bfloat16
+
+    return np.dtype(bfloat16)
+
+
 def _check(where: str, value: Any, shape: tuple[int, ...], problems: list[str]) -> bool:
     """Record what is wrong with one tensor; True when it was an array to count."""
     if value is None:
@@ -58,7 +63,7 @@ def _check(where: str, value: Any, shape: tuple[int, ...], problems: list[str]) 
         return False
     if tuple(value.shape) != shape:
         problems.append(f"{where}: shape {tuple(value.shape)}, expected {shape}")
-    if value.dtype != _BF16:
+    if value.dtype != _bf16():
         problems.append(f"{where}: dtype {value.dtype}, expected bfloat16")
     return True
 

