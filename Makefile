@@ -30,8 +30,9 @@ build: ## build bin/phase0
 VENV_STAMP   := $(VENV)/.phase0-installed
 
 # The venv is keyed by the hash of requirements.txt, so a changed requirement
-# gets a fresh venv and an unchanged one is reused by every clone and CI run.
-$(VENV_STAMP): requirements.txt
+# gets a fresh venv and an unchanged one is reused by every clone and CI run
+# (no file prerequisite: a fresh clone's mtimes must not trigger a reinstall).
+$(VENV_STAMP):
 	@echo "phase0: preparing the Python environment in $(VENV) (first time only: torch is large)"
 	$(PYTHON3) -m venv $(VENV)
 	$(VENV_PY) -m pip install --quiet --upgrade pip

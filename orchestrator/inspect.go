@@ -64,7 +64,7 @@ func (r *Report) inspect(ctx context.Context, s *Settings) *inspection {
 			r.fail(err)
 			return StatusError, err.Error()
 		}
-		r.ModelDir, r.Revision = ref.Dir, ref.Revision
+		r.ModelID, r.ModelDir, r.Revision = ref.ID, ref.Dir, ref.Revision
 		return StatusPass, ref.Dir
 	})
 	if r.Status == StatusError {

@@ -51,6 +51,7 @@ type Report struct {
 	Version      string            `json:"version"`
 	Command      string            `json:"command"`
 	Model        string            `json:"model"`
+	ModelID      string            `json:"model_id"`
 	ModelDir     string            `json:"model_dir"`
 	Revision     string            `json:"revision,omitempty"`
 	Status       string            `json:"status"`

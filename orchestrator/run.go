@@ -255,7 +255,10 @@ func progressEntry(r *Report, c *model.Config) string {
 	b := r.Gates.HFBaseline
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "## Phase 0: Build CPU Reference — PASS (%s)\n\n", r.Started.Format("2006-01-02"))
-	fmt.Fprintf(&sb, "- HF model: `%s`", r.Model)
+	fmt.Fprintf(&sb, "- HF model: `%s`", r.ModelID)
+	if r.Model != r.ModelID {
+		fmt.Fprintf(&sb, " (given as `%s`)", r.Model)
+	}
 	if r.Revision != "" {
 		fmt.Fprintf(&sb, " at revision `%s`", r.Revision)
 	}
