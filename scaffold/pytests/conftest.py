@@ -128,6 +128,22 @@ def generated(request: pytest.FixtureRequest) -> Generated:
     return load_generated(request.param)
 
 
+def _families_with(flag: str) -> tuple[str, ...]:
+    return tuple(f for f in FAMILIES if json.loads((TESTDATA / f / "spec.json").read_text())[flag])
+
+
+# Helpers exist only for some specs; these fixtures run their tests only there,
+# instead of skipping them everywhere else.
+@pytest.fixture(scope="session", params=_families_with("attention_fallback"))
+def with_attention(request: pytest.FixtureRequest) -> Generated:
+    return load_generated(request.param)
+
+
+@pytest.fixture(scope="session", params=_families_with("qk_norm"))
+def with_qk_norm(request: pytest.FixtureRequest) -> Generated:
+    return load_generated(request.param)
+
+
 @pytest.fixture(scope="session")
 def checkpoint(generated: Generated, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save_tiny_model(generated.spec, tmp_path_factory.mktemp(f"{generated.family}_ckpt"))

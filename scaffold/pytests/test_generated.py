@@ -205,9 +205,8 @@ def test_helpers_kept(generated: Generated) -> None:
 
 
 @pytest.mark.parametrize("seq_len", [1, 37])
-def test_attention_reference_matches_sdpa(generated: Generated, seq_len: int) -> None:
-    if not generated.spec["attention_fallback"]:
-        pytest.skip("attention fallback not generated for this spec")
+def test_attention_reference_matches_sdpa(with_attention: Generated, seq_len: int) -> None:
+    generated = with_attention
     n_heads, n_kv, hd = generated.spec["n_heads"], generated.spec["n_kv_heads"], generated.spec["head_dim"]
     rng = np.random.default_rng(2)
     q = rng.standard_normal((seq_len, n_heads * hd)).astype(np.float32)
@@ -230,17 +229,15 @@ def test_attention_reference_matches_sdpa(generated: Generated, seq_len: int) ->
     np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-5)
 
 
-def test_softmax_is_stable(generated: Generated) -> None:
-    if not generated.spec["attention_fallback"]:
-        pytest.skip("attention fallback not generated for this spec")
+def test_softmax_is_stable(with_attention: Generated) -> None:
+    generated = with_attention
     out = generated.helpers.softmax(np.array([[1000.0, 1001.0, -np.inf]], dtype=np.float32))
     expected = torch.softmax(torch.tensor([[1000.0, 1001.0, -float("inf")]]), dim=-1).numpy()
     np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-7)
 
 
-def test_qk_norm_per_head_matches_qwen3(generated: Generated) -> None:
-    if not generated.spec["qk_norm"]:
-        pytest.skip("no QK norm in this model")
+def test_qk_norm_per_head_matches_qwen3(with_qk_norm: Generated) -> None:
+    generated = with_qk_norm
     hd, eps = generated.spec["head_dim"], generated.spec["rms_norm_eps"]
     rng = np.random.default_rng(3)
     norm = Qwen3RMSNorm(hd, eps=eps)
