@@ -306,3 +306,43 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// A checkpoint that disagrees with its config fails natively; run still
+// writes the workspace and the blockers, and never starts the reference.
+func TestRunWithBrokenCheckpointRecordsBlockers(t *testing.T) {
+	src := tiny(t, "qwen3")
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(dir, "config.json")
+	if err := os.Chmod(cfgPath, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(mustRead(t, cfgPath), &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["num_key_value_heads"] = 4
+	b, _ := json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	llms := t.TempDir()
+	r := Run(context.Background(), settingsFor(t, llms), dir, "test")
+	if r.Status != StatusFail || r.Gates.HFBaseline != nil || r.Gates.PyWeights != nil {
+		t.Fatalf("status %s, baseline %+v, python weights %+v", r.Status, r.Gates.HFBaseline, r.Gates.PyWeights)
+	}
+	var fields []string
+	for _, m := range r.Gates.ConfigConsistency.Mismatches {
+		fields = append(fields, m.Field)
+	}
+	if strings.Join(fields, ",") != "n_kv_heads" {
+		t.Errorf("consistency findings %v, want n_kv_heads", fields)
+	}
+	name := scaffold.DeriveName(dir)
+	todo := string(mustRead(t, filepath.Join(llms, name, "TODO.md")))
+	if !strings.Contains(todo, "needs-human-review: weights gate (native)") || !strings.Contains(todo, "needs-human-review: config consistency") || strings.Contains(todo, "- [x] 0:") {
+		t.Errorf("TODO.md:\n%s", todo)
+	}
+}
