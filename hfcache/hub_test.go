@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"phase0/internal/testenv"
 )
 
 // venvPython finds the project venv's python: $PHASE0_PYTHON, else the
@@ -83,12 +85,12 @@ print(json.dumps(results))
 func TestResolveAfterRealSnapshotDownload(t *testing.T) {
 	py := venvPython(t)
 	const mainSHA, devSHA = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
-	shard1 := tinySafetensors(t, map[string][]float32{"model.embed_tokens.weight": {1, 2, 3, 4}})
-	shard2 := tinySafetensors(t, map[string][]float32{"model.norm.weight": {0.5, -1}, "lm_head.weight": {7}})
-	repo := &fakeRepo{
-		id:   "tiny-org/tiny-llama",
-		refs: map[string]string{"main": mainSHA, "dev": devSHA},
-		files: map[string][]byte{
+	shard1 := testenv.TinySafetensors(t, map[string][]float32{"model.embed_tokens.weight": {1, 2, 3, 4}})
+	shard2 := testenv.TinySafetensors(t, map[string][]float32{"model.norm.weight": {0.5, -1}, "lm_head.weight": {7}})
+	repo := &testenv.FakeRepo{
+		ID:   "tiny-org/tiny-llama",
+		Refs: map[string]string{"main": mainSHA, "dev": devSHA},
+		Files: map[string][]byte{
 			"config.json": []byte(`{"architectures": ["LlamaForCausalLM"], "model_type": "llama"}`),
 			"model.safetensors.index.json": indexJSON(map[string]string{
 				"model.embed_tokens.weight": "model-00001-of-00002.safetensors",
@@ -102,12 +104,12 @@ func TestResolveAfterRealSnapshotDownload(t *testing.T) {
 			"README.md":                        []byte("# tiny\n"),
 		},
 	}
-	hub := newFakeHub(t, repo)
+	hub := testenv.NewFakeHub(t, repo)
 	cache := t.TempDir()
 
 	calls := []map[string]any{
-		{"repo": repo.id, "check_safetensors": []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}},
-		{"repo": repo.id, "revision": "dev", "allow": []string{"*.json", "model-00001-*"}},
+		{"repo": repo.ID, "check_safetensors": []string{"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}},
+		{"repo": repo.ID, "revision": "dev", "allow": []string{"*.json", "model-00001-*"}},
 	}
 	arg, err := json.Marshal(calls)
 	if err != nil {
@@ -117,7 +119,7 @@ func TestResolveAfterRealSnapshotDownload(t *testing.T) {
 		Path    string               `json:"path"`
 		Tensors map[string][]float64 `json:"tensors"`
 	}
-	out := runPython(t, py, hub.srv.URL, cache, downloadScript, string(arg))
+	out := runPython(t, py, hub.URL(), cache, downloadScript, string(arg))
 	if err := json.Unmarshal(out, &results); err != nil || len(results) != len(calls) {
 		t.Fatalf("python output %q: %v", out, err)
 	}
@@ -135,10 +137,10 @@ func TestResolveAfterRealSnapshotDownload(t *testing.T) {
 		wantMissing []string
 		wantFiles   []string
 	}{
-		{id: repo.id, pythonPath: results[0].Path, wantSHA: mainSHA, wantFiles: repo.names()},
-		{id: repo.id + "@" + mainSHA, pythonPath: results[0].Path, wantSHA: mainSHA, wantFiles: repo.names()},
+		{id: repo.ID, pythonPath: results[0].Path, wantSHA: mainSHA, wantFiles: repo.FileNames()},
+		{id: repo.ID + "@" + mainSHA, pythonPath: results[0].Path, wantSHA: mainSHA, wantFiles: repo.FileNames()},
 		{
-			id: repo.id + "@dev", pythonPath: results[1].Path, wantSHA: devSHA,
+			id: repo.ID + "@dev", pythonPath: results[1].Path, wantSHA: devSHA,
 			wantMissing: []string{"model-00002-of-00002.safetensors"},
 			wantFiles:   []string{"config.json", "model-00001-of-00002.safetensors", "model.safetensors.index.json", "tokenizer.json", "tokenizer_config.json"},
 		},
@@ -171,7 +173,7 @@ func TestResolveAfterRealSnapshotDownload(t *testing.T) {
 					t.Errorf("%s: want a relative symlink into ../../blobs/, got %q (%v)", e.Name(), link, err)
 				}
 				data, err := os.ReadFile(filepath.Join(got.Dir, e.Name()))
-				if err != nil || !bytes.Equal(data, repo.files[e.Name()]) {
+				if err != nil || !bytes.Equal(data, repo.Files[e.Name()]) {
 					t.Errorf("%s: content differs from what the hub served (%v)", e.Name(), err)
 				}
 			}
