@@ -154,7 +154,12 @@ func missingFiles(dir string) ([]string, error) {
 		need(SafetensorsFile)
 	}
 
-	need(TokenizerConfigFile)
+	// tokenizer_config.json is optional (AutoTokenizer works from tokenizer.json
+	// alone, and the download fetches it only when the repo has one); a
+	// dangling link to it still means an interrupted download.
+	if p := filepath.Join(dir, TokenizerConfigFile); isLink(p) && !isFile(p) {
+		missing = append(missing, TokenizerConfigFile)
+	}
 	hasVocab := isFile(filepath.Join(dir, TokenizerJSONFile)) ||
 		isFile(filepath.Join(dir, "tokenizer.model")) ||
 		isFile(filepath.Join(dir, "vocab.json")) && isFile(filepath.Join(dir, "merges.txt"))

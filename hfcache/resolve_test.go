@@ -283,6 +283,14 @@ func TestResolve(t *testing.T) {
 			wantMissing: []string{"tokenizer.json"},
 		},
 		{
+			name: "tokenizer_config.json is optional",
+			id:   "org/model",
+			setup: func(c string) {
+				newCacheRepo(t, c, "org/model").ref("main", shaA).snapshot(shaA, without(singleFileModel(), "tokenizer_config.json"))
+			},
+			wantSHA: shaA,
+		},
+		{
 			name:        "no repo folder",
 			id:          "org/model",
 			setup:       func(c string) { newCacheRepo(t, c, "org/other").ref("main", shaA).snapshot(shaA, singleFileModel()) },

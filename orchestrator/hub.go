@@ -45,7 +45,7 @@ func resolveHub(ctx context.Context, s *Settings, arg string) (*resolvedModel, e
 		why = "cached without " + strings.Join(res.Missing, ", ")
 	}
 	if offline() {
-		return nil, fmt.Errorf("%w: %s is %s (%s) and HF_HUB_OFFLINE is set; download it first or unset HF_HUB_OFFLINE", ErrHub, ref.ID, why, cache)
+		return nil, fmt.Errorf("%w: %s is %s (%s) and the hub is switched off (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE); download it first or unset them", ErrHub, ref.ID, why, cache)
 	}
 	fmt.Fprintf(s.Progress, "phase0: %s is %s; downloading safetensors, config and tokenizer through huggingface_hub\n", ref.ID, why)
 	req, err := request("download", map[string]any{"repo_id": ref.ID, "revision": nilIfEmpty(ref.Revision), "cache_dir": cache})
@@ -57,14 +57,32 @@ func resolveHub(ctx context.Context, s *Settings, arg string) (*resolvedModel, e
 		return nil, fmt.Errorf("%w: downloading %s: %w", ErrHub, ref.ID, err)
 	}
 	if dl.Status != "ok" {
-		return nil, fmt.Errorf("%w: %s: %s (%s)", ErrHub, ref.ID, dl.Message, dl.Code)
+		return nil, fmt.Errorf("%w: %s (%s)", ErrHub, dl.Message, dl.Code)
 	}
-	return &resolvedModel{Dir: dl.SnapshotDir, Revision: dl.Revision, ID: ref.ID}, nil
+	// The cache is the truth: what was downloaded must now resolve natively,
+	// or every later run would download again (and fail offline).
+	after, err := hfcache.Resolve(cache, hfcache.Ref{ID: ref.ID, Org: ref.Org, Name: ref.Name, Revision: dl.Revision})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s was downloaded to %s but does not resolve from the cache: %w", ErrHub, ref.ID, dl.SnapshotDir, err)
+	}
+	if !after.Complete() {
+		return nil, fmt.Errorf("%w: %s has no %s (the download fetched %s)", ErrHub, ref.ID, strings.Join(after.Missing, ", "), dl.SnapshotDir)
+	}
+	return &resolvedModel{Dir: after.Dir, Revision: after.Revision, ID: ref.ID}, nil
 }
 
+// offline reads the switch as huggingface_hub does: HF_HUB_OFFLINE, else
+// TRANSFORMERS_OFFLINE, true only for 1/ON/YES/TRUE (any case).
 func offline() bool {
-	v := strings.ToLower(strings.TrimSpace(os.Getenv("HF_HUB_OFFLINE")))
-	return v != "" && v != "0" && v != "false" && v != "no" && v != "off"
+	v := os.Getenv("HF_HUB_OFFLINE")
+	if v == "" {
+		v = os.Getenv("TRANSFORMERS_OFFLINE")
+	}
+	switch strings.ToUpper(v) {
+	case "1", "ON", "YES", "TRUE":
+		return true
+	}
+	return false
 }
 
 func nilIfEmpty(s string) any {

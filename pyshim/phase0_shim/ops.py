@@ -18,7 +18,6 @@ import numpy as np
 from phase0_shim.config import build_config, generated_config
 from phase0_shim.config_gate import run_config_gate
 from phase0_shim.prompts import canonical_prompt, style_from_model_id
-from phase0_shim.runner import resolve_runner
 from phase0_shim.tokens import special_ids, special_token_ids, token_info, top_tokens
 from phase0_shim.weights_gate import run_weights_gate
 
@@ -70,6 +69,10 @@ def baseline(args_json: str) -> tuple[str, np.ndarray]:
     import torch
     import transformers
     from transformers import AutoTokenizer
+
+    # Imported here: the runner pulls in torch, which the download and
+    # default-model ops do not need.
+    from phase0_shim.runner import resolve_runner
 
     args = _args(args_json, ("model_dir",))
     model_dir = str(args["model_dir"])
