@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"phase0/internal/atomicfile"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -27,7 +28,7 @@ func writeReports(r *Report, dir string) error {
 		if err != nil {
 			return err
 		}
-		if err := writeAtomic(filepath.Join(dir, "top10.png"), png); err != nil {
+		if err := atomicfile.Write(filepath.Join(dir, "top10.png"), png); err != nil {
 			return err
 		}
 		chart = "top10.png"
@@ -36,10 +37,10 @@ func writeReports(r *Report, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(jsonPath, append(js, '\n')); err != nil {
+	if err := atomicfile.Write(jsonPath, append(js, '\n')); err != nil {
 		return err
 	}
-	return writeAtomic(mdPath, []byte(r.Markdown(chart)))
+	return atomicfile.Write(mdPath, []byte(r.Markdown(chart)))
 }
 
 // topChart draws the top-10 next-token probabilities as a PNG bar chart.
@@ -77,37 +78,6 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
-}
-
-// writeAtomic writes through a temporary file in the same folder and renames,
-// so a reader never sees half a file.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	serr := f.Sync()
-	cerr := f.Close()
-	if err := firstErr(werr, serr, cerr); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
-
-func firstErr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
 }
 
 // Markdown renders the human report; chart is the PNG's file name or "".

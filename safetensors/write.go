@@ -8,7 +8,7 @@ import (
 	"math"
 	"math/bits"
 	"os"
-	"path/filepath"
+	"phase0/internal/atomicfile"
 	"slices"
 	"strconv"
 )
@@ -30,7 +30,7 @@ func WriteFile(path string, tensors []WriteTensor, metadata map[string]string) e
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	return writeAtomic(path, func(f *os.File) error {
+	return atomicfile.WriteWith(path, func(f *os.File) error {
 		var lenBuf [8]byte
 		binary.LittleEndian.PutUint64(lenBuf[:], uint64(len(header)))
 		if _, err := f.Write(lenBuf[:]); err != nil {
@@ -140,38 +140,8 @@ func WriteIndex(path string, weightMap map[string]string, totalSize int64) error
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	data = append(data, '\n')
-	return writeAtomic(path, func(f *os.File) error {
+	return atomicfile.WriteWith(path, func(f *os.File) error {
 		_, err := f.Write(data)
 		return err
 	})
-}
-
-// writeAtomic runs fill on a temporary file next to path, syncs it and
-// renames it over path; on any error the temporary file is removed.
-func writeAtomic(path string, fill func(*os.File) error) (err error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-			err = fmt.Errorf("writing %s: %w", path, err)
-		}
-	}()
-	if err = fill(f); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

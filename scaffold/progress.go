@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"phase0/internal/atomicfile"
 	"regexp"
 	"strings"
 )
@@ -151,7 +152,7 @@ func readText(p string) (string, error) {
 // writeTracked writes p atomically and, when p lies inside a workspace with
 // a phase0 manifest, records the new content as phase0's own.
 func writeTracked(p string, data []byte) error {
-	if err := writeFileAtomic(p, data); err != nil {
+	if err := atomicfile.Write(p, data); err != nil {
 		return err
 	}
 	ws, rel, ok := findWorkspace(p)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"phase0/internal/atomicfile"
 	"strings"
 )
 
@@ -124,7 +125,7 @@ func Write(workspaceDir string, files []File, force bool) (Result, error) {
 		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
 			return res, fmt.Errorf("scaffold: create directory for %s: %w", p.rel, err)
 		}
-		if err := writeFileAtomic(target, p.data); err != nil {
+		if err := atomicfile.Write(target, p.data); err != nil {
 			return res, err
 		}
 		res.Written = append(res.Written, p.rel)
@@ -188,49 +189,7 @@ func writeManifest(workspaceDir string, m manifest) error {
 	if err := os.MkdirAll(workspaceDir, 0o755); err != nil {
 		return fmt.Errorf("scaffold: create workspace %s: %w", workspaceDir, err)
 	}
-	return writeFileAtomic(filepath.Join(workspaceDir, ManifestName), append(data, '\n'))
-}
-
-// writeFileAtomic replaces target with data via a synced temporary file in
-// the same directory and a rename, so readers see the old or the new
-// content, never a torn file. An existing file's permissions are kept.
-func writeFileAtomic(target string, data []byte) (err error) {
-	perm := fs.FileMode(0o644)
-	if st, statErr := os.Stat(target); statErr == nil {
-		perm = st.Mode().Perm()
-	}
-	dir := filepath.Dir(target)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(target)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("scaffold: write %s: %w", target, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return fmt.Errorf("scaffold: write %s: %w", target, err)
-	}
-	if err = tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("scaffold: write %s: %w", target, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("scaffold: sync %s: %w", target, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("scaffold: write %s: %w", target, err)
-	}
-	if err = os.Rename(tmp.Name(), target); err != nil {
-		return fmt.Errorf("scaffold: replace %s: %w", target, err)
-	}
-	// Make the rename itself durable; not every filesystem can sync a directory.
-	if d, dirErr := os.Open(dir); dirErr == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(filepath.Join(workspaceDir, ManifestName), append(data, '\n'))
 }
 
 func sha256Hex(data []byte) string {

@@ -216,47 +216,6 @@ func TestWriteCorruptManifest(t *testing.T) {
 	}
 }
 
-// writeFileAtomic replaces the file by rename: a reader holding the old file
-// (here a hard link to it) still sees the old bytes, never a truncated mix.
-func TestWriteFileAtomicReplacesByRename(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(dir, "f.py")
-	if err := os.WriteFile(target, []byte("old content\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	link := filepath.Join(dir, "old-link")
-	if err := os.Link(target, link); err != nil {
-		t.Skipf("hard links unsupported: %v", err)
-	}
-	if err := writeFileAtomic(target, []byte("new\n")); err != nil {
-		t.Fatal(err)
-	}
-	if got := readWS(t, dir, "f.py"); got != "new\n" {
-		t.Errorf("target = %q", got)
-	}
-	if got := readWS(t, dir, "old-link"); got != "old content\n" {
-		t.Errorf("old inode was modified in place: %q", got)
-	}
-	if st, _ := os.Stat(target); st.Mode().Perm() != 0o600 {
-		t.Errorf("mode = %v, want the original 0600 kept", st.Mode().Perm())
-	}
-}
-
-func TestWriteFileAtomicCleansUpOnFailure(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(dir, "occupied")
-	if err := os.MkdirAll(filepath.Join(target, "child"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeFileAtomic(target, []byte("data")); err == nil {
-		t.Fatal("rename onto a non-empty directory succeeded")
-	}
-	leftovers, _ := filepath.Glob(filepath.Join(dir, ".occupied.tmp-*"))
-	if len(leftovers) != 0 {
-		t.Errorf("temporary files left behind: %v", leftovers)
-	}
-}
-
 func snapshot(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
