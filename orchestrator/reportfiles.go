@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"bytes"
 	"fmt"
+	"image/color"
 	"os"
 	"path/filepath"
 	"phase0/internal/atomicfile"
@@ -58,6 +59,8 @@ func topChart(b *Baseline) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("top-10 chart: %w", err)
 	}
+	bars.Color = color.RGBA{R: 52, G: 101, B: 164, A: 255}
+	bars.LineStyle.Width = 0
 	p.Add(bars)
 	p.NominalX(names...)
 	p.Y.Min = 0
