@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -106,9 +105,6 @@ func (r *Report) inspect(ctx context.Context, s *Settings) *inspection {
 		if err != nil {
 			r.Gates.Weights.Fail(err)
 			r.Gates.ConfigConsistency.Status = weights.StatusSkip
-			if errors.Is(err, safetensors.ErrPickleOnly) {
-				r.Warnings = append(r.Warnings, "only pickle weights were found; phase0 never unpickles. Convert the checkpoint to safetensors first.")
-			}
 			return weights.StatusFail, err.Error()
 		}
 		insp.inv = inv
