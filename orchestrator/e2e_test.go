@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -80,6 +81,13 @@ func TestRunEachFamily(t *testing.T) {
 			progress, _ := os.ReadFile(filepath.Join(ws, "docs/development_progress/progress.md"))
 			if !strings.Contains(string(progress), "Top-1: id ") || !strings.Contains(string(progress), "cpu_helpers kept: rms_norm") {
 				t.Errorf("progress entry incomplete:\n%s", progress)
+			}
+			md := string(mustRead(t, filepath.Join(ws, "docs/development_progress/phase0/report.md")))
+			if !strings.Contains(md, "](top10.png)") || !strings.Contains(md, "| 1 | "+fmt.Sprint(r.Gates.HFBaseline.Top1Token)+" |") {
+				t.Errorf("report.md lacks the chart or the top-1 row:\n%s", md)
+			}
+			if png := mustRead(t, filepath.Join(ws, "docs/development_progress/phase0/top10.png")); !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) {
+				t.Errorf("top10.png is not a PNG")
 			}
 			var fromDisk Report
 			b, _ := os.ReadFile(filepath.Join(ws, "docs/development_progress/phase0/report.json"))
