@@ -188,7 +188,7 @@ def _same(name: str, generated: Any, expected: Any) -> bool:
         return generated is None and expected is None
     if name == "rope_scaling":
         try:
-            return normalise_rope_scaling(generated) == expected
+            return bool(normalise_rope_scaling(generated) == expected)
         except ValueError:
             return False
     if isinstance(expected, bool) or isinstance(generated, bool):

@@ -126,10 +126,10 @@ def fetch_model(request: DownloadRequest, disk_usage: DiskUsageFn | None = None)
     except DownloadRefused as refused:
         return DownloadResult(status="error", code=refused.code, message=refused.message)
     except Exception as exc:  # noqa: BLE001 - only huggingface_hub's expected errors are mapped
-        refused = _explain_hub_error(exc, request, cache_dir)
-        if refused is None:
+        explained = _explain_hub_error(exc, request, cache_dir)
+        if explained is None:
             raise
-        return DownloadResult(status="error", code=refused.code, message=refused.message)
+        return DownloadResult(status="error", code=explained.code, message=explained.message)
 
 
 def _fetch(request: DownloadRequest, cache_dir: str, usage: DiskUsageFn) -> DownloadResult:

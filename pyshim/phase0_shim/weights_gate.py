@@ -50,7 +50,8 @@ def _bf16() -> np.dtype[Any]:
     # Imported here: ml_dtypes takes about a second to import and only this gate needs it.
     from ml_dtypes import bfloat16
 
-    return np.dtype(bfloat16)
+    dtype: np.dtype[Any] = np.dtype(bfloat16)
+    return dtype
 
 
 def _check(where: str, value: Any, shape: tuple[int, ...], problems: list[str]) -> bool:
@@ -88,8 +89,8 @@ def run_weights_gate(weights_module: Path | str, model_dir: Path | str) -> Weigh
     shapes = expected_layer_shapes(config)
     unexpected = [n for n in ("bq", "bk", "bv", "q_norm", "k_norm") if n not in shapes]
     for i, layer in enumerate(layers):
-        for name, shape in shapes.items():
-            tensors += _check(f"layer {i} {name}", getattr(layer, name, None), shape, problems)
+        for name, layer_shape in shapes.items():
+            tensors += _check(f"layer {i} {name}", getattr(layer, name, None), layer_shape, problems)
         for name in unexpected:
             if getattr(layer, name, None) is not None:
                 flag = "qkv_bias" if name.startswith("b") else "qk_norm"
