@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"phase0/internal/testenv"
 	"regexp"
 	"strings"
 	"sync"
@@ -20,21 +21,9 @@ var shared struct {
 	err  error
 }
 
-func venvPython(tb testing.TB) string {
-	tb.Helper()
-	py := os.Getenv("PHASE0_PYTHON")
-	if py == "" {
-		tb.Skip("PHASE0_PYTHON is not set (make test sets it to the venv's python)")
-	}
-	if _, err := os.Stat(py); err != nil {
-		tb.Skipf("venv python %s is absent: %v", py, err)
-	}
-	return py
-}
-
 func interp(tb testing.TB) *Interp {
 	tb.Helper()
-	py := venvPython(tb)
+	py := testenv.Python(tb)
 	shared.once.Do(func() {
 		testdata, err := filepath.Abs("testdata")
 		if err != nil {
@@ -157,7 +146,7 @@ func TestInterpreterUsesVenv(t *testing.T) {
 	if err := json.Unmarshal(out, &info); err != nil {
 		t.Fatalf("result %s: %v", out, err)
 	}
-	venv := filepath.Dir(filepath.Dir(venvPython(t)))
+	venv := filepath.Dir(filepath.Dir(testenv.Python(t)))
 	if !samePath(info.Prefix, venv) {
 		t.Errorf("sys.prefix = %s, want the venv %s", info.Prefix, venv)
 	}
@@ -187,7 +176,7 @@ func TestInterpreterUsesVenv(t *testing.T) {
 
 func TestStartTwice(t *testing.T) {
 	interp(t)
-	_, err := Start(Options{Executable: venvPython(t)})
+	_, err := Start(Options{Executable: testenv.Python(t)})
 	if !errors.Is(err, ErrAlreadyStarted) {
 		t.Fatalf("second Start: got %v, want ErrAlreadyStarted", err)
 	}

@@ -2,8 +2,6 @@ package hfcache
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -14,29 +12,6 @@ import (
 
 	"phase0/internal/testenv"
 )
-
-// venvPython finds the project venv's python: $PHASE0_PYTHON, else the
-// Makefile's default ~/.cache/phase0/venv-<sha256(requirements.txt)[:12]>.
-func venvPython(t *testing.T) string {
-	t.Helper()
-	if py := os.Getenv("PHASE0_PYTHON"); py != "" {
-		return py
-	}
-	req, err := os.ReadFile(filepath.Join("..", "requirements.txt"))
-	if err != nil {
-		t.Fatalf("reading requirements.txt to locate the venv: %v", err)
-	}
-	sum := sha256.Sum256(req)
-	home, err := os.UserHomeDir()
-	if err != nil {
-		t.Skipf("PHASE0_PYTHON unset and no home directory: %v", err)
-	}
-	py := filepath.Join(home, ".cache", "phase0", "venv-"+hex.EncodeToString(sum[:])[:12], "bin", "python")
-	if _, err := os.Stat(py); err != nil {
-		t.Skipf("PHASE0_PYTHON unset and no venv at %s (run `make venv`)", py)
-	}
-	return py
-}
 
 // runPython runs a script with a clean Hub environment: no token, no user
 // cache, no telemetry, the endpoint pointed at our server.
@@ -83,7 +58,7 @@ print(json.dumps(results))
 // TestResolveAfterRealSnapshotDownload lets huggingface_hub itself populate a
 // cache from a local Hub, then resolves it offline.
 func TestResolveAfterRealSnapshotDownload(t *testing.T) {
-	py := venvPython(t)
+	py := testenv.Python(t)
 	const mainSHA, devSHA = "1111111111111111111111111111111111111111", "2222222222222222222222222222222222222222"
 	shard1 := testenv.TinySafetensors(t, map[string][]float32{"model.embed_tokens.weight": {1, 2, 3, 4}})
 	shard2 := testenv.TinySafetensors(t, map[string][]float32{"model.norm.weight": {0.5, -1}, "lm_head.weight": {7}})
@@ -187,7 +162,7 @@ func TestResolveAfterRealSnapshotDownload(t *testing.T) {
 // TestCacheDirMatchesHuggingFaceHub compares CacheDir with the value
 // huggingface_hub's constants module computes for the same environment.
 func TestCacheDirMatchesHuggingFaceHub(t *testing.T) {
-	py := venvPython(t)
+	py := testenv.Python(t)
 	envs := []map[string]string{
 		{"HOME": "/home/u"},
 		{"HOME": "/home/u", "XDG_CACHE_HOME": "/xdg"},

@@ -5,6 +5,7 @@ package judge
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -111,13 +112,13 @@ func Judge(in Input) Verdict {
 	switch d := describe(in.Described, v.Top1); {
 	case v.Top1 >= limit:
 		fail("top-1 id %d is outside the tokenizer's %d tokens", v.Top1, limit)
-	case in.PadID != nil && v.Top1 == *in.PadID && !containsInt(in.EOSIDs, v.Top1):
+	case in.PadID != nil && v.Top1 == *in.PadID && !slices.Contains(in.EOSIDs, v.Top1):
 		fail("top-1 is the pad token (id %d)", v.Top1)
 	case in.UnkID != nil && v.Top1 == *in.UnkID:
 		fail("top-1 is the unknown token (id %d)", v.Top1)
 	case d != nil && d.Placeholder:
 		fail("top-1 is a reserved placeholder token %q (id %d)", d.Text, v.Top1)
-	case containsInt(in.EOSIDs, v.Top1):
+	case slices.Contains(in.EOSIDs, v.Top1):
 		warn("top-1 is end-of-sequence (id %d): plausible for some prompts, but check the prompt style", v.Top1)
 	case d != nil && strings.TrimSpace(d.Text) == "":
 		warn("top-1 %q (id %d) is whitespace only", d.Text, v.Top1)
@@ -135,15 +136,6 @@ func describe(ts []Token, id int) *Token {
 		}
 	}
 	return nil
-}
-
-func containsInt(list []int, x int) bool {
-	for _, v := range list {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // stats computes the health numbers in float64 over the finite logits, with

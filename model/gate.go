@@ -3,6 +3,7 @@ package model
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -107,19 +108,10 @@ func gate(r *Raw, a *Analysis) []Rejection {
 			if err != nil || !ok {
 				continue
 			}
-			if typ, err := ropeType(m); err == nil && !contains(SupportedRopeTypes, typ) {
+			if typ, err := ropeType(m); err == nil && !slices.Contains(SupportedRopeTypes, typ) {
 				add(CodeUnsupportedRopeScaling, "%s type %q is not implemented; supported: %s", key, typ, strings.Join(SupportedRopeTypes, ", "))
 			}
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

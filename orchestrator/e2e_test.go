@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -109,7 +110,7 @@ func TestRunIsIdempotentAndProtectsEdits(t *testing.T) {
 
 	again := Run(context.Background(), s, model, "test")
 	mustPass(t, again)
-	if len(again.Workspace.Written) != 0 || !contains(again.Workspace.Unchanged, "qwen3_weights.py") || !contains(again.Workspace.Unchanged, "qwen3_cpu_helpers.py") {
+	if len(again.Workspace.Written) != 0 || !slices.Contains(again.Workspace.Unchanged, "qwen3_weights.py") || !slices.Contains(again.Workspace.Unchanged, "qwen3_cpu_helpers.py") {
 		t.Errorf("re-run wrote %v, unchanged %v", again.Workspace.Written, again.Workspace.Unchanged)
 	}
 	second, _ := os.ReadFile(progressPath)
@@ -304,15 +305,6 @@ func TestMissingPythonIsAnError(t *testing.T) {
 	if r.Status != StatusError || !errors.Is(errors.New(r.Error), ErrNoPython) && !strings.Contains(r.Error, "PHASE0_PYTHON") {
 		t.Errorf("status %s, error %q", r.Status, r.Error)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // A checkpoint that disagrees with its config fails natively; run still

@@ -75,7 +75,7 @@ func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
 		return nil, &FormatError{File: file, Offset: 8, Reason: "header is not valid UTF-8"}
 	}
 	dataStart := int64(8 + n)
-	p := &headerParser{dec: json.NewDecoder(bytes.NewReader(buf)), file: file}
+	p := &headerParser{jsonWalker{dec: json.NewDecoder(bytes.NewReader(buf)), file: file, base: 8, what: "header"}}
 	p.dec.UseNumber()
 	md, raws, err := p.parse()
 	if err != nil {
@@ -109,55 +109,14 @@ type rawTensor struct {
 	at         int64 // header offset of the entry, for errors
 }
 
-type headerParser struct {
-	dec  *json.Decoder
-	file string
-}
-
-// errf builds a FormatError at the decoder's current position.
-func (p *headerParser) errf(sentinel error, format string, args ...any) error {
-	return &FormatError{File: p.file, Offset: 8 + p.dec.InputOffset(), Reason: fmt.Sprintf(format, args...), Err: sentinel}
-}
-
-// token reads the next JSON token, turning syntax errors into FormatErrors.
-func (p *headerParser) token() (json.Token, error) {
-	tok, err := p.dec.Token()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, p.errf(nil, "header JSON ends early")
-		}
-		return nil, p.errf(nil, "header JSON: %v", err)
-	}
-	return tok, nil
-}
-
-func (p *headerParser) expectDelim(want json.Delim, what string) error {
-	tok, err := p.token()
-	if err != nil {
-		return err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
-		return p.errf(nil, "%s: got %s, want %q", what, describe(tok), string(want))
-	}
-	return nil
-}
-
-func (p *headerParser) key() (string, error) {
-	tok, err := p.token()
-	if err != nil {
-		return "", err
-	}
-	k, ok := tok.(string)
-	if !ok {
-		return "", p.errf(nil, "object key: got %s, want a string", describe(tok))
-	}
-	return k, nil
-}
+// headerParser walks a header's JSON; offsets in its errors count the
+// 8-byte length prefix.
+type headerParser struct{ jsonWalker }
 
 // parse walks the header token by token so repeated keys, which a map
 // unmarshal would silently merge, are caught.
 func (p *headerParser) parse() (md map[string]string, raws []rawTensor, err error) {
-	if err := p.expectDelim('{', "header"); err != nil {
+	if err := p.delim('{', "header"); err != nil {
 		return nil, nil, err
 	}
 	seen := map[string]bool{}
@@ -184,7 +143,7 @@ func (p *headerParser) parse() (md map[string]string, raws []rawTensor, err erro
 		rt.at = at
 		raws = append(raws, rt)
 	}
-	if err := p.expectDelim('}', "end of header"); err != nil {
+	if err := p.delim('}', "end of header"); err != nil {
 		return nil, nil, err
 	}
 	if tok, err := p.dec.Token(); !errors.Is(err, io.EOF) {
@@ -226,7 +185,7 @@ func (p *headerParser) metadata() (map[string]string, error) {
 		}
 		md[k] = v
 	}
-	return md, p.expectDelim('}', metadataKey)
+	return md, p.delim('}', metadataKey)
 }
 
 func (p *headerParser) tensor(name string) (rawTensor, error) {
@@ -290,7 +249,7 @@ func (p *headerParser) tensor(name string) (rawTensor, error) {
 			return rt, p.errf(nil, "tensor %q: unknown field %q (want dtype, shape, data_offsets)", name, field)
 		}
 	}
-	if err := p.expectDelim('}', fmt.Sprintf("tensor %q", name)); err != nil {
+	if err := p.delim('}', fmt.Sprintf("tensor %q", name)); err != nil {
 		return rt, err
 	}
 	for _, f := range []struct {
@@ -306,7 +265,7 @@ func (p *headerParser) tensor(name string) (rawTensor, error) {
 
 // intArray reads an array of non-negative integers.
 func (p *headerParser) intArray(name, field string) ([]int64, error) {
-	if err := p.expectDelim('[', fmt.Sprintf("tensor %q: %s", name, field)); err != nil {
+	if err := p.delim('[', fmt.Sprintf("tensor %q: %s", name, field)); err != nil {
 		return nil, err
 	}
 	var out []int64
@@ -328,7 +287,7 @@ func (p *headerParser) intArray(name, field string) ([]int64, error) {
 		}
 		out = append(out, v)
 	}
-	return out, p.expectDelim(']', fmt.Sprintf("tensor %q: %s", name, field))
+	return out, p.delim(']', fmt.Sprintf("tensor %q: %s", name, field))
 }
 
 // layout checks each tensor's size against its shape and dtype, checks that

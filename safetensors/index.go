@@ -58,7 +58,7 @@ func ReadIndex(r io.Reader, file string) (*Index, error) {
 	lr := &io.LimitedReader{R: r, N: maxIndexSize + 1}
 	dec := json.NewDecoder(lr)
 	dec.UseNumber()
-	p := &indexParser{dec: dec, file: file}
+	p := &indexParser{jsonWalker{dec: dec, file: file, what: "index"}}
 	ix, err := p.parse()
 	if lr.N <= 0 {
 		return nil, &FormatError{File: file, Offset: maxIndexSize, Reason: fmt.Sprintf("index is larger than %d bytes", maxIndexSize)}
@@ -69,48 +69,8 @@ func ReadIndex(r io.Reader, file string) (*Index, error) {
 	return ix, nil
 }
 
-type indexParser struct {
-	dec  *json.Decoder
-	file string
-}
-
-func (p *indexParser) errf(sentinel error, format string, args ...any) error {
-	return &FormatError{File: p.file, Offset: p.dec.InputOffset(), Reason: fmt.Sprintf(format, args...), Err: sentinel}
-}
-
-func (p *indexParser) token() (json.Token, error) {
-	tok, err := p.dec.Token()
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, p.errf(nil, "index JSON ends early")
-		}
-		return nil, p.errf(nil, "index JSON: %v", err)
-	}
-	return tok, nil
-}
-
-func (p *indexParser) delim(want json.Delim, what string) error {
-	tok, err := p.token()
-	if err != nil {
-		return err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != want {
-		return p.errf(nil, "%s: got %s, want %q", what, describe(tok), string(want))
-	}
-	return nil
-}
-
-func (p *indexParser) key() (string, error) {
-	tok, err := p.token()
-	if err != nil {
-		return "", err
-	}
-	k, ok := tok.(string)
-	if !ok {
-		return "", p.errf(nil, "object key: got %s, want a string", describe(tok))
-	}
-	return k, nil
-}
+// indexParser walks model.safetensors.index.json.
+type indexParser struct{ jsonWalker }
 
 func (p *indexParser) parse() (*Index, error) {
 	if err := p.delim('{', "index"); err != nil {

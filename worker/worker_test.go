@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"phase0/internal/testenv"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,13 +32,7 @@ func TestMain(m *testing.M) {
 
 func testOptions(tb testing.TB) Options {
 	tb.Helper()
-	py := os.Getenv("PHASE0_PYTHON")
-	if py == "" {
-		tb.Skip("PHASE0_PYTHON is not set (make test sets it to the venv's python)")
-	}
-	if _, err := os.Stat(py); err != nil {
-		tb.Skipf("venv python %s is absent: %v", py, err)
-	}
+	py := testenv.Python(tb)
 	exe, err := os.Executable()
 	if err != nil {
 		tb.Fatal(err)

@@ -16,16 +16,29 @@ import (
 	"testing"
 )
 
-// Python returns the venv python from PHASE0_PYTHON (make test sets it), or
-// skips the test with the reason when it is not configured.
+// Python returns the venv python: $PHASE0_PYTHON (make test sets it), else
+// the Makefile's ~/.cache/phase0/venv-<sha256(requirements.txt)[:12]>. It
+// skips the test, saying why, when neither exists.
 func Python(t testing.TB) string {
 	t.Helper()
-	py := os.Getenv("PHASE0_PYTHON")
-	if py == "" {
-		t.Skip("PHASE0_PYTHON is not set: run through `make test`, which prepares the venv")
+	if py := os.Getenv("PHASE0_PYTHON"); py != "" {
+		if _, err := os.Stat(py); err != nil {
+			t.Fatalf("PHASE0_PYTHON=%s: %v", py, err)
+		}
+		return py
 	}
+	req, err := os.ReadFile(filepath.Join(RepoRoot(), "requirements.txt"))
+	if err != nil {
+		t.Fatalf("reading requirements.txt to locate the venv: %v", err)
+	}
+	sum := sha256.Sum256(req)
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skipf("PHASE0_PYTHON unset and no home directory: %v", err)
+	}
+	py := filepath.Join(home, ".cache", "phase0", "venv-"+hex.EncodeToString(sum[:])[:12], "bin", "python")
 	if _, err := os.Stat(py); err != nil {
-		t.Fatalf("PHASE0_PYTHON=%s: %v", py, err)
+		t.Skipf("PHASE0_PYTHON unset and no venv at %s: run `make venv` or `make test`", py)
 	}
 	return py
 }
