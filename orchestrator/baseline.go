@@ -15,25 +15,25 @@ import (
 
 // Baseline is gates.hf_baseline: the HF bf16 reference on the canonical prompt.
 type Baseline struct {
-	Status        string         `json:"status"`
-	Runner        string         `json:"runner"`
-	RunnerPath    string         `json:"runner_path"`
-	Prompt        string         `json:"prompt"`
-	PromptStyle   string         `json:"prompt_style"`
-	Tokens        []int          `json:"tokens"`
-	Top1Token     int            `json:"top1_token"`
-	Top1Text      string         `json:"top1_text"`
-	Top5          []judge.Ranked `json:"top5"`
-	Top10         []judge.Ranked `json:"top10"`
-	Logits        judge.Stats    `json:"logits"`
-	Reasons       []string       `json:"reasons"`
-	Warnings      []string       `json:"warnings"`
-	Decode        *Decode        `json:"decode,omitempty"`
-	Seconds       float64        `json:"seconds"`
-	SecondsLoad   float64        `json:"seconds_load"`
-	SecondsPrefil float64        `json:"seconds_prefill"`
-	Torch         string         `json:"torch_version,omitempty"`
-	Transformers  string         `json:"transformers_version,omitempty"`
+	Status         string         `json:"status"`
+	Runner         string         `json:"runner"`
+	RunnerPath     string         `json:"runner_path"`
+	Prompt         string         `json:"prompt"`
+	PromptStyle    string         `json:"prompt_style"`
+	Tokens         []int          `json:"tokens"`
+	Top1Token      int            `json:"top1_token"`
+	Top1Text       string         `json:"top1_text"`
+	Top5           []judge.Ranked `json:"top5"`
+	Top10          []judge.Ranked `json:"top10"`
+	Logits         judge.Stats    `json:"logits"`
+	Reasons        []string       `json:"reasons"`
+	Warnings       []string       `json:"warnings"`
+	Decode         *Decode        `json:"decode,omitempty"`
+	Seconds        float64        `json:"seconds"`
+	SecondsLoad    float64        `json:"seconds_load"`
+	SecondsPrefill float64        `json:"seconds_prefill"`
+	Torch          string         `json:"torch_version,omitempty"`
+	Transformers   string         `json:"transformers_version,omitempty"`
 }
 
 // Decode is the optional greedy continuation.
@@ -101,7 +101,7 @@ func judgeBaseline(res *baselineResult, logits []float32, seconds float64) *Base
 	b.Seconds = seconds
 	b.Runner, b.RunnerPath, b.Prompt, b.PromptStyle = res.Runner, res.RunnerPath, res.Prompt, res.PromptStyle
 	b.Tokens = append(b.Tokens, res.Tokens...)
-	b.SecondsLoad, b.SecondsPrefil = res.SecondsLoad, res.SecondsPrefill
+	b.SecondsLoad, b.SecondsPrefill = res.SecondsLoad, res.SecondsPrefill
 	b.Torch, b.Transformers = res.Torch, res.Transformers
 	v := judge.Judge(judge.Input{
 		Logits: logits, RunnerTop1: res.Top1Token, VocabSize: res.VocabSize, TokenizerSize: res.TokenizerSize,

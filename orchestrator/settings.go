@@ -23,8 +23,6 @@ type Settings struct {
 	AttentionFallback bool
 	// PyShimDir is the folder holding the phase0_shim package.
 	PyShimDir string
-	// DefaultModelCache is where the bundled default model is converted to.
-	DefaultModelCache string
 	// Progress receives human progress lines and bars (stderr); never nil.
 	Progress io.Writer
 	// ProgressBars enables bars (stderr is a terminal, or forced).
