@@ -83,6 +83,22 @@ func newBaseline() *Baseline {
 	return &Baseline{Status: weights.StatusFail, Tokens: []int{}, Top5: []judge.Ranked{}, Top10: []judge.Ranked{}, Reasons: []string{}, Warnings: []string{}, Top1Token: -1}
 }
 
+// failedBaseline is the section for a prefill that never returned logits.
+func failedBaseline(err error, seconds float64) *Baseline {
+	b := newBaseline()
+	b.Seconds = seconds
+	b.Reasons = append(b.Reasons, pythonFailure(err)...)
+	return b
+}
+
+// detail is the one-line stage summary: the top-1, or why the gate failed.
+func (b *Baseline) detail() string {
+	if b.Status != weights.StatusPass && len(b.Reasons) > 0 {
+		return b.Reasons[0]
+	}
+	return fmt.Sprintf("top-1 %d %q p=%.3f (%s runner)", b.Top1Token, b.Top1Text, b.Logits.Top1Prob, b.Runner)
+}
+
 // baselineRequest builds the worker request for the canonical-prompt prefill.
 func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weightsModule string) (worker.Request, error) {
 	style := s.PromptStyle
@@ -183,18 +199,12 @@ func (r *Report) baseline(ctx context.Context, s *Settings, insp *inspection, we
 			return StatusError, err.Error()
 		}
 		if err != nil {
-			b := newBaseline()
-			b.Seconds = time.Since(start).Seconds()
-			b.Reasons = append(b.Reasons, pythonFailure(err)...)
+			b := failedBaseline(err, time.Since(start).Seconds())
 			r.Gates.HFBaseline = b
-			return b.Status, b.Reasons[0]
+			return b.Status, b.detail()
 		}
 		b := judgeBaseline(&res, resps[0].Floats, time.Since(start).Seconds())
 		r.Gates.HFBaseline = b
-		detail := fmt.Sprintf("top-1 %d %q p=%.3f (%s runner)", b.Top1Token, b.Top1Text, b.Logits.Top1Prob, b.Runner)
-		if !strings.EqualFold(b.Status, weights.StatusPass) && len(b.Reasons) > 0 {
-			detail = b.Reasons[0]
-		}
-		return b.Status, detail
+		return b.Status, b.detail()
 	})
 }

@@ -150,15 +150,13 @@ func (r *Report) pythonGates(ctx context.Context, s *Settings, insp *inspection,
 	}
 	r.timed(s, "hf_baseline", func() (string, string) {
 		if callErr != nil {
-			b := newBaseline()
-			b.Reasons = append(b.Reasons, pythonFailure(callErr)...)
-			b.Seconds = time.Since(start).Seconds()
+			b := failedBaseline(callErr, time.Since(start).Seconds())
 			r.Gates.HFBaseline = b
-			return b.Status, b.Reasons[0]
+			return b.Status, b.detail()
 		}
 		b := judgeBaseline(&bl, resps[2].Floats, bl.SecondsLoad+bl.SecondsPrefill)
 		r.Gates.HFBaseline = b
-		return b.Status, fmt.Sprintf("top-1 %d %q p=%.3f (%s runner)", b.Top1Token, b.Top1Text, b.Logits.Top1Prob, b.Runner)
+		return b.Status, b.detail()
 	})
 }
 
