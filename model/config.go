@@ -314,16 +314,29 @@ func parseRopeScaling(m map[string]json.RawMessage) (*RopeScaling, error) {
 // SupportedRopeTypes are the scalings generate_rope_lut implements.
 var SupportedRopeTypes = []string{"default", "linear", "llama3"}
 
+// Limits bound every count and dimension: far above any real checkpoint
+// (Llama-3.1-405B has 126 layers, hidden 16384, intermediate 53248; the
+// largest vocabularies are ~262k), and small enough that the expected tensor
+// set and every report stay a few MB. A config beyond them is invalid_config.
+var Limits = struct{ Layers, Dim, Heads, HeadDim, Hidden, Vocab int }{
+	Layers: 1024, Dim: 1 << 16, Heads: 1024, HeadDim: 1024, Hidden: 1 << 20, Vocab: 1 << 22,
+}
+
 // Validate checks the values Phase 0 and the NPU pipeline rely on.
 func (c *Config) Validate() error {
 	var problems []string
 	for _, f := range []struct {
-		name string
-		v    int
-	}{{"n_layers", c.NLayers}, {"emb_dim", c.EmbDim}, {"n_heads", c.NHeads}, {"n_kv_heads", c.NKVHeads},
-		{"head_dim", c.HeadDim}, {"hidden_dim", c.HiddenDim}, {"vocab_size", c.VocabSize}} {
-		if f.v <= 0 {
+		name  string
+		v     int
+		limit int
+	}{{"n_layers", c.NLayers, Limits.Layers}, {"emb_dim", c.EmbDim, Limits.Dim}, {"n_heads", c.NHeads, Limits.Heads},
+		{"n_kv_heads", c.NKVHeads, Limits.Heads}, {"head_dim", c.HeadDim, Limits.HeadDim},
+		{"hidden_dim", c.HiddenDim, Limits.Hidden}, {"vocab_size", c.VocabSize, Limits.Vocab}} {
+		switch {
+		case f.v <= 0:
 			problems = append(problems, fmt.Sprintf("%s must be positive, found %d", f.name, f.v))
+		case f.v > f.limit:
+			problems = append(problems, fmt.Sprintf("%s is %d, above the sane limit %d", f.name, f.v, f.limit))
 		}
 	}
 	if c.NHeads > 0 && c.NKVHeads > 0 && c.NHeads%c.NKVHeads != 0 {
@@ -332,18 +345,27 @@ func (c *Config) Validate() error {
 	if c.HeadDim > 0 && c.HeadDim%2 != 0 {
 		problems = append(problems, fmt.Sprintf("head_dim %d must be even for RoPE", c.HeadDim))
 	}
-	if !(c.RopeBase > 0) {
-		problems = append(problems, fmt.Sprintf("rope_base must be positive, found %g", c.RopeBase))
+	if !(c.RopeBase > 0) || math.IsInf(c.RopeBase, 0) {
+		problems = append(problems, fmt.Sprintf("rope_base must be positive and finite, found %g", c.RopeBase))
 	}
 	if !(c.RMSNormEps > 0) || c.RMSNormEps >= 1 {
 		problems = append(problems, fmt.Sprintf("rms_norm_eps must be in (0, 1), found %g", c.RMSNormEps))
 	}
 	if rs := c.RopeScaling; rs != nil {
-		if !(rs.Factor > 0) {
-			problems = append(problems, fmt.Sprintf("rope scaling factor must be positive, found %g", rs.Factor))
+		if !(rs.Factor > 0) || math.IsInf(rs.Factor, 0) {
+			problems = append(problems, fmt.Sprintf("rope scaling factor must be positive and finite, found %g", rs.Factor))
 		}
-		if rs.RopeType == "llama3" && !(rs.HighFreqFactor > rs.LowFreqFactor && rs.LowFreqFactor > 0) {
-			problems = append(problems, fmt.Sprintf("llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor, found %g and %g", rs.LowFreqFactor, rs.HighFreqFactor))
+		switch rs.RopeType {
+		case "linear":
+		case "llama3":
+			if !(rs.HighFreqFactor > rs.LowFreqFactor && rs.LowFreqFactor > 0) || math.IsInf(rs.HighFreqFactor, 0) {
+				problems = append(problems, fmt.Sprintf("llama3 rope scaling needs 0 < low_freq_factor < high_freq_factor, found %g and %g", rs.LowFreqFactor, rs.HighFreqFactor))
+			}
+			if rs.OriginalMaxPositionEmbeddings <= 0 {
+				problems = append(problems, fmt.Sprintf("llama3 rope scaling needs original_max_position_embeddings > 0, found %d", rs.OriginalMaxPositionEmbeddings))
+			}
+		default:
+			problems = append(problems, fmt.Sprintf("rope scaling type %q is not one of %s", rs.RopeType, strings.Join(SupportedRopeTypes[1:], ", ")))
 		}
 	}
 	if len(problems) > 0 {

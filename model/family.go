@@ -5,8 +5,11 @@ import "sort"
 // Family is what differs between the supported model families. Everything
 // else about a checkpoint is shared and handled once, in config.go and gate.go.
 type Family interface {
-	// Name is the short family name used in reports and templates.
+	// Name is the short family name used in reports, templates and file
+	// names ("qwen3", as in transformers' modeling_qwen3.py).
 	Name() string
+	// Title is the family name as prose writes it ("Qwen3").
+	Title() string
 	// Architecture is the transformers class name in config.json's architectures.
 	Architecture() string
 	// Defaults are transformers' class defaults for keys config.json may omit.
@@ -35,6 +38,16 @@ var families = []Family{llamaFamily{}, mistralFamily{}, qwen2Family{}, qwen3Fami
 func FamilyFor(arch string) (Family, bool) {
 	for _, f := range families {
 		if f.Architecture() == arch {
+			return f, true
+		}
+	}
+	return nil, false
+}
+
+// FamilyNamed returns the family whose Name is name.
+func FamilyNamed(name string) (Family, bool) {
+	for _, f := range families {
+		if f.Name() == name {
 			return f, true
 		}
 	}

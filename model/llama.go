@@ -6,6 +6,7 @@ type llamaFamily struct{}
 var _ Family = llamaFamily{}
 
 func (llamaFamily) Name() string         { return "llama" }
+func (llamaFamily) Title() string        { return "Llama" }
 func (llamaFamily) Architecture() string { return "LlamaForCausalLM" }
 func (llamaFamily) QKNorm() bool         { return false }
 

@@ -8,6 +8,7 @@ type mistralFamily struct{}
 var _ Family = mistralFamily{}
 
 func (mistralFamily) Name() string         { return "mistral" }
+func (mistralFamily) Title() string        { return "Mistral" }
 func (mistralFamily) Architecture() string { return "MistralForCausalLM" }
 func (mistralFamily) QKNorm() bool         { return false }
 

@@ -7,6 +7,7 @@ type qwen2Family struct{}
 var _ Family = qwen2Family{}
 
 func (qwen2Family) Name() string         { return "qwen2" }
+func (qwen2Family) Title() string        { return "Qwen2" }
 func (qwen2Family) Architecture() string { return "Qwen2ForCausalLM" }
 func (qwen2Family) QKNorm() bool         { return false }
 

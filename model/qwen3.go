@@ -7,6 +7,7 @@ type qwen3Family struct{}
 var _ Family = qwen3Family{}
 
 func (qwen3Family) Name() string         { return "qwen3" }
+func (qwen3Family) Title() string        { return "Qwen3" }
 func (qwen3Family) Architecture() string { return "Qwen3ForCausalLM" }
 func (qwen3Family) QKNorm() bool         { return true }
 

@@ -2,20 +2,17 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"phase0/judge"
 	"phase0/model"
-	"phase0/weights"
-	"phase0/worker"
+	"phase0/verdict"
 )
 
 // Baseline is gates.hf_baseline: the HF bf16 reference on the canonical prompt.
 type Baseline struct {
-	Status         string         `json:"status"`
+	verdict.Section
 	Runner         string         `json:"runner"`
 	RunnerPath     string         `json:"runner_path"`
 	Prompt         string         `json:"prompt"`
@@ -80,35 +77,28 @@ type baselineResult struct {
 }
 
 func newBaseline() *Baseline {
-	return &Baseline{Status: weights.StatusFail, Tokens: []int{}, Top5: []judge.Ranked{}, Top10: []judge.Ranked{}, Reasons: []string{}, Warnings: []string{}, Top1Token: -1}
+	return &Baseline{Section: verdict.NewSection(), Tokens: []int{}, Top5: []judge.Ranked{}, Top10: []judge.Ranked{}, Reasons: []string{}, Warnings: []string{}, Top1Token: -1}
 }
 
-// failedBaseline is the section for a prefill that never returned logits.
-func failedBaseline(err error, seconds float64) *Baseline {
-	b := newBaseline()
-	b.Seconds = seconds
-	b.Reasons = append(b.Reasons, pythonFailure(err)...)
-	return b
-}
-
-// detail is the one-line stage summary: the top-1, or why the gate failed.
-func (b *Baseline) detail() string {
-	if b.Status != weights.StatusPass && len(b.Reasons) > 0 {
-		return b.Reasons[0]
+// fail records why the gate failed.
+func (b *Baseline) fail(reasons ...string) {
+	for _, r := range reasons {
+		b.Reasons = append(b.Reasons, r)
+		b.FailWith("%s", r)
 	}
-	return fmt.Sprintf("top-1 %d %q p=%.3f (%s runner)", b.Top1Token, b.Top1Text, b.Logits.Top1Prob, b.Runner)
+	b.Summary = b.Reasons[0]
 }
 
-// baselineRequest builds the worker request for the canonical-prompt prefill.
-func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weightsModule string) (worker.Request, error) {
+// baselineRequest builds ops.baseline's arguments for the canonical-prompt prefill.
+func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weightsModule string) baselineArgs {
 	style := s.PromptStyle
 	if style == "" && s.Prompt == "" {
 		style = ref.PromptStyle
 	}
-	return request("baseline", baselineArgs{
+	return baselineArgs{
 		ModelDir: ref.Dir, ModelID: ref.ID, LLMSDir: s.LLMSDir, PromptStyle: style, Prompt: s.Prompt,
 		Config: cfg, WeightsModule: weightsModule, MaxSeq: s.MaxSeq, DecodeN: s.Decode,
-	})
+	}
 }
 
 // judgeBaseline turns the runner's facts and logits into the gate section.
@@ -126,7 +116,6 @@ func judgeBaseline(res *baselineResult, logits []float32, seconds float64) *Base
 	b.Top1Token, b.Top1Text, b.Logits = v.Top1, v.Top1Text, v.Stats
 	b.Top10 = append(b.Top10, v.Top...)
 	b.Top5 = append(b.Top5, v.Top[:min(5, len(v.Top))]...)
-	b.Reasons = append(b.Reasons, v.Reasons...)
 	b.Warnings = append(b.Warnings, v.Warnings...)
 	if res.Decode != nil {
 		b.Decode = res.Decode
@@ -134,77 +123,61 @@ func judgeBaseline(res *baselineResult, logits []float32, seconds float64) *Base
 			b.Warnings = append(b.Warnings, "greedy continuation: "+why)
 		}
 	}
-	if v.Pass {
-		b.Status = weights.StatusPass
+	if !v.Pass {
+		b.fail(v.Reasons...)
+		return b
 	}
+	b.Summary = fmt.Sprintf("top-1 %d %q p=%.3f, entropy %.2f nats, %s runner", b.Top1Token, b.Top1Text, b.Logits.Top1Prob, b.Logits.Entropy, b.Runner)
 	return b
 }
 
-// pythonFailure describes a worker failure as baseline reasons: the cause and
-// the tail of what Python printed, never a Go stack.
-func pythonFailure(err error) []string {
-	var op *worker.OpError
-	var crash *worker.CrashError
-	var timeout *worker.TimeoutError
-	switch {
-	case errors.As(err, &op):
-		return []string{fmt.Sprintf("%s raised %s: %s", op.Op, op.Type, op.Message), "traceback:\n" + op.Traceback}
-	case errors.As(err, &crash):
-		return []string{fmt.Sprintf("the Python worker %s", crash.Cause), "last output:\n" + tailLines(crash.StderrTail, 30)}
-	case errors.As(err, &timeout):
-		return []string{fmt.Sprintf("the Python worker timed out after %s (raise --timeout); its process group was killed", timeout.After.Round(time.Second)), "last output:\n" + tailLines(timeout.StderrTail, 30)}
+// referenceStage runs gate 2: the canonical prompt through the reference
+// HfRunner in the Python worker (with the generated LlamaConfig when the
+// run generated one), judged here.
+func referenceStage(ctx context.Context, st *state) (verdict.Status, string, error) {
+	start := time.Now()
+	module := ""
+	if st.spec.Name != "" {
+		module = st.weightsModule()
 	}
-	return []string{err.Error()}
+	args := baselineRequest(st.s, st.ref, st.analysis.Config, module)
+	sess, err := st.worker(ctx)
+	var res baselineResult
+	var logits []float32
+	if err == nil {
+		logits, err = sess.Call("baseline", args, &res)
+	}
+	if err != nil {
+		if stop := workerFailure(err); stop != nil {
+			return "", "", stop
+		}
+		st.baseline = newBaseline()
+		st.baseline.Seconds = time.Since(start).Seconds()
+		st.baseline.fail(reasons(err)...)
+		return st.baseline.Status, st.baseline.Summary, nil
+	}
+	st.baseline = judgeBaseline(&res, logits, res.SecondsLoad+res.SecondsPrefill)
+	return st.baseline.Status, st.baseline.Summary, nil
 }
 
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+// baselineStages are inspect, the memory preflight and gate 2.
+var baselineStages = append(append([]stage{}, inspectStages...),
+	stage{name: "preflight", when: preflightApplies, run: preflightStage},
+	stage{name: "hf_baseline", when: pythonReady, run: referenceStage},
+)
+
+// preflightApplies: the memory check is on and there is a checkpoint to size.
+func preflightApplies(st *state) (bool, string) {
+	if !st.s.MemoryCheck {
+		return false, "memory_check is off"
 	}
-	return strings.Join(lines, "\n")
+	if st.inv == nil {
+		return false, "no inventory"
+	}
+	return true, ""
 }
 
-// Baseline runs inspect, then gate 2 through the isolated worker.
+// BaselineRun runs inspect, then gate 2 through the isolated worker.
 func BaselineRun(ctx context.Context, s *Settings, modelArg, version string) *Report {
-	r := NewReport("baseline", modelArg, version)
-	insp := r.inspect(ctx, s)
-	if insp == nil || r.Status == StatusError || r.Status == StatusRejected {
-		r.finish()
-		return r
-	}
-	if r.preflight(s, insp) {
-		if r.Gates.Weights.Status == weights.StatusPass {
-			r.baseline(ctx, s, insp, "")
-		} else {
-			r.Warnings = append(r.Warnings, "the HF baseline was skipped: the checkpoint failed the native weights gate, and transformers would fill missing tensors with random values")
-		}
-	}
-	r.finish()
-	return r
-}
-
-func (r *Report) baseline(ctx context.Context, s *Settings, insp *inspection, weightsModule string) {
-	r.timed(s, "hf_baseline", func() (string, string) {
-		start := time.Now()
-		req, err := baselineRequest(s, insp.ref, insp.analysis.Config, weightsModule)
-		if err != nil {
-			r.fail(err)
-			return StatusError, err.Error()
-		}
-		var res baselineResult
-		resps, err := s.call(ctx, []worker.Request{req}, &res)
-		if errors.Is(err, ErrNoPython) {
-			r.fail(err)
-			return StatusError, err.Error()
-		}
-		if err != nil {
-			b := failedBaseline(err, time.Since(start).Seconds())
-			r.Gates.HFBaseline = b
-			return b.Status, b.detail()
-		}
-		b := judgeBaseline(&res, resps[0].Floats, time.Since(start).Seconds())
-		r.Gates.HFBaseline = b
-		return b.Status, b.detail()
-	})
+	return runChain(ctx, s, "baseline", modelArg, version, withoutSkippedScan(baselineStages, s))
 }

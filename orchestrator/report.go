@@ -1,48 +1,65 @@
-// Package orchestrator runs the Phase 0 stages in order and assembles the report.
+// Package orchestrator runs the Phase 0 commands as chains of named stages
+// over one state, and builds the report once, at the end, from that state.
 package orchestrator
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 
+	"phase0/configgate"
 	"phase0/model"
+	"phase0/verdict"
 	"phase0/weights"
 )
 
-// Overall statuses of a report; exit codes follow them.
-const (
-	StatusPass     = "PASS"
-	StatusFail     = "FAIL"
-	StatusRejected = "REJECTED"
-	StatusError    = "ERROR"
-)
-
-// ExitCode maps a report status to the process exit code.
-func ExitCode(status string) int {
-	switch status {
-	case StatusPass:
-		return 0
-	case StatusFail, StatusRejected:
-		return 1
-	default:
-		return 2
+// ExitCode maps a report to the process exit code: 0 pass, 1 a gate failed
+// or the model was rejected, 2 could not evaluate, 130 interrupted.
+func ExitCode(r *Report) int {
+	if r.Interrupted {
+		return verdict.Interrupted
 	}
+	return r.Status.ExitCode()
 }
 
 // Stage is one timed step of a run.
 type Stage struct {
-	Name    string  `json:"name"`
-	Status  string  `json:"status"`
-	Seconds float64 `json:"seconds"`
-	Detail  string  `json:"detail,omitempty"`
+	Name    string         `json:"name"`
+	Status  verdict.Status `json:"status"`
+	Seconds float64        `json:"seconds"`
+	Detail  string         `json:"detail,omitempty"`
 }
 
 // Gates holds each gate's section; nil sections were not run.
 type Gates struct {
-	Weights           *weights.Result      `json:"weights"`
-	ConfigConsistency *weights.Consistency `json:"config_consistency"`
-	PyWeights         *PyWeights           `json:"python_weights,omitempty"`
-	HFBaseline        *Baseline            `json:"hf_baseline,omitempty"`
+	Weights           *weights.Result         `json:"weights"`
+	ConfigConsistency *configgate.Consistency `json:"config_consistency"`
+	PyWeights         *weights.Loader         `json:"python_weights,omitempty"`
+	HFBaseline        *Baseline               `json:"hf_baseline,omitempty"`
+}
+
+// gate is one row of the gate table, in every rendering.
+type gate struct {
+	title   string
+	section *verdict.Section
+}
+
+// rows lists the sections that ran, in report order.
+func (g Gates) rows() []gate {
+	var out []gate
+	if g.Weights != nil {
+		out = append(out, gate{"weights (native)", &g.Weights.Section})
+	}
+	if g.PyWeights != nil {
+		out = append(out, gate{"weights (python)", &g.PyWeights.Section})
+	}
+	if g.ConfigConsistency != nil {
+		out = append(out, gate{"config consistency", &g.ConfigConsistency.Section})
+	}
+	if g.HFBaseline != nil {
+		out = append(out, gate{"hf bf16 baseline", &g.HFBaseline.Section})
+	}
+	return out
 }
 
 // Report is the one JSON object phase0 prints with --json.
@@ -54,8 +71,9 @@ type Report struct {
 	ModelID      string            `json:"model_id"`
 	ModelDir     string            `json:"model_dir"`
 	Revision     string            `json:"revision,omitempty"`
-	Status       string            `json:"status"`
+	Status       verdict.Status    `json:"status"`
 	Error        string            `json:"error,omitempty"`
+	Interrupted  bool              `json:"interrupted,omitempty"`
 	Architecture string            `json:"architecture"`
 	Family       string            `json:"family"`
 	Config       *model.Config     `json:"config"`
@@ -69,38 +87,27 @@ type Report struct {
 	Seconds      float64           `json:"seconds"`
 }
 
-// NewReport returns a report with empty lists rather than nulls.
-func NewReport(command, modelArg, version string) *Report {
-	return &Report{Tool: "phase0", Version: version, Command: command, Model: modelArg, Status: StatusPass,
-		Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: []string{}, Stages: []Stage{},
-		Started: time.Now().UTC().Truncate(time.Second)}
+// Workspace describes the generated files of a run.
+type Workspace struct {
+	Dir         string   `json:"dir"`
+	Name        string   `json:"name"`
+	Written     []string `json:"written"`
+	Unchanged   []string `json:"unchanged"`
+	Kept        []string `json:"kept"` // documents that existed and were left as they were
+	HelpersKept []string `json:"helpers_kept"`
+	ReportJSON  string   `json:"report_json,omitempty"`
+	ReportMD    string   `json:"report_md,omitempty"`
+}
+
+// ErrorReport is the report of an invocation that never reached a model
+// (bad flags or settings): status ERROR, so --json still prints one object.
+func ErrorReport(command, modelArg, version string, err error) *Report {
+	r := &Report{Tool: "phase0", Version: version, Command: command, Model: modelArg, Status: verdict.Error,
+		Error: err.Error(), Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: []string{},
+		Stages: []Stage{}, Started: time.Now().UTC().Truncate(time.Second)}
+	r.Interrupted = errors.Is(err, errInterrupted)
+	return r
 }
 
 // JSON renders the report, indented.
 func (r *Report) JSON() ([]byte, error) { return json.MarshalIndent(r, "", "  ") }
-
-// settle derives the overall status from the sections. ERROR and REJECTED
-// are set where they happen and are never downgraded.
-func (r *Report) settle() {
-	if r.Status == StatusError || r.Status == StatusRejected {
-		return
-	}
-	failed := false
-	if g := r.Gates.Weights; g != nil && g.Status == weights.StatusFail {
-		failed = true
-	}
-	if g := r.Gates.ConfigConsistency; g != nil && g.Status == weights.StatusFail {
-		failed = true
-	}
-	if g := r.Gates.PyWeights; g != nil && g.Status == weights.StatusFail {
-		failed = true
-	}
-	if g := r.Gates.HFBaseline; g != nil && g.Status == weights.StatusFail {
-		failed = true
-	}
-	if failed {
-		r.Status = StatusFail
-	} else {
-		r.Status = StatusPass
-	}
-}

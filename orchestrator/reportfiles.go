@@ -103,17 +103,8 @@ func (r *Report) Markdown(chart string) string {
 		fmt.Fprintf(&b, "| Workspace | `%s` (helpers kept: %s) |\n", r.Workspace.Dir, strings.Join(r.Workspace.HelpersKept, ", "))
 	}
 	b.WriteString("\n## Gates\n\n| Gate | Status | Detail |\n|---|---|---|\n")
-	if g := r.Gates.Weights; g != nil {
-		fmt.Fprintf(&b, "| Weights (native) | %s | %d tensors, %d missing, %d unexpected, %d mismatched |\n", g.Status, g.Tensors, len(g.Missing), len(g.Unexpected), len(g.Mismatched))
-	}
-	if g := r.Gates.PyWeights; g != nil {
-		fmt.Fprintf(&b, "| Weights (generated loader) | %s | %d layers, %d tensors |\n", g.Status, g.Layers, g.Tensors)
-	}
-	if g := r.Gates.ConfigConsistency; g != nil {
-		fmt.Fprintf(&b, "| Config consistency | %s | %d checks, %d mismatches |\n", g.Status, len(g.Checked), len(g.Mismatches))
-	}
-	if g := r.Gates.HFBaseline; g != nil {
-		fmt.Fprintf(&b, "| HF bf16 baseline | %s | top-1 %d `%q` p=%.3f |\n", g.Status, g.Top1Token, g.Top1Text, g.Logits.Top1Prob)
+	for _, g := range r.Gates.rows() {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", g.title, g.section.Status, strings.ReplaceAll(g.section.Summary, "|", "\\|"))
 	}
 	if f := r.findings(); f != "" {
 		b.WriteString("\n## Findings\n\n```\n" + f + "```\n")

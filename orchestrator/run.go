@@ -9,74 +9,62 @@ import (
 	"strings"
 	"time"
 
+	"phase0/configgate"
 	"phase0/model"
 	"phase0/scaffold"
+	"phase0/verdict"
 	"phase0/weights"
-	"phase0/worker"
 )
 
-// configGateResult is ops.config_gate's answer: the generated Config checked
-// field by field against config.json, in Python.
-type configGateResult struct {
-	Status string `json:"status"`
-	Fields []struct {
-		Field      string `json:"field"`
-		Generated  any    `json:"generated"`
-		ConfigJSON any    `json:"config_json"`
-		OK         bool   `json:"ok"`
-		Note       string `json:"note"`
-	} `json:"fields"`
-	Problems []string `json:"problems"`
-}
+// runStages are all of Phase 0: inspect, preflight, generate, the Python
+// facts judged as gates 1 and 3, gate 2, and the record.
+var runStages = append(append([]stage{}, inspectStages...),
+	stage{name: "preflight", when: preflightApplies, run: preflightStage},
+	stage{name: "generate", run: generateStage},
+	stage{name: "python_weights", when: pythonReady, run: loaderStage},
+	stage{name: "config_facts", when: pythonReady, run: configFactsStage},
+	stage{name: "hf_baseline", when: pythonReady, run: referenceStage},
+	stage{name: "record", run: recordStage},
+)
 
 // Run is all of Phase 0 for one model.
 func Run(ctx context.Context, s *Settings, modelArg, version string) *Report {
-	r := NewReport("run", modelArg, version)
-	defer r.finish()
-	insp := r.inspect(ctx, s)
-	if insp == nil || r.Status == StatusError || r.Status == StatusRejected {
-		return r
-	}
-	if !r.preflight(s, insp) {
-		return r
-	}
-
-	ws, spec, err := workspaceFor(s, insp, version)
-	if err != nil {
-		r.fail(err)
-		return r
-	}
-	r.Workspace = &Workspace{Dir: ws, Name: spec.Name, Written: []string{}, Unchanged: []string{}, HelpersKept: []string{}}
-	r.timed(s, "generate", func() (string, string) {
-		res, err := scaffold.Generate(ws, spec, s.Force)
-		if err != nil {
-			if errors.Is(err, scaffold.ErrUserEdited) {
-				err = fmt.Errorf("%w; rerun with --force to overwrite", err)
-			}
-			r.fail(err)
-			return StatusError, err.Error()
-		}
-		r.Workspace.Written = append(r.Workspace.Written, res.Written...)
-		r.Workspace.Unchanged = append(r.Workspace.Unchanged, res.Unchanged...)
-		r.Workspace.HelpersKept = append(r.Workspace.HelpersKept, res.HelpersKept...)
-		return StatusPass, fmt.Sprintf("%s: %d written, %d unchanged", ws, len(res.Written), len(res.Unchanged))
-	})
-	if r.Status == StatusError {
-		return r
-	}
-
-	if r.Gates.Weights.Status != weights.StatusPass {
-		r.Warnings = append(r.Warnings, "the Python gates and the HF baseline were skipped: the checkpoint failed the native weights gate, and transformers would fill missing tensors with random values")
-	} else {
-		r.pythonGates(ctx, s, insp, filepath.Join(ws, spec.Name+"_weights.py"))
-	}
-	r.settle()
-	r.record(s, insp, ws, spec)
-	return r
+	return runChain(ctx, s, "run", modelArg, version, withoutSkippedScan(runStages, s))
 }
 
-// workspaceFor picks <llms>/<name> and builds the scaffold spec.
-func workspaceFor(s *Settings, insp *inspection, version string) (string, scaffold.Spec, error) {
+// weightsModule is the generated <name>_weights.py of this run.
+func (st *state) weightsModule() string {
+	return filepath.Join(st.wsDir, st.spec.Name+"_weights.py")
+}
+
+func generateStage(_ context.Context, st *state) (verdict.Status, string, error) {
+	ws, spec, err := workspaceFor(st.s, st, st.version)
+	if err != nil {
+		return "", "", err
+	}
+	st.wsDir, st.spec = ws, spec
+	res, err := scaffold.Generate(ws, spec, st.s.Force)
+	if err != nil {
+		if errors.Is(err, scaffold.ErrUserEdited) {
+			err = fmt.Errorf("%w; rerun with --force to overwrite", err)
+		}
+		return "", "", err
+	}
+	st.workspace = &Workspace{Dir: ws, Name: spec.Name, Written: nonNil(res.Written), Unchanged: nonNil(res.Unchanged),
+		Kept: nonNil(res.Kept), HelpersKept: nonNil(res.HelpersKept)}
+	return verdict.Pass, fmt.Sprintf("%s: %d written, %d unchanged", ws, len(res.Written), len(res.Unchanged)), nil
+}
+
+func nonNil(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
+}
+
+// workspaceFor picks <llms>/<name> and builds the scaffold spec around the
+// one Config.
+func workspaceFor(s *Settings, st *state, version string) (string, scaffold.Spec, error) {
 	llms := s.LLMSDir
 	if llms == "" {
 		llms = "workspace"
@@ -87,125 +75,79 @@ func workspaceFor(s *Settings, insp *inspection, version string) (string, scaffo
 	}
 	name := s.Name
 	if name == "" {
-		name = scaffold.DeriveName(insp.ref.ID)
+		name = scaffold.DeriveName(st.ref.ID)
 	}
-	c := insp.analysis.Config
 	spec := scaffold.Spec{
-		Name: name, ModelID: insp.ref.ID, Revision: insp.ref.Revision, Family: insp.analysis.Family.Name(),
-		NLayers: c.NLayers, EmbDim: c.EmbDim, NHeads: c.NHeads, NKVHeads: c.NKVHeads, HeadDim: c.HeadDim,
-		HiddenDim: c.HiddenDim, VocabSize: c.VocabSize, RopeBase: c.RopeBase, RMSNormEps: c.RMSNormEps,
-		TieWordEmbeddings: c.TieWordEmbeddings, QKVBias: c.QKVBias, QKNorm: c.QKNorm,
-		AttentionFallback: s.AttentionFallback, ToolVersion: version,
-	}
-	if rs := c.RopeScaling; rs != nil {
-		spec.RopeScaling = &scaffold.RopeScaling{Type: rs.RopeType, Factor: rs.Factor, LowFreqFactor: rs.LowFreqFactor,
-			HighFreqFactor: rs.HighFreqFactor, OriginalMaxPositionEmbeddings: rs.OriginalMaxPositionEmbeddings}
+		Config: *st.analysis.Config, Family: st.analysis.Family,
+		Name: name, ModelID: st.ref.ID, Revision: st.ref.Revision, ToolVersion: version,
+		AttentionFallback: s.AttentionFallback,
 	}
 	return filepath.Join(llms, name), spec, nil
 }
 
-// pythonGates runs gate 1 (generated loader), gate 3 (generated Config) and
-// gate 2 (baseline with the generated Config) in one isolated worker.
-func (r *Report) pythonGates(ctx context.Context, s *Settings, insp *inspection, weightsModule string) {
-	args := map[string]string{"weights_module": weightsModule, "model_dir": insp.ref.Dir}
-	wreq, err1 := request("weights_gate", args)
-	creq, err2 := request("config_gate", args)
-	breq, err3 := baselineRequest(s, insp.ref, insp.analysis.Config, weightsModule)
-	if err := errors.Join(err1, err2, err3); err != nil {
-		r.fail(err)
-		return
+// loaderStage is gate 1 from the user's side: the generated loader loads the
+// real checkpoint in Python, and Go judges what came back.
+func loaderStage(ctx context.Context, st *state) (verdict.Status, string, error) {
+	st.loader = weights.NewLoader()
+	sess, err := st.worker(ctx)
+	var facts weights.LoaderFacts
+	if err == nil {
+		_, err = sess.Call("loader_facts", map[string]string{"weights_module": st.weightsModule(), "model_dir": st.ref.Dir}, &facts)
 	}
-	var pw PyWeights
-	var cg configGateResult
-	var bl baselineResult
-	var resps []worker.Response
-	var callErr error
-	start := time.Now()
-	r.timed(s, "python_gates", func() (string, string) {
-		resps, callErr = s.call(ctx, []worker.Request{wreq, creq, breq}, &pw, &cg, &bl)
-		if errors.Is(callErr, ErrNoPython) {
-			r.fail(callErr)
-			return StatusError, callErr.Error()
+	if err != nil {
+		if stop := workerFailure(err); stop != nil {
+			return "", "", stop
 		}
-		if len(resps) >= 1 {
-			if pw.Problems == nil {
-				pw.Problems = []string{}
-			}
-			r.Gates.PyWeights = &pw
-		}
-		if len(resps) >= 2 {
-			r.mergeConfigGate(&cg)
-		}
-		if callErr != nil && len(resps) < 2 {
-			reasons := pythonFailure(callErr)
-			if r.Gates.PyWeights == nil {
-				r.Gates.PyWeights = &PyWeights{Status: weights.StatusFail, Problems: reasons}
-			}
-			return weights.StatusFail, reasons[0]
-		}
-		return worstOf(r.Gates.PyWeights.Status, r.Gates.ConfigConsistency.Status), fmt.Sprintf("loader: %d layers, %d tensors; generated Config: %d fields checked", pw.Layers, pw.Tensors, len(cg.Fields))
-	})
-	if r.Status == StatusError {
-		return
+		st.loader.Raised(reasons(err))
+		return st.loader.Status, st.loader.Summary, nil
 	}
-	r.timed(s, "hf_baseline", func() (string, string) {
-		if callErr != nil {
-			b := failedBaseline(callErr, time.Since(start).Seconds())
-			r.Gates.HFBaseline = b
-			return b.Status, b.detail()
-		}
-		b := judgeBaseline(&bl, resps[2].Floats, bl.SecondsLoad+bl.SecondsPrefill)
-		r.Gates.HFBaseline = b
-		return b.Status, b.detail()
-	})
+	st.loader = weights.CheckLoader(st.analysis.Config, &facts, st.inv, st.fsys)
+	return st.loader.Status, st.loader.Summary, nil
 }
 
-// mergeConfigGate adds the Python-side field checks to gates.config_consistency.
-func (r *Report) mergeConfigGate(cg *configGateResult) {
-	cc := r.Gates.ConfigConsistency
-	for _, f := range cg.Fields {
-		cc.Checked = append(cc.Checked, "generated."+f.Field)
-		if !f.OK {
-			msg := fmt.Sprintf("generated LlamaConfig().%s is %v but config.json gives %v", f.Field, f.Generated, f.ConfigJSON)
-			if f.Note != "" {
-				msg += " (" + f.Note + ")"
-			}
-			cc.Add(weights.Finding{Field: f.Field, Source: "generated_config", Config: f.ConfigJSON, Actual: f.Generated, Message: msg})
-		}
-	}
-	for _, p := range cg.Problems {
-		cc.Add(weights.Finding{Field: "generated_config", Source: "generated_config", Message: p})
-	}
-	if cg.Status != weights.StatusPass && cc.Status == weights.StatusPass {
-		cc.Add(weights.Finding{Field: "generated_config", Source: "generated_config", Message: "the Python config gate reported " + cg.Status})
-	}
+// configFacts is ops.config_facts' answer.
+type configFacts struct {
+	Generated    *configgate.GeneratedFacts    `json:"generated"`
+	Transformers *configgate.TransformersFacts `json:"transformers"`
 }
 
-func worstOf(statuses ...string) string {
-	for _, s := range statuses {
-		if s != weights.StatusPass {
-			return weights.StatusFail
-		}
+// configFactsStage completes gate 3: the generated LlamaConfig() and what
+// transformers resolves, each compared with the extracted Config.
+func configFactsStage(ctx context.Context, st *state) (verdict.Status, string, error) {
+	cc := st.consistency
+	sess, err := st.worker(ctx)
+	var facts configFacts
+	if err == nil {
+		_, err = sess.Call("config_facts", map[string]string{"weights_module": st.weightsModule(), "model_dir": st.ref.Dir}, &facts)
 	}
-	return weights.StatusPass
+	if err != nil {
+		if stop := workerFailure(err); stop != nil {
+			return "", "", stop
+		}
+		for _, r := range reasons(err) {
+			cc.FailWith("config facts: %s", r)
+		}
+		return cc.Status, cc.Findings[0], nil
+	}
+	if facts.Generated == nil || facts.Transformers == nil {
+		return "", "", fmt.Errorf("config_facts returned no generated or transformers facts")
+	}
+	if err := errors.Join(cc.Generated(st.analysis.Config, facts.Generated), cc.Transformers(st.analysis.Config, facts.Transformers)); err != nil {
+		return "", "", err
+	}
+	return cc.Status, cc.Summary, nil
 }
 
 // blockers lists why Phase 0 failed, for TODO.md's Active blockers.
 func (r *Report) blockers() []string {
 	var out []string
-	if g := r.Gates.Weights; g != nil && g.Status == weights.StatusFail {
-		out = append(out, fmt.Sprintf("weights gate (native): %d missing, %d unexpected, %d mismatched, %d with NaN/Inf, %d errors", len(g.Missing), len(g.Unexpected), len(g.Mismatched), len(g.NonFinite), len(g.Errors)))
-	}
-	if g := r.Gates.PyWeights; g != nil && g.Status == weights.StatusFail {
-		out = append(out, "weights gate (generated loader): "+firstOr(g.Problems, "failed"))
-	}
-	if g := r.Gates.ConfigConsistency; g != nil && g.Status == weights.StatusFail {
-		for _, m := range g.Mismatches {
-			out = append(out, "config consistency: "+m.Message)
+	for _, g := range r.Gates.rows() {
+		if !g.section.Status.Failed() {
+			continue
 		}
-	}
-	if g := r.Gates.HFBaseline; g != nil && g.Status == weights.StatusFail {
-		out = append(out, "hf bf16 baseline: "+firstOr(g.Reasons, "failed"))
+		for _, f := range g.section.AllFindings()[:min(5, len(g.section.AllFindings()))] {
+			out = append(out, g.title+": "+f)
+		}
 	}
 	for i, b := range out {
 		out[i] = strings.ReplaceAll(b, "\n", " ")
@@ -213,39 +155,33 @@ func (r *Report) blockers() []string {
 	return out
 }
 
-func firstOr(list []string, def string) string {
-	if len(list) > 0 {
-		return list[0]
+// recordStage writes report.json, report.md and the chart, then (on PASS)
+// the progress entry, then the TODO tick. A record that cannot be written is
+// a failed run (exit 2): nothing after the failed write is touched, so a
+// ticked Phase 0 always has its report on disk.
+func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
+	dir := st.s.ReportDir
+	if dir == "" {
+		dir = filepath.Join(st.wsDir, "docs", "development_progress", "phase0")
 	}
-	return def
-}
-
-// record writes the reports and, on PASS, the progress entry and the tick.
-func (r *Report) record(s *Settings, insp *inspection, ws string, spec scaffold.Spec) {
-	r.timed(s, "record", func() (string, string) {
-		dir := s.ReportDir
-		if dir == "" {
-			dir = filepath.Join(ws, "docs", "development_progress", "phase0")
+	st.workspace.ReportJSON, st.workspace.ReportMD = filepath.Join(dir, "report.json"), filepath.Join(dir, "report.md")
+	r := st.report()
+	if err := writeReports(r, dir); err != nil {
+		return "", "", fmt.Errorf("recording the result: %w", err)
+	}
+	todo := filepath.Join(st.wsDir, "TODO.md")
+	if r.Status == verdict.Pass {
+		entry := progressEntry(r, st.analysis.Config)
+		if err := scaffold.UpsertPhase0Entry(filepath.Join(st.wsDir, "docs", "development_progress", "progress.md"), entry); err != nil {
+			return "", "", fmt.Errorf("recording the result: %w", err)
 		}
-		var errs []error
-		r.Seconds = time.Since(r.Started).Seconds()
-		if err := writeReports(r, dir); err != nil {
-			errs = append(errs, err)
+		if err := scaffold.SetPhase0Status(todo, true, nil); err != nil {
+			return "", "", fmt.Errorf("recording the result: %w", err)
 		}
-		todo := filepath.Join(ws, "TODO.md")
-		if r.Status == StatusPass {
-			entry := progressEntry(r, insp.analysis.Config)
-			errs = append(errs, scaffold.UpsertPhase0Entry(filepath.Join(ws, "docs", "development_progress", "progress.md"), entry))
-			errs = append(errs, scaffold.SetPhase0Status(todo, true, nil))
-		} else {
-			errs = append(errs, scaffold.SetPhase0Status(todo, false, r.blockers()))
-		}
-		if err := errors.Join(errs...); err != nil {
-			r.Warnings = append(r.Warnings, "recording the result: "+err.Error())
-			return weights.StatusFail, err.Error()
-		}
-		return StatusPass, r.Workspace.ReportMD
-	})
+	} else if err := scaffold.SetPhase0Status(todo, false, r.blockers()); err != nil {
+		return "", "", fmt.Errorf("recording the result: %w", err)
+	}
+	return verdict.Pass, st.workspace.ReportMD, nil
 }
 
 // progressEntry is the Phase 0 entry for progress.md.

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"io"
+	"os"
 	"time"
 )
 
@@ -21,10 +22,26 @@ type Settings struct {
 	Force             bool
 	MemoryCheck       bool
 	AttentionFallback bool
-	// PyShimDir is the folder holding the phase0_shim package.
+	// PyShimDir is a folder holding a working copy of phase0_shim ("" = the
+	// copy built into the binary). Setting pyshim / PHASE0_PYSHIM.
 	PyShimDir string
+	// CacheDir is phase0's own cache ("" = the user cache dir + /phase0).
+	// Setting cache / PHASE0_CACHE.
+	CacheDir string
+	// Env looks up the HF variables (HF_HOME, HF_HUB_CACHE, HF_HUB_OFFLINE,
+	// TRANSFORMERS_OFFLINE, …): os.Getenv from the CLI, a map in tests.
+	Env func(string) string
 	// Progress receives human progress lines and bars (stderr); never nil.
 	Progress io.Writer
 	// ProgressBars enables bars (stderr is a terminal, or forced).
 	ProgressBars bool
+}
+
+// getenv reads an environment variable through the settings (os.Getenv when
+// the caller set no lookup).
+func (s *Settings) getenv(key string) string {
+	if s.Env == nil {
+		return os.Getenv(key)
+	}
+	return s.Env(key)
 }

@@ -34,7 +34,7 @@ func (s *Settings) shimDir() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading the built-in phase0_shim: %w", err)
 	}
-	cache, err := cacheRoot()
+	cache, err := s.cacheRoot()
 	if err != nil {
 		return "", err
 	}
@@ -59,9 +59,9 @@ func (s *Settings) shimDir() (string, error) {
 	return dir, nil
 }
 
-// cacheRoot is phase0's cache folder: $PHASE0_CACHE, else the user cache dir.
-func cacheRoot() (string, error) {
-	dir := os.Getenv("PHASE0_CACHE")
+// cacheRoot is phase0's cache folder: the cache setting, else the user cache dir.
+func (s *Settings) cacheRoot() (string, error) {
+	dir := s.CacheDir
 	if dir == "" {
 		base, err := os.UserCacheDir()
 		if err != nil {

@@ -2,9 +2,11 @@ package orchestrator
 
 import (
 	"fmt"
-	"phase0/model"
 	"strings"
 	"text/tabwriter"
+
+	"phase0/model"
+	"phase0/verdict"
 )
 
 // Text renders the short human verdict table.
@@ -30,65 +32,25 @@ func (r *Report) Text() string {
 	for _, rej := range r.Rejections {
 		fmt.Fprintf(&b, "  rejected [%s]: %s\n", rej.Code, rej.Message)
 	}
-	g := r.Gates
-	if g.Weights == nil && g.PyWeights == nil && g.ConfigConsistency == nil && g.HFBaseline == nil {
-		b.WriteString(r.findings())
-		return b.String()
-	}
-	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\n  GATE\tSTATUS\tDETAIL")
-	if g := r.Gates.Weights; g != nil {
-		detail := fmt.Sprintf("%d tensors, %d missing, %d unexpected, %d mismatched", g.Tensors, len(g.Missing), len(g.Unexpected), len(g.Mismatched))
-		if g.Scanned {
-			detail += fmt.Sprintf(", %d with NaN/Inf", len(g.NonFinite))
+	if rows := r.Gates.rows(); len(rows) > 0 {
+		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "\n  GATE\tSTATUS\tDETAIL")
+		for _, g := range rows {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", g.title, g.section.Status, g.section.Summary)
 		}
-		fmt.Fprintf(tw, "  weights (native)\t%s\t%s\n", g.Status, detail)
+		tw.Flush()
 	}
-	if g := r.Gates.PyWeights; g != nil {
-		fmt.Fprintf(tw, "  weights (python)\t%s\t%d layers, %d tensors loaded, %d problems\n", g.Status, g.Layers, g.Tensors, len(g.Problems))
-	}
-	if g := r.Gates.ConfigConsistency; g != nil {
-		fmt.Fprintf(tw, "  config consistency\t%s\t%d checks, %d mismatches\n", g.Status, len(g.Checked), len(g.Mismatches))
-	}
-	if g := r.Gates.HFBaseline; g != nil {
-		detail := fmt.Sprintf("top-1 %d %q p=%.3f, entropy %.2f nats, %s runner", g.Top1Token, g.Top1Text, g.Logits.Top1Prob, g.Logits.Entropy, orDash(g.Runner))
-		fmt.Fprintf(tw, "  hf bf16 baseline\t%s\t%s\n", g.Status, detail)
-	}
-	tw.Flush()
 	b.WriteString(r.findings())
 	return b.String()
 }
 
 // findings lists what failed, one line each, capped so a broken 8B checkpoint
-// does not print thousands of lines (the JSON report has all of them).
+// does not print thousands of lines (the JSON report has more of them).
 func (r *Report) findings() string {
 	var lines []string
-	if g := r.Gates.Weights; g != nil {
-		lines = append(lines, g.Errors...)
-		for _, m := range g.Missing {
-			lines = append(lines, "missing tensor "+m)
-		}
-		for _, m := range g.Unexpected {
-			lines = append(lines, "unexpected tensor "+m)
-		}
-		for _, m := range g.Mismatched {
-			lines = append(lines, fmt.Sprintf("%s: expected %s, found %s", m.Name, m.Expected, m.Actual))
-		}
-		for _, n := range g.NonFinite {
-			lines = append(lines, fmt.Sprintf("%s: %d NaN, %d Inf", n.Name, n.NaN, n.Inf))
-		}
-	}
-	if g := r.Gates.PyWeights; g != nil {
-		lines = append(lines, g.Problems...)
-	}
-	if g := r.Gates.ConfigConsistency; g != nil {
-		for _, m := range g.Mismatches {
-			lines = append(lines, fmt.Sprintf("config %s: %s", m.Field, m.Message))
-		}
-	}
-	if g := r.Gates.HFBaseline; g != nil {
-		for _, s := range g.Reasons {
-			lines = append(lines, "baseline: "+s)
+	for _, g := range r.Gates.rows() {
+		if g.section.Status != verdict.Pass {
+			lines = append(lines, g.section.AllFindings()...)
 		}
 	}
 	var b strings.Builder
@@ -100,21 +62,21 @@ func (r *Report) findings() string {
 		}
 		fmt.Fprintf(&b, "  ✗ %s\n", l)
 	}
-	for _, w := range r.Warnings {
-		fmt.Fprintf(&b, "  ! %s\n", w)
-	}
+	warnings := append([]string{}, r.Warnings...)
 	if g := r.Gates.Weights; g != nil {
-		for _, w := range g.Warnings {
-			fmt.Fprintf(&b, "  ! %s\n", w)
-		}
+		warnings = append(warnings, g.Warnings...)
+	}
+	if g := r.Gates.ConfigConsistency; g != nil {
+		warnings = append(warnings, g.Notes...)
 	}
 	if g := r.Gates.HFBaseline; g != nil {
-		for _, w := range g.Warnings {
-			fmt.Fprintf(&b, "  ! %s\n", w)
-		}
-		if g.Decode != nil {
-			fmt.Fprintf(&b, "  continuation: %q\n", g.Decode.Text)
-		}
+		warnings = append(warnings, g.Warnings...)
+	}
+	for _, w := range warnings {
+		fmt.Fprintf(&b, "  ! %s\n", w)
+	}
+	if g := r.Gates.HFBaseline; g != nil && g.Decode != nil {
+		fmt.Fprintf(&b, "  continuation: %q\n", g.Decode.Text)
 	}
 	return b.String()
 }

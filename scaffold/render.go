@@ -44,7 +44,6 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"pyBool":      pyBool,
 	"helpersKept": HelpersKept,
 	"join":        strings.Join,
-	"familyTitle": familyTitle,
 	"mul":         func(a, b int) int { return a * b },
 	"div":         func(a, b int) int { return a / b },
 }).Option("missingkey=error").ParseFS(templateFS, "templates/*.tmpl"))
@@ -91,18 +90,4 @@ func pyBool(b bool) string {
 		return "True"
 	}
 	return "False"
-}
-
-func familyTitle(family string) string {
-	switch family {
-	case "llama":
-		return "Llama"
-	case "mistral":
-		return "Mistral"
-	case "qwen2":
-		return "Qwen2"
-	case "qwen3":
-		return "Qwen3"
-	}
-	return family
 }

@@ -7,59 +7,32 @@ package scaffold
 import (
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
 	"strings"
 	"unicode"
+
+	"phase0/model"
 )
 
-// Spec is everything the templates need to know about one model. The lead
-// fills it from the resolved config.json; nothing here is read from disk.
+// Spec is everything the templates need: the model's one Config (as
+// model.Analyze extracted and validated it) and the family that decided it,
+// plus what names the workspace. Nothing here is read from disk.
 type Spec struct {
-	Name     string `json:"name"`     // workspace and module prefix, e.g. "qwen3_0_6b"
-	ModelID  string `json:"model_id"` // HF repo id, e.g. "Qwen/Qwen3-0.6B"
-	Revision string `json:"revision"` // commit the config was resolved at; empty when unknown
-	Family   string `json:"family"`   // "llama", "mistral", "qwen2" or "qwen3"
+	model.Config
+	Family model.Family
 
-	NLayers   int `json:"n_layers"`
-	EmbDim    int `json:"emb_dim"`
-	NHeads    int `json:"n_heads"`
-	NKVHeads  int `json:"n_kv_heads"`
-	HeadDim   int `json:"head_dim"`
-	HiddenDim int `json:"hidden_dim"`
-	VocabSize int `json:"vocab_size"`
-
-	RopeBase   float64 `json:"rope_base"`
-	RMSNormEps float64 `json:"rms_norm_eps"`
-
-	TieWordEmbeddings bool `json:"tie_word_embeddings"`
-	QKVBias           bool `json:"qkv_bias"`
-	QKNorm            bool `json:"qk_norm"`
-
-	// RopeScaling is nil for the default (unscaled) RoPE.
-	RopeScaling *RopeScaling `json:"rope_scaling,omitempty"`
+	Name        string // workspace and module prefix, e.g. "qwen3_0_6b"
+	ModelID     string // HF repo id, e.g. "Qwen/Qwen3-0.6B"
+	Revision    string // commit the config was resolved at; empty when unknown
+	ToolVersion string
 
 	// AttentionFallback keeps attention_reference and softmax in the CPU
 	// helpers, for a prefill with a cpu_attn=True fallback.
-	AttentionFallback bool `json:"attention_fallback"`
-
-	ToolVersion string `json:"tool_version"`
-}
-
-// RopeScaling mirrors config.json's rope_scaling (or rope_parameters) for
-// the two scaling types the generated generate_rope_lut implements.
-type RopeScaling struct {
-	Type                          string  `json:"type"` // "llama3" or "linear"
-	Factor                        float64 `json:"factor"`
-	LowFreqFactor                 float64 `json:"low_freq_factor,omitempty"`
-	HighFreqFactor                float64 `json:"high_freq_factor,omitempty"`
-	OriginalMaxPositionEmbeddings int     `json:"original_max_position_embeddings,omitempty"`
+	AttentionFallback bool
 }
 
 // ErrInvalidSpec is wrapped by every Spec validation error.
 var ErrInvalidSpec = errors.New("invalid scaffold spec")
-
-var families = []string{"llama", "mistral", "qwen2", "qwen3"}
 
 // A workspace name becomes a directory and a Python module prefix, so it
 // must be a valid Python identifier.
@@ -108,12 +81,16 @@ func HelpersKept(s Spec) []string {
 	return kept
 }
 
+// validate checks what ends up inside generated Python and Markdown. The
+// numbers were validated once, by model.Config.Validate, when they were
+// extracted; a Spec built around an unvalidated Config is refused here by
+// the same function rather than a second copy of its rules.
 func (s Spec) validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrInvalidSpec, s.ModelID, fmt.Sprintf(format, args...))
 	}
 	if !nameRE.MatchString(s.Name) {
-		return bad("name %q is not a valid Python identifier (want lower-case letters, digits and _)", s.Name)
+		return bad("name %q is not a valid Python identifier (want lower-case letters, digits and _; pass --name)", s.Name)
 	}
 	if err := checkText("model_id", s.ModelID, true); err != nil {
 		return bad("%v", err)
@@ -124,54 +101,11 @@ func (s Spec) validate() error {
 	if err := checkText("tool_version", s.ToolVersion, false); err != nil {
 		return bad("%v", err)
 	}
-	known := false
-	for _, f := range families {
-		known = known || f == s.Family
+	if s.Family == nil {
+		return bad("no model family")
 	}
-	if !known {
-		return bad("family %q is not one of %s", s.Family, strings.Join(families, ", "))
-	}
-	for _, d := range []struct {
-		field string
-		v     int
-	}{
-		{"n_layers", s.NLayers}, {"emb_dim", s.EmbDim}, {"n_heads", s.NHeads}, {"n_kv_heads", s.NKVHeads},
-		{"head_dim", s.HeadDim}, {"hidden_dim", s.HiddenDim}, {"vocab_size", s.VocabSize},
-	} {
-		if d.v <= 0 {
-			return bad("%s is %d, want a positive integer", d.field, d.v)
-		}
-	}
-	if s.NHeads%s.NKVHeads != 0 {
-		return bad("n_heads %d is not a multiple of n_kv_heads %d", s.NHeads, s.NKVHeads)
-	}
-	if s.HeadDim%2 != 0 {
-		return bad("head_dim %d is odd; RoPE rotates pairs", s.HeadDim)
-	}
-	if !(s.RopeBase > 0) || math.IsInf(s.RopeBase, 0) {
-		return bad("rope_base %v, want a positive finite number", s.RopeBase)
-	}
-	if !(s.RMSNormEps > 0) || s.RMSNormEps >= 1 {
-		return bad("rms_norm_eps %v, want a number in (0, 1)", s.RMSNormEps)
-	}
-	if rs := s.RopeScaling; rs != nil {
-		if !(rs.Factor > 0) || math.IsInf(rs.Factor, 0) {
-			return bad("rope_scaling.factor %v, want a positive finite number", rs.Factor)
-		}
-		switch rs.Type {
-		case "linear":
-		case "llama3":
-			if !(rs.LowFreqFactor > 0) || !(rs.HighFreqFactor > rs.LowFreqFactor) {
-				return bad("rope_scaling llama3 needs 0 < low_freq_factor < high_freq_factor, got %v and %v",
-					rs.LowFreqFactor, rs.HighFreqFactor)
-			}
-			if rs.OriginalMaxPositionEmbeddings <= 0 {
-				return bad("rope_scaling llama3 needs original_max_position_embeddings > 0, got %d",
-					rs.OriginalMaxPositionEmbeddings)
-			}
-		default:
-			return bad("rope_scaling type %q is not supported (supported: llama3, linear)", rs.Type)
-		}
+	if err := s.Config.Validate(); err != nil {
+		return bad("%s: %v", s.Family.Name(), err)
 	}
 	return nil
 }

@@ -6,19 +6,14 @@ package weights
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"phase0/model"
 	"phase0/safetensors"
-)
-
-// Status values shared by every gate in the report.
-const (
-	StatusPass = "PASS"
-	StatusFail = "FAIL"
-	StatusSkip = "SKIPPED"
+	"phase0/verdict"
 )
 
 // Mismatch is a tensor whose shape or dtype differs from what the config implies.
@@ -36,9 +31,10 @@ type NonFinite struct {
 	Inf   int64  `json:"inf"`
 }
 
-// Result is gates.weights in the report.
+// Result is gates.weights in the report. Name lists are capped at
+// verdict.MaxFindings entries; the *_total fields count them all.
 type Result struct {
-	Status     string      `json:"status"`
+	verdict.Section
 	Tensors    int         `json:"tensors"`
 	Bytes      int64       `json:"bytes"`
 	Files      []string    `json:"files"`
@@ -51,6 +47,10 @@ type Result struct {
 	Scanned    bool        `json:"scanned"`
 	Errors     []string    `json:"errors"`
 	Warnings   []string    `json:"warnings"`
+
+	MissingTotal    int `json:"missing_total"`
+	UnexpectedTotal int `json:"unexpected_total"`
+	MismatchedTotal int `json:"mismatched_total"`
 }
 
 // harmless are tensors some checkpoints carry that no loader needs.
@@ -65,7 +65,7 @@ var torchToSafetensors = map[string]string{"bfloat16": "BF16", "float16": "F16",
 // NewResult returns an empty, passing result with non-nil lists, so the JSON
 // report always shows [] rather than null.
 func NewResult() *Result {
-	return &Result{Status: StatusPass, Files: []string{}, Missing: []string{}, Unexpected: []string{}, Harmless: []string{},
+	return &Result{Section: verdict.NewSection(), Files: []string{}, Missing: []string{}, Unexpected: []string{}, Harmless: []string{},
 		Mismatched: []Mismatch{}, NonFinite: []NonFinite{}, Errors: []string{}, Warnings: []string{}}
 }
 
@@ -91,7 +91,7 @@ func Check(cfg *model.Config, inv *safetensors.Inventory) *Result {
 			res.Missing = append(res.Missing, spec.Name)
 			continue
 		}
-		if !equalShape(t.Shape, spec.Shape) {
+		if !slices.Equal(t.Shape, spec.Shape) {
 			res.Mismatched = append(res.Mismatched, Mismatch{Name: spec.Name, Expected: "shape " + shapeString(spec.Shape), Actual: "shape " + shapeString(t.Shape)})
 		}
 		seenDTypes[t.DType]++
@@ -103,7 +103,9 @@ func Check(cfg *model.Config, inv *safetensors.Inventory) *Result {
 		if want[name] {
 			continue
 		}
-		if harmless.MatchString(name) {
+		// A tied config whose checkpoint also stores lm_head.weight is judged
+		// by the consistency gate, which compares its bytes with the embeddings.
+		if harmless.MatchString(name) || (cfg.TieWordEmbeddings && name == "lm_head.weight") {
 			res.Harmless = append(res.Harmless, name)
 		} else {
 			res.Unexpected = append(res.Unexpected, name)
@@ -115,6 +117,8 @@ func Check(cfg *model.Config, inv *safetensors.Inventory) *Result {
 		}
 	}
 	sort.Strings(res.Warnings)
+	res.MissingTotal, res.UnexpectedTotal, res.MismatchedTotal = len(res.Missing), len(res.Unexpected), len(res.Mismatched)
+	res.Missing, res.Unexpected, res.Mismatched = capped(res.Missing), capped(res.Unexpected), capped(res.Mismatched)
 	res.settle()
 	return res
 }
@@ -132,24 +136,44 @@ func (r *Result) Fail(err error) {
 	r.settle()
 }
 
+// settle caps the lists, writes the findings and summary, and decides the status.
 func (r *Result) settle() {
-	if len(r.Missing)+len(r.Unexpected)+len(r.Mismatched)+len(r.NonFinite)+len(r.Errors) > 0 {
-		r.Status = StatusFail
-	} else {
-		r.Status = StatusPass
+	sec := verdict.NewSection()
+	for _, e := range r.Errors {
+		sec.FailWith("%s", e)
 	}
+	for _, m := range r.Missing {
+		sec.FailWith("missing tensor %s", m)
+	}
+	for _, m := range r.Unexpected {
+		sec.FailWith("unexpected tensor %s", m)
+	}
+	for _, m := range r.Mismatched {
+		sec.FailWith("%s: expected %s, found %s", m.Name, m.Expected, m.Actual)
+	}
+	for _, n := range r.NonFinite {
+		sec.FailWith("%s: %d NaN, %d Inf", n.Name, n.NaN, n.Inf)
+	}
+	sec.Omitted += r.MissingTotal + r.UnexpectedTotal + r.MismatchedTotal - len(r.Missing) - len(r.Unexpected) - len(r.Mismatched)
+	if r.MissingTotal+r.UnexpectedTotal+r.MismatchedTotal > 0 {
+		sec.Status = verdict.Fail
+	}
+	sec.Summary = fmt.Sprintf("%d tensors, %d missing, %d unexpected, %d mismatched", r.Tensors, r.MissingTotal, r.UnexpectedTotal, r.MismatchedTotal)
+	if r.Scanned {
+		sec.Summary += fmt.Sprintf(", %d with NaN/Inf", len(r.NonFinite))
+	}
+	if len(r.Errors) > 0 {
+		sec.Summary = r.Errors[0]
+	}
+	r.Section = sec
 }
 
-func equalShape(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
+// capped keeps the first verdict.MaxFindings entries of a list.
+func capped[T any](list []T) []T {
+	if len(list) > verdict.MaxFindings {
+		return list[:verdict.MaxFindings]
 	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return list
 }
 
 func shapeString(s []int64) string {

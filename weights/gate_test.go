@@ -1,13 +1,17 @@
 package weights
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"phase0/configgate"
 	"phase0/model"
 	"phase0/safetensors"
+	"phase0/verdict"
 )
 
 func tinyConfig(mut func(*model.Config)) *model.Config {
@@ -21,7 +25,7 @@ func tinyConfig(mut func(*model.Config)) *model.Config {
 
 // writeCheckpoint writes a real single-file checkpoint for cfg, letting edit
 // change the tensor list first, and returns its inventory.
-func writeCheckpoint(t *testing.T, cfg *model.Config, edit func([]safetensors.WriteTensor) []safetensors.WriteTensor) *safetensors.Inventory {
+func writeCheckpoint(t *testing.T, cfg *model.Config, edit func([]safetensors.WriteTensor) []safetensors.WriteTensor) (*safetensors.Inventory, fs.FS) {
 	t.Helper()
 	var ts []safetensors.WriteTensor
 	for _, s := range model.ExpectedTensors(cfg) {
@@ -38,11 +42,12 @@ func writeCheckpoint(t *testing.T, cfg *model.Config, edit func([]safetensors.Wr
 	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
 		t.Fatal(err)
 	}
-	inv, err := safetensors.Load(os.DirFS(dir))
+	fsys := os.DirFS(dir)
+	inv, err := safetensors.Load(fsys)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return inv
+	return inv, fsys
 }
 
 func drop(name string) func([]safetensors.WriteTensor) []safetensors.WriteTensor {
@@ -73,12 +78,12 @@ func TestCheckMatchingCheckpointPasses(t *testing.T) {
 		func(c *model.Config) { c.QKNorm = true; c.HeadDim = 32; c.TieWordEmbeddings = true },
 	} {
 		cfg := tinyConfig(mut)
-		inv := writeCheckpoint(t, cfg, nil)
+		inv, fsys := writeCheckpoint(t, cfg, nil)
 		res := Check(cfg, inv)
-		if res.Status != StatusPass || res.Tensors != len(model.ExpectedTensors(cfg)) {
+		if res.Status != verdict.Pass || res.Tensors != len(model.ExpectedTensors(cfg)) {
 			t.Errorf("%+v: %+v", cfg, res)
 		}
-		if cc := CrossCheck(cfg, inv); cc.Status != StatusPass {
+		if cc := configgate.CrossCheck(cfg, inv, fsys); cc.Status != verdict.Pass {
 			t.Errorf("%+v: consistency %+v", cfg, cc.Mismatches)
 		}
 	}
@@ -100,7 +105,7 @@ func TestCheckFindings(t *testing.T) {
 		{name: "unexpected tensor", cfg: tinyConfig(nil), edit: add("model.layers.0.mlp.extra.weight", "BF16", 4),
 			check: func(r *Result) bool { return len(r.Unexpected) == 1 }},
 		{name: "inv_freq is harmless", cfg: tinyConfig(nil), edit: add("model.layers.0.self_attn.rotary_emb.inv_freq", "F32", 8),
-			check: func(r *Result) bool { return r.Status == StatusPass && len(r.Harmless) == 1 }},
+			check: func(r *Result) bool { return r.Status == verdict.Pass && len(r.Harmless) == 1 }},
 		{name: "quantized dtype", cfg: tinyConfig(nil), edit: func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
 			ts[1].DType = "I8"
 			ts[1].Data = ts[1].Data[:len(ts[1].Data)/2]
@@ -108,8 +113,10 @@ func TestCheckFindings(t *testing.T) {
 		}, check: func(r *Result) bool { return len(r.Mismatched) == 1 && strings.Contains(r.Mismatched[0].Actual, "I8") }},
 		{name: "untied config without lm_head", cfg: tinyConfig(nil), edit: drop("lm_head.weight"),
 			check: func(r *Result) bool { return len(r.Missing) == 1 }, cross: []string{"tie_word_embeddings"}},
-		{name: "tied config with lm_head", cfg: tinyConfig(func(c *model.Config) { c.TieWordEmbeddings = true }), ckpt: tinyConfig(nil),
-			check: func(r *Result) bool { return len(r.Unexpected) == 1 && r.Unexpected[0] == "lm_head.weight" }, cross: []string{"tie_word_embeddings"}},
+		{name: "tied config with an identical lm_head is harmless", cfg: tinyConfig(func(c *model.Config) { c.TieWordEmbeddings = true }), ckpt: tinyConfig(nil),
+			check: func(r *Result) bool {
+				return r.Status == verdict.Pass && slices.Equal(r.Harmless, []string{"lm_head.weight"})
+			}},
 		{name: "head_dim wrong in config", cfg: tinyConfig(func(c *model.Config) { c.HeadDim = 8 }), ckpt: tinyConfig(nil),
 			check: func(r *Result) bool { return len(r.Mismatched) > 0 }, cross: []string{"head_dim"}},
 		{name: "kv heads wrong in config", cfg: tinyConfig(func(c *model.Config) { c.NKVHeads = 4 }), ckpt: tinyConfig(nil),
@@ -125,15 +132,15 @@ func TestCheckFindings(t *testing.T) {
 			if ck == nil {
 				ck = tt.cfg
 			}
-			inv := writeCheckpoint(t, ck, tt.edit)
+			inv, fsys := writeCheckpoint(t, ck, tt.edit)
 			res := Check(tt.cfg, inv)
 			if !tt.check(res) {
 				t.Errorf("unexpected result %+v", res)
 			}
-			if tt.name != "inv_freq is harmless" && res.Status != StatusFail {
+			if !strings.Contains(tt.name, "harmless") && res.Status != verdict.Fail {
 				t.Errorf("status %s, want FAIL", res.Status)
 			}
-			cc := CrossCheck(tt.cfg, inv)
+			cc := configgate.CrossCheck(tt.cfg, inv, fsys)
 			var fields []string
 			for _, f := range cc.Mismatches {
 				fields = append(fields, f.Field)
@@ -143,6 +150,58 @@ func TestCheckFindings(t *testing.T) {
 			}
 			if strings.Join(fields, ",") != strings.Join(tt.cross, ",") {
 				t.Errorf("consistency fields %v, want %v (%+v)", fields, tt.cross, cc.Mismatches)
+			}
+		})
+	}
+}
+
+// fill gives every byte of a tensor a value derived from its name, so two
+// tensors differ unless written from the same name.
+func fill(name string) func([]safetensors.WriteTensor) []safetensors.WriteTensor {
+	return func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
+		for i := range ts {
+			if ts[i].Name == name {
+				for j := range ts[i].Data {
+					ts[i].Data[j] = byte(j*7 + len(name))
+				}
+			}
+		}
+		return ts
+	}
+}
+
+func TestTiedConfigWithLMHead(t *testing.T) {
+	tied := tinyConfig(func(c *model.Config) { c.TieWordEmbeddings = true })
+	untied := tinyConfig(nil)
+	for _, tc := range []struct {
+		name   string
+		edit   func([]safetensors.WriteTensor) []safetensors.WriteTensor
+		status verdict.Status
+		want   string
+	}{
+		{"identical bytes", func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
+			// Both tensors get the same bytes, as converters that write both do.
+			ts = fill("model.embed_tokens.weight")(ts)
+			for i := range ts {
+				if ts[i].Name == "lm_head.weight" {
+					for j := range ts[i].Data {
+						ts[i].Data[j] = byte(j*7 + len("model.embed_tokens.weight"))
+					}
+				}
+			}
+			return ts
+		}, verdict.Pass, "byte-identical copy"},
+		{"different bytes", fill("lm_head.weight"), verdict.Fail, "transformers will ignore the checkpoint's lm_head"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inv, fsys := writeCheckpoint(t, untied, tc.edit)
+			if res := Check(tied, inv); res.Status != verdict.Pass {
+				t.Errorf("weights gate %s: %v", res.Status, res.Findings)
+			}
+			cc := configgate.CrossCheck(tied, inv, fsys)
+			text := strings.Join(append(append([]string{}, cc.Notes...), cc.Findings...), "\n")
+			if cc.Status != tc.status || !strings.Contains(text, tc.want) {
+				t.Errorf("consistency %s, notes and findings:\n%s\nwant %s mentioning %q", cc.Status, text, tc.status, tc.want)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"syscall"
 
@@ -50,6 +51,14 @@ func Main() int {
 	// Grandchildren started with exec must not hold the protocol pipes open.
 	syscall.CloseOnExec(requestFD)
 	syscall.CloseOnExec(responseFD)
+	// The parent's death (Pdeathsig) or a SIGTERM/SIGHUP takes the whole
+	// process group down: grandchildren a runner spawned must not outlive us.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP)
+	go func() {
+		<-sigs
+		syscall.Kill(0, syscall.SIGKILL)
+	}()
 	in := os.NewFile(requestFD, "phase0-worker-requests")
 	out := os.NewFile(responseFD, "phase0-worker-responses")
 
@@ -102,7 +111,7 @@ func serve(out io.Writer, it *bridge.Interp, module string, req wireRequest) err
 	var pe *bridge.PyError
 	switch {
 	case errors.As(err, &pe):
-		return writeJSONFrame(out, errorResponse(pe.Type, pe.Message, pe.Traceback))
+		return writeJSONFrame(out, wireResponse{Kind: kindError, Error: pe})
 	case err != nil:
 		return writeJSONFrame(out, errorResponse("BridgeError", err.Error(), ""))
 	case !json.Valid(result):
@@ -120,12 +129,12 @@ func serve(out io.Writer, it *bridge.Interp, module string, req wireRequest) err
 }
 
 func errorResponse(typ, msg, tb string) wireResponse {
-	return wireResponse{Kind: kindError, Error: &wireError{Type: typ, Message: msg, Traceback: tb}}
+	return wireResponse{Kind: kindError, Error: &bridge.PyError{Type: typ, Message: msg, Traceback: tb}}
 }
 
 func fatal(out io.Writer, err error) int {
 	fmt.Fprintf(os.Stderr, "phase0 worker: %v\n", err)
-	if werr := writeJSONFrame(out, wireResponse{Kind: kindFatal, Error: &wireError{Type: "StartError", Message: err.Error()}}); werr != nil {
+	if werr := writeJSONFrame(out, wireResponse{Kind: kindFatal, Error: &bridge.PyError{Type: "StartError", Message: err.Error()}}); werr != nil {
 		return exitProtocol
 	}
 	return exitStart

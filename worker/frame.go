@@ -9,6 +9,8 @@ import (
 	"math"
 	"slices"
 	"unsafe"
+
+	"phase0/bridge"
 )
 
 // The protocol on the dedicated pipes: every frame is a uint32 little-endian
@@ -40,14 +42,8 @@ type wireResponse struct {
 	Result    json.RawMessage `json:"result,omitempty"`
 	HasFloats bool            `json:"has_floats,omitempty"`
 	NFloats   int             `json:"n_floats,omitempty"`
-	Error     *wireError      `json:"error,omitempty"`
+	Error     *bridge.PyError `json:"error,omitempty"`
 	Python    string          `json:"python,omitempty"` // sys.prefix, in the ready header
-}
-
-type wireError struct {
-	Type      string `json:"type"`
-	Message   string `json:"message"`
-	Traceback string `json:"traceback,omitempty"`
 }
 
 func writeFrame(w io.Writer, payload []byte) error {

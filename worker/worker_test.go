@@ -3,7 +3,6 @@ package worker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -68,36 +67,19 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestRunEchoAndFloats(t *testing.T) {
-	opts := testOptions(t)
-	const n = 151936
-	reqs := []Request{
-		{Op: "echo", Args: json.RawMessage(`{"x": [1, "two"]}`)},
-		{Op: "bit_pattern", Args: json.RawMessage(fmt.Sprintf(`{"n": %d}`, n))},
-		{Op: "echo"},
-		{Op: "bit_pattern", Args: json.RawMessage(`{"n": 0}`)},
-	}
-	resps, err := Run(context.Background(), opts, "p0test", reqs)
+// start opens a session on the test module and closes it when the test ends.
+func start(t testing.TB, opts Options) *Session {
+	t.Helper()
+	s, err := Start(context.Background(), opts, "p0test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(resps) != len(reqs) {
-		t.Fatalf("got %d responses for %d requests", len(resps), len(reqs))
-	}
-	// Results travel compacted inside the header frame.
-	wantJSON := []string{`{"echo":{"x":[1,"two"]}}`, fmt.Sprintf(`{"n":%d}`, n), `{"echo":{}}`, `{"n":0}`}
-	for i, w := range wantJSON {
-		if string(resps[i].Result) != w {
-			t.Errorf("response %d = %s, want %s", i, resps[i].Result, w)
-		}
-	}
-	if resps[0].Floats != nil || resps[2].Floats != nil {
-		t.Errorf("str-only ops returned floats")
-	}
-	if resps[3].Floats == nil || len(resps[3].Floats) != 0 {
-		t.Errorf("empty array: got %v, want an empty non-nil slice", resps[3].Floats)
-	}
-	got := resps[1].Floats
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func checkBitPattern(t *testing.T, got []float32, n int) {
+	t.Helper()
 	if len(got) != n {
 		t.Fatalf("got %d floats, want %d", len(got), n)
 	}
@@ -108,8 +90,40 @@ func TestRunEchoAndFloats(t *testing.T) {
 	}
 }
 
-func TestRunOpError(t *testing.T) {
-	opts := testOptions(t)
+func TestCallEchoAndFloats(t *testing.T) {
+	s := start(t, testOptions(t))
+	const n = 151936
+	var echo struct{ Echo any }
+	floats, err := s.Call("echo", map[string]any{"x": []any{1, "two"}}, &echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(echo.Echo) != "map[x:[1 two]]" || floats != nil {
+		t.Errorf("echo = %v with floats %v, want the arguments back and no floats", echo.Echo, floats)
+	}
+	var meta struct{ N int }
+	floats, err = s.Call("bit_pattern", map[string]int{"n": n}, &meta)
+	if err != nil || meta.N != n {
+		t.Fatalf("bit_pattern: %v, n %d", err, meta.N)
+	}
+	checkBitPattern(t, floats, n)
+	if _, err := s.Call("echo", nil, &echo); err != nil || fmt.Sprint(echo.Echo) != "map[]" {
+		t.Errorf("echo with nil args = %v, %v; want {} sent", echo.Echo, err)
+	}
+	floats, err = s.Call("bit_pattern", map[string]int{"n": 0}, nil)
+	if err != nil || floats == nil || len(floats) != 0 {
+		t.Errorf("empty array: got %v, %v; want an empty non-nil slice", floats, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Call("echo", nil, nil); err == nil {
+		t.Error("Call after Close succeeded")
+	}
+}
+
+func TestCallRaisedKeepsSession(t *testing.T) {
+	s := start(t, testOptions(t))
 	tests := []struct {
 		op        string
 		typ       string
@@ -122,46 +136,49 @@ func TestRunOpError(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.op, func(t *testing.T) {
-			reqs := []Request{{Op: "echo", Args: json.RawMessage(`1`)}, {Op: tc.op}, {Op: "echo"}}
-			resps, err := Run(context.Background(), opts, "p0test", reqs)
-			var oe *OpError
-			if !errors.As(err, &oe) {
-				t.Fatalf("error %v (%T), want *OpError", err, err)
+			_, err := s.Call(tc.op, nil, nil)
+			var we *Error
+			if !errors.As(err, &we) || we.Kind != KindRaised {
+				t.Fatalf("error %v (%T), want a raised *Error", err, err)
 			}
-			if len(resps) != 1 || string(resps[0].Result) != `{"echo":1}` {
-				t.Errorf("responses before the failure = %v, want the first echo", resps)
+			var pe *bridge.PyError
+			if !errors.As(err, &pe) || pe != we.Py {
+				t.Errorf("the Python exception is not reachable with errors.As")
 			}
-			if oe.Op != tc.op || oe.Type != tc.typ || !strings.Contains(oe.Message, tc.message) {
-				t.Errorf("OpError = {Op %q, Type %q, Message %q}, want {%q, %q, ~%q}", oe.Op, oe.Type, oe.Message, tc.op, tc.typ, tc.message)
+			if we.Op != tc.op || pe.Type != tc.typ || !strings.Contains(pe.Message, tc.message) {
+				t.Errorf("Error = {Op %q, Type %q, Message %q}, want {%q, %q, ~%q}", we.Op, pe.Type, pe.Message, tc.op, tc.typ, tc.message)
 			}
-			if !strings.Contains(oe.Traceback, tc.traceback) {
-				t.Errorf("Traceback does not contain %q:\n%s", tc.traceback, oe.Traceback)
+			if !strings.Contains(pe.Traceback, tc.traceback) {
+				t.Errorf("Traceback does not contain %q:\n%s", tc.traceback, pe.Traceback)
+			}
+			if r := we.Reasons(); !strings.Contains(r[0], tc.typ) {
+				t.Errorf("Reasons()[0] = %q, want the exception type", r[0])
+			}
+			// The exception ends the op, not the session.
+			var echo struct{ Echo int }
+			if _, err := s.Call("echo", 5, &echo); err != nil || echo.Echo != 5 {
+				t.Errorf("echo after the exception = %v, %v", echo.Echo, err)
 			}
 		})
 	}
 }
 
-func TestRunNoisyOutput(t *testing.T) {
+func TestCallNoisyOutput(t *testing.T) {
 	opts := testOptions(t)
 	var tee syncBuffer
 	opts.Stderr = &tee
+	s := start(t, opts)
 	const lines = 3000 // ~100 KiB of output, more than the kept tail
-	reqs := []Request{
-		{Op: "noisy", Args: json.RawMessage(fmt.Sprintf(`{"lines": %d}`, lines))},
-		{Op: "bit_pattern", Args: json.RawMessage(`{"n": 4096}`)},
+	var got struct{ Lines int }
+	if _, err := s.Call("noisy", map[string]int{"lines": lines}, &got); err != nil || got.Lines != lines {
+		t.Fatalf("noisy = %d, %v", got.Lines, err)
 	}
-	resps, err := Run(context.Background(), opts, "p0test", reqs)
+	floats, err := s.Call("bit_pattern", map[string]int{"n": 4096}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(resps[0].Result) != fmt.Sprintf(`{"lines":%d}`, lines) {
-		t.Errorf("noisy returned %s", resps[0].Result)
-	}
-	for i, f := range resps[1].Floats {
-		if want := uint32(i) * 2654435761; math.Float32bits(f) != want {
-			t.Fatalf("float %d has bits %#08x after noisy output, want %#08x", i, math.Float32bits(f), want)
-		}
-	}
+	checkBitPattern(t, floats, 4096)
+	s.Close()
 	out := tee.String()
 	for _, w := range []string{"stdout line 0 ", fmt.Sprintf("stderr line %d", lines-1), "raw frame-like bytes on fd 1", "noisy: END MARKER"} {
 		if !strings.Contains(out, w) {
@@ -170,7 +187,7 @@ func TestRunNoisyOutput(t *testing.T) {
 	}
 }
 
-func TestRunCrash(t *testing.T) {
+func TestCallCrash(t *testing.T) {
 	opts := testOptions(t)
 	tests := []struct{ op, cause, announced string }{
 		{"segfault", "killed by signal SIGSEGV", "about to segfault"},
@@ -181,23 +198,28 @@ func TestRunCrash(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.op, func(t *testing.T) {
-			reqs := []Request{{Op: "echo"}, {Op: tc.op}, {Op: "echo"}}
-			resps, err := Run(context.Background(), opts, "p0test", reqs)
-			var ce *CrashError
-			if !errors.As(err, &ce) {
-				t.Fatalf("error %v (%T), want *CrashError", err, err)
+			s := start(t, opts)
+			var echo struct{ Echo int }
+			if _, err := s.Call("echo", 1, &echo); err != nil {
+				t.Fatal(err)
 			}
-			if len(resps) != 1 {
-				t.Errorf("got %d responses, want the 1 before the crash", len(resps))
+			_, err := s.Call(tc.op, nil, nil)
+			var we *Error
+			if !errors.As(err, &we) || we.Kind != KindCrashed {
+				t.Fatalf("error %v (%T), want a crashed *Error", err, err)
 			}
-			if ce.Cause != tc.cause || ce.Op != tc.op {
-				t.Errorf("CrashError{Op %q, Cause %q}, want {%q, %q}", ce.Op, ce.Cause, tc.op, tc.cause)
+			if we.Cause != tc.cause || we.Op != tc.op {
+				t.Errorf("Error{Op %q, Cause %q}, want {%q, %q}", we.Op, we.Cause, tc.op, tc.cause)
 			}
-			if !strings.Contains(ce.StderrTail, tc.announced) {
-				t.Errorf("StderrTail lacks %q:\n%s", tc.announced, ce.StderrTail)
+			if !strings.Contains(we.Tail, tc.announced) {
+				t.Errorf("Tail lacks %q:\n%s", tc.announced, we.Tail)
 			}
 			if !strings.Contains(err.Error(), tc.cause) || !strings.Contains(err.Error(), tc.announced) {
 				t.Errorf("Error() = %q, want the cause and the last output", err)
+			}
+			// A dead session answers every later call with the same error.
+			if _, err2 := s.Call("echo", 1, nil); err2 != err {
+				t.Errorf("call after the crash = %v, want the crash again", err2)
 			}
 		})
 	}
@@ -214,19 +236,28 @@ func alive(pid int) bool {
 	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
 
-func TestRunTimeoutKillsProcessGroup(t *testing.T) {
+func TestSessionTimeoutKillsProcessGroup(t *testing.T) {
 	opts := testOptions(t)
 	opts.Timeout = 3 * time.Second
 	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
-	args, _ := json.Marshal(map[string]string{"pid_file": pidFile})
-	_, err := Run(context.Background(), opts, "p0test", []Request{{Op: "echo"}, {Op: "spawn_and_sleep", Args: args}})
+	s := start(t, opts)
+	if _, err := s.Call("echo", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Call("spawn_and_sleep", map[string]string{"pid_file": pidFile}, nil)
 	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error %v (%T), want ErrTimeout and context.DeadlineExceeded", err, err)
 	}
-	var te *TimeoutError
-	if !errors.As(err, &te) || te.Op != "spawn_and_sleep" || !strings.Contains(te.StderrTail, "about to sleep") {
-		t.Errorf("TimeoutError = %+v, want op spawn_and_sleep and its output", te)
+	var we *Error
+	if !errors.As(err, &we) || we.Kind != KindTimedOut || we.Op != "spawn_and_sleep" || !strings.Contains(we.Tail, "about to sleep") {
+		t.Errorf("Error = %+v, want a timeout in op spawn_and_sleep with its output", we)
 	}
+	waitGone(t, pidFile)
+}
+
+// waitGone reads the pid an op wrote and waits for that process to be gone.
+func waitGone(t *testing.T, pidFile string) {
+	t.Helper()
 	data, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatalf("the op never recorded its grandchild (timeout too short for this machine?): %v", err)
@@ -241,21 +272,50 @@ func TestRunTimeoutKillsProcessGroup(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	if alive(pid) {
-		t.Fatalf("grandchild %d survived the timeout", pid)
+		t.Fatalf("grandchild %d survived", pid)
 	}
 }
 
-func TestRunCancelled(t *testing.T) {
+func TestSessionCancelled(t *testing.T) {
 	opts := testOptions(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Run(ctx, opts, "p0test", []Request{{Op: "echo"}})
+	_, err := Start(ctx, opts, "p0test")
 	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {
 		t.Fatalf("error %v, want context.Canceled and not ErrTimeout", err)
 	}
+
+	// Cancelled mid-call: the call returns promptly and the group is gone.
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	s, err := Start(ctx, opts, "p0test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
+	go func() {
+		for i := 0; i < 200; i++ {
+			if _, err := os.Stat(pidFile); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+	}()
+	began := time.Now()
+	_, err = s.Call("spawn_and_sleep", map[string]string{"pid_file": pidFile}, nil)
+	var we *Error
+	if !errors.As(err, &we) || we.Kind != KindCancelled || !errors.Is(err, context.Canceled) {
+		t.Fatalf("error %v, want a cancelled *Error wrapping context.Canceled", err)
+	}
+	if d := time.Since(began); d > 30*time.Second {
+		t.Errorf("the cancelled call took %s", d)
+	}
+	waitGone(t, pidFile)
 }
 
-func TestRunStartError(t *testing.T) {
+func TestStartError(t *testing.T) {
 	opts := testOptions(t)
 	var major, minor int
 	if _, err := fmt.Sscanf(bridge.LinkedVersion(), "%d.%d", &major, &minor); err != nil {
@@ -289,9 +349,10 @@ func TestRunStartError(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := opts
 			o.Python = tc.python
-			_, err := Run(context.Background(), o, tc.module, []Request{{Op: "echo"}})
+			s, err := Start(context.Background(), o, tc.module)
 			if err == nil {
-				t.Fatal("Run succeeded, want an error")
+				s.Close()
+				t.Fatal("Start succeeded, want an error")
 			}
 			if tc.is != nil && !errors.Is(err, tc.is) {
 				t.Errorf("error %v does not wrap %v", err, tc.is)
@@ -304,52 +365,50 @@ func TestRunStartError(t *testing.T) {
 }
 
 func BenchmarkCallLogits(b *testing.B) {
-	opts := testOptions(b)
+	s := start(b, testOptions(b))
 	const vocab = 151936
-	reqs := make([]Request, b.N)
-	for i := range reqs {
-		reqs[i] = Request{Op: "logits", Args: json.RawMessage(fmt.Sprintf(`{"n": %d}`, vocab))}
-	}
 	b.SetBytes(vocab * 4)
-	b.ResetTimer()
-	resps, err := Run(context.Background(), opts, "p0test", reqs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if len(resps) != b.N || len(resps[0].Floats) != vocab {
-		b.Fatalf("got %d responses", len(resps))
-	}
-}
-
-// BenchmarkStartup is the fixed cost of one Run: fork, exec, Python start
-// (the test module imports nothing heavy), one echo, finalize.
-func BenchmarkStartup(b *testing.B) {
-	opts := testOptions(b)
 	for b.Loop() {
-		if _, err := Run(context.Background(), opts, "p0test", []Request{{Op: "echo"}}); err != nil {
-			b.Fatal(err)
+		floats, err := s.Call("logits", map[string]int{"n": vocab}, nil)
+		if err != nil || len(floats) != vocab {
+			b.Fatalf("logits: %d floats, %v", len(floats), err)
 		}
 	}
 }
 
-func TestRunTorch(t *testing.T) {
+// BenchmarkStartup is the fixed cost of one session: fork, exec, Python start
+// (the test module imports nothing heavy), one echo, finalize.
+func BenchmarkStartup(b *testing.B) {
+	opts := testOptions(b)
+	for b.Loop() {
+		s, err := Start(context.Background(), opts, "p0test")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Call("echo", nil, nil); err != nil {
+			b.Fatal(err)
+		}
+		s.Close()
+	}
+}
+
+func TestCallTorch(t *testing.T) {
 	opts := testOptions(t)
 	var out syncBuffer
 	opts.Stderr = &out
-	resps, err := Run(context.Background(), opts, "p0test", []Request{{Op: "torch_sum", Args: json.RawMessage(`{"n": 5}`)}})
-	if err != nil {
-		t.Fatalf("%v\noutput:\n%s", err, out.String())
-	}
+	s := start(t, opts)
 	var got struct {
 		Torch string
 		Sum   float64
 	}
-	if err := json.Unmarshal(resps[0].Result, &got); err != nil {
-		t.Fatal(err)
+	floats, err := s.Call("torch_sum", map[string]int{"n": 5}, &got)
+	if err != nil {
+		t.Fatalf("%v\noutput:\n%s", err, out.String())
 	}
-	if got.Torch == "" || got.Sum != 10 || len(resps[0].Floats) != 5 || resps[0].Floats[4] != 4 {
-		t.Errorf("torch_sum = %s with floats %v, want sum 10 and 0..4", resps[0].Result, resps[0].Floats)
+	if got.Torch == "" || got.Sum != 10 || len(floats) != 5 || floats[4] != 4 {
+		t.Errorf("torch_sum = %+v with floats %v, want sum 10 and 0..4", got, floats)
 	}
+	s.Close()
 	if s := out.String(); s != "" {
 		t.Errorf("the child printed %q; finalizing torch should be quiet", s)
 	}

@@ -5,11 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/spf13/cast"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
 	"golang.org/x/term"
@@ -27,6 +30,7 @@ type command func(ctx context.Context, s *orchestrator.Settings, model, version 
 func execute(args []string, stdout, stderr io.Writer) int {
 	v := viper.New()
 	code := 0
+	ran := false
 	root := &cobra.Command{
 		Use:           "phase0",
 		Short:         "Phase 0 of bringing a HuggingFace decoder-only LLM up on AMD NPU2 (mlir-air)",
@@ -41,16 +45,16 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	root.PersistentFlags().String("config", "", "YAML settings file (overrides configs/default.yaml; flags and PHASE0_* env override it)")
 	root.PersistentFlags().Bool("json", false, "print exactly one JSON report object on stdout")
 	root.PersistentFlags().String("python", "", "python of the venv holding torch + transformers (env PHASE0_PYTHON)")
-	root.PersistentFlags().Duration("timeout", 0, "kill the Python worker after this long (default 30m)")
+	root.PersistentFlags().String("timeout", "", "kill the Python worker after this long, e.g. 30m (default 30m)")
 
 	modelFlags := func(c *cobra.Command, python bool) {
 		c.Flags().Bool("scan", false, "read every tensor and count NaN/Inf (touches all bytes)")
-		c.Flags().Int("workers", 0, "scan workers (0 = one per CPU)")
+		c.Flags().String("workers", "", "scan workers (0 = one per CPU)")
 		if python {
 			c.Flags().String("llms-dir", "", "mlir-air programming_examples/llms folder (its verify/ runner and prompts are used)")
 			c.Flags().String("prompt-style", "", "base or instruct (default: from the model id)")
 			c.Flags().String("prompt", "", "prompt text (overrides the canonical prompt file)")
-			c.Flags().Int("decode", 0, "greedy continuation tokens to show after the prefill")
+			c.Flags().String("decode", "", "greedy continuation tokens to show after the prefill")
 			c.Flags().Bool("force", false, "proceed despite a low-memory preflight warning; overwrite user-edited files (run)")
 		}
 	}
@@ -66,14 +70,16 @@ func execute(args []string, stdout, stderr io.Writer) int {
 				return nil
 			},
 			RunE: func(cmd *cobra.Command, args []string) error {
-				s, asJSON, err := settings(v, cmd, stderr)
+				s, err := settings(v, cmd, stderr)
 				if err != nil {
 					return err
 				}
-				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 				defer stop()
 				rep := run(ctx, s, args[0], version)
-				code = orchestrator.ExitCode(rep.Status)
+				ran = true
+				code = orchestrator.ExitCode(rep)
+				asJSON, _ := cmd.Flags().GetBool("json")
 				return printReport(stdout, rep, asJSON)
 			},
 		}
@@ -90,10 +96,48 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	// Every error that reaches here is about the invocation (flags, settings,
 	// arguments) or printing the report; gate outcomes travel in code.
 	if err := root.Execute(); err != nil {
+		if ran {
+			fmt.Fprintf(stderr, "phase0: %v\n", err)
+			return exitUsage
+		}
+		if wantsJSON(args) {
+			cmdName, modelArg := invocation(args)
+			_ = printReport(stdout, orchestrator.ErrorReport(cmdName, modelArg, version, err), true)
+		}
 		fmt.Fprintf(stderr, "phase0: %v\n", err)
 		return exitUsage
 	}
 	return code
+}
+
+// wantsJSON finds --json in arguments that may not have parsed, so a usage
+// error still prints its one JSON object.
+func wantsJSON(args []string) bool {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "--json" || a == "--json=true" || a == "--json=1" {
+			return true
+		}
+	}
+	return false
+}
+
+// invocation guesses the command and model from raw arguments, for the
+// report of an invocation that failed to parse.
+func invocation(args []string) (cmd, model string) {
+	for _, a := range args {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		if cmd == "" {
+			cmd = a
+		} else if model == "" {
+			model = a
+		}
+	}
+	return cmd, model
 }
 
 func printReport(w io.Writer, rep *orchestrator.Report, asJSON bool) error {
@@ -109,23 +153,51 @@ func printReport(w io.Writer, rep *orchestrator.Report, asJSON bool) error {
 	return err
 }
 
+// maxConfigFile bounds a --config file: real ones are a few hundred bytes.
+const maxConfigFile = 1 << 20
+
+// readConfigFile reads a --config file: a regular file, bounded.
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxConfigFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxConfigFile)
+	}
+	return b, nil
+}
+
 // settings layers the configuration: flags > PHASE0_* env > --config file > defaults.
-func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrator.Settings, bool, error) {
+// Every value is parsed strictly: garbage is an error naming the key and
+// where it came from, never a silent zero.
+func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrator.Settings, error) {
 	v.SetConfigType("yaml")
 	if err := v.ReadConfig(bytes.NewReader(configs.DefaultYAML)); err != nil {
-		return nil, false, fmt.Errorf("built-in configs/default.yaml: %w", err)
+		return nil, fmt.Errorf("built-in configs/default.yaml: %w", err)
 	}
 	if path, _ := cmd.Flags().GetString("config"); path != "" {
-		f, err := os.Open(path)
+		data, err := readConfigFile(path)
 		if err != nil {
-			return nil, false, fmt.Errorf("--config: %w", err)
+			return nil, fmt.Errorf("--config: %w", err)
 		}
-		defer f.Close()
-		if err := v.MergeConfig(f); err != nil {
-			return nil, false, fmt.Errorf("--config %s: not valid YAML: %w", path, err)
+		if err := v.MergeConfig(bytes.NewReader(data)); err != nil {
+			return nil, fmt.Errorf("--config %s: not valid YAML: %w", path, err)
 		}
 		if err := checkKeys(v); err != nil {
-			return nil, false, fmt.Errorf("--config %s: %w", path, err)
+			return nil, fmt.Errorf("--config %s: %w", path, err)
 		}
 	}
 	v.SetEnvPrefix("PHASE0")
@@ -138,27 +210,33 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 	} {
 		if f := cmd.Flags().Lookup(flag); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
-				return nil, false, err
+				return nil, err
 			}
 		}
 	}
+	p := parser{v: v, cmd: cmd}
 	s := &orchestrator.Settings{
-		LLMSDir:           v.GetString("llms_dir"),
-		Python:            v.GetString("python"),
-		Name:              v.GetString("name"),
-		PromptStyle:       v.GetString("prompt_style"),
-		Prompt:            v.GetString("prompt"),
-		Decode:            v.GetInt("decode"),
-		MaxSeq:            v.GetInt("max_seq"),
-		Timeout:           v.GetDuration("timeout"),
-		Scan:              v.GetBool("scan"),
-		Workers:           v.GetInt("workers"),
-		ReportDir:         v.GetString("report_dir"),
-		Force:             v.GetBool("force"),
-		MemoryCheck:       v.GetBool("memory_check"),
-		AttentionFallback: v.GetBool("cpu_helpers.attention_fallback"),
-		PyShimDir:         os.Getenv("PHASE0_PYSHIM"),
+		LLMSDir:           p.str("llms_dir"),
+		Python:            p.str("python"),
+		Name:              p.str("name"),
+		PromptStyle:       p.str("prompt_style"),
+		Prompt:            p.str("prompt"),
+		Decode:            p.count("decode", 0),
+		MaxSeq:            p.count("max_seq", 1),
+		Timeout:           p.duration("timeout"),
+		Scan:              p.boolean("scan"),
+		Workers:           p.count("workers", 0),
+		ReportDir:         p.str("report_dir"),
+		Force:             p.boolean("force"),
+		MemoryCheck:       p.boolean("memory_check"),
+		AttentionFallback: p.boolean("cpu_helpers.attention_fallback"),
+		PyShimDir:         p.str("pyshim"),
+		CacheDir:          p.str("cache"),
+		Env:               os.Getenv,
 		Progress:          stderr,
+	}
+	if p.err != nil {
+		return nil, p.err
 	}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		s.ProgressBars = true
@@ -166,23 +244,112 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 	switch s.PromptStyle {
 	case "", "base", "instruct":
 	default:
-		return nil, false, fmt.Errorf("prompt_style must be base or instruct, got %q", s.PromptStyle)
+		return nil, fmt.Errorf("prompt_style must be base or instruct, got %q (%s)", s.PromptStyle, p.origin("prompt_style"))
 	}
-	if s.Timeout <= 0 {
-		return nil, false, fmt.Errorf("timeout must be positive, got %s", s.Timeout)
+	if s.Decode > s.MaxSeq {
+		return nil, fmt.Errorf("decode %d does not fit max_seq %d: the prompt and the continuation share the runner's sequence", s.Decode, s.MaxSeq)
 	}
-	if s.MaxSeq <= 0 || s.Decode < 0 || s.Workers < 0 {
-		return nil, false, fmt.Errorf("max_seq must be positive and decode, workers non-negative (got %d, %d, %d)", s.MaxSeq, s.Decode, s.Workers)
+	return s, nil
+}
+
+// parser reads settings strictly and keeps the first error.
+type parser struct {
+	v   *viper.Viper
+	cmd *cobra.Command
+	err error
+}
+
+// origin names where a key's value came from, for messages.
+func (p *parser) origin(key string) string {
+	flag := strings.ReplaceAll(key, "_", "-")
+	if f := p.cmd.Flags().Lookup(flag); f != nil && f.Changed {
+		return "--" + flag
 	}
-	asJSON, _ := cmd.Flags().GetBool("json")
-	return s, asJSON, nil
+	env := "PHASE0_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))
+	if _, ok := os.LookupEnv(env); ok {
+		return env
+	}
+	return "setting " + key
+}
+
+func (p *parser) fail(key string, value any, want string) {
+	if p.err == nil {
+		p.err = fmt.Errorf("%s: %q is not %s", p.origin(key), fmt.Sprint(value), want)
+	}
+}
+
+func (p *parser) str(key string) string { return p.v.GetString(key) }
+
+func (p *parser) boolean(key string) bool {
+	raw := p.v.Get(key)
+	if s, ok := raw.(string); ok && s == "" {
+		return false
+	}
+	b, err := cast.ToBoolE(raw)
+	if err != nil {
+		p.fail(key, raw, "true or false")
+	}
+	return b
+}
+
+// count reads a non-negative integer no smaller than least.
+func (p *parser) count(key string, least int) int {
+	raw := p.v.Get(key)
+	if s, ok := raw.(string); ok && s == "" {
+		return defaultInt(key) // an empty flag means "not given"
+	}
+	switch x := raw.(type) {
+	case float64:
+		if x != math.Trunc(x) || x < float64(least) || x > 1<<31 {
+			p.fail(key, raw, fmt.Sprintf("an integer in [%d, 2^31]", least))
+			return 0
+		}
+		return int(x)
+	case uint64:
+		if x > 1<<31 {
+			p.fail(key, raw, fmt.Sprintf("an integer in [%d, 2^31]", least))
+			return 0
+		}
+	}
+	n, err := cast.ToInt64E(raw)
+	if err != nil || n < int64(least) || n > 1<<31 {
+		p.fail(key, raw, fmt.Sprintf("an integer in [%d, 2^31]", least))
+		return 0
+	}
+	return int(n)
+}
+
+func (p *parser) duration(key string) time.Duration {
+	raw := p.v.Get(key)
+	if s, ok := raw.(string); ok && s == "" {
+		return 30 * time.Minute
+	}
+	d, err := cast.ToDurationE(raw)
+	if s, ok := raw.(string); ok {
+		d, err = time.ParseDuration(s)
+	}
+	if err != nil || d <= 0 {
+		p.fail(key, raw, "a positive duration such as 90s or 30m")
+		return 0
+	}
+	return d
+}
+
+// defaultInt is the built-in default of an integer key, for a flag given as "".
+func defaultInt(key string) int {
+	d := viper.New()
+	d.SetConfigType("yaml")
+	if d.ReadConfig(bytes.NewReader(configs.DefaultYAML)) != nil {
+		return 0
+	}
+	return d.GetInt(key)
 }
 
 // knownKeys are the settings a --config file may set.
 var knownKeys = map[string]bool{
 	"llms_dir": true, "python": true, "name": true, "prompt_style": true, "prompt": true, "decode": true,
 	"max_seq": true, "timeout": true, "scan": true, "workers": true, "report_dir": true, "force": true,
-	"memory_check": true, "cpu_helpers": true, "cpu_helpers.attention_fallback": true,
+	"memory_check": true, "cpu_helpers": true, "cpu_helpers.attention_fallback": true, "cache": true, "pyshim": true,
 }
 
 // checkKeys refuses misspelt settings instead of silently ignoring them.

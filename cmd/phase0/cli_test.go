@@ -142,7 +142,7 @@ func TestSettingsPrecedence(t *testing.T) {
 		t.Errorf("the file did not beat the defaults: exit %d, %s", code, stderr)
 	}
 	t.Setenv("PHASE0_TIMEOUT", "0s")
-	if code, _, stderr := run(t, "inspect", good); code != 2 || !strings.Contains(stderr, "timeout must be positive") {
+	if code, _, stderr := run(t, "inspect", good); code != 2 || !strings.Contains(stderr, `PHASE0_TIMEOUT: "0s" is not a positive duration`) {
 		t.Errorf("env timeout: exit %d, %s", code, stderr)
 	}
 }

@@ -52,7 +52,7 @@ func (b *bench) baseline() error {
 	pyshim := filepath.Join(b.root, "pyshim")
 	modelDir := filepath.Join(dir, "tiny-llama")
 	if _, err := runChild(pyshim, []string{"PYTHONPATH=" + pyshim},
-		b.python, "-m", "phase0_shim.testmodels", "--family", "llama", "--out", modelDir); err != nil {
+		b.python, "-m", "phase0_testmodels", "--family", "llama", "--out", modelDir); err != nil {
 		return fmt.Errorf("building the tiny model: %w", err)
 	}
 	script := filepath.Join(dir, "plain_baseline.py")

@@ -34,22 +34,23 @@ func (b *bench) workerRoundTrip() error {
 		Exe:       []string{b.phase0, worker.Subcommand},
 	}
 	session := func(calls int) (time.Duration, error) {
-		reqs := make([]worker.Request, calls)
-		for i := range reqs {
-			reqs[i] = worker.Request{Op: "logits", Args: logitsArgs}
-		}
 		start := time.Now()
-		resps, err := worker.Run(context.Background(), opts, testModule, reqs)
-		d := time.Since(start)
+		sess, err := worker.Start(context.Background(), opts, testModule)
 		if err != nil {
 			return 0, err
 		}
-		for i, r := range resps {
-			if len(r.Floats) != vocab {
-				return 0, fmt.Errorf("response %d has %d floats, want %d", i, len(r.Floats), vocab)
+		defer sess.Close()
+		for i := range calls {
+			floats, err := sess.Call("logits", map[string]int{"n": vocab}, nil)
+			if err != nil {
+				return 0, err
+			}
+			if len(floats) != vocab {
+				return 0, fmt.Errorf("call %d returned %d floats, want %d", i, len(floats), vocab)
 			}
 		}
-		return d, nil
+		sess.Close()
+		return time.Since(start), nil
 	}
 	one, err := session(1)
 	if err != nil {

@@ -89,7 +89,7 @@ func TinyModels(t testing.TB) string {
 
 func build(py string) (string, error) {
 	h := sha256.New()
-	for _, f := range []string{"phase0_shim/testmodels.py", "phase0_shim/data/tokenizer_corpus.txt"} {
+	for _, f := range []string{"phase0_testmodels/__init__.py", "phase0_testmodels/data/tokenizer_corpus.txt"} {
 		b, err := os.ReadFile(filepath.Join(PyShim(), f))
 		if err != nil {
 			return "", err
@@ -126,7 +126,7 @@ func build(py string) (string, error) {
 	}
 	defer os.RemoveAll(tmp)
 	var script strings.Builder
-	script.WriteString("from phase0_shim.testmodels import make_tiny_model\n")
+	script.WriteString("from phase0_testmodels import make_tiny_model\n")
 	for _, m := range Models {
 		args := ""
 		if m.Args != "" {

@@ -15,11 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from phase0_shim.config import build_config, generated_config
-from phase0_shim.config_gate import run_config_gate
+from phase0_shim import facts
+from phase0_shim.config import generated_config, runner_config
 from phase0_shim.prompts import canonical_prompt, style_from_model_id
 from phase0_shim.tokens import special_ids, special_token_ids, token_info, top_tokens
-from phase0_shim.weights_gate import run_weights_gate
 
 # Entry points implemented next to their helpers; re-exported so Go reaches
 # every op through this one module.
@@ -97,7 +96,7 @@ def baseline(args_json: str) -> tuple[str, np.ndarray]:
     if weights_module:
         config = generated_config(weights_module)
     else:
-        config = build_config(args.get("config") or {})
+        config = runner_config(args.get("config") or {})
 
     start = time.perf_counter()
     runner = resolved.runner_cls(model_dir, config, max_seq, lite_mode=True)
@@ -160,13 +159,24 @@ def decode_ids(args_json: str) -> str:
     )
 
 
-def weights_gate(args_json: str) -> str:
-    """Gate 1: {weights_module, model_dir} → {status, layers, tensors, problems[]}."""
+def loader_facts(args_json: str) -> str:
+    """Gate 1 facts: {weights_module, model_dir} → what load_weights returned."""
     args = _args(args_json, ("weights_module", "model_dir"))
-    return _dumps(run_weights_gate(Path(args["weights_module"]), Path(args["model_dir"])).to_json())
+    return _dumps(facts.loader_facts(Path(args["weights_module"]), Path(args["model_dir"])))
 
 
-def config_gate(args_json: str) -> str:
-    """Gate 3: {weights_module, model_dir} → {status, fields[], mismatches[]}."""
-    args = _args(args_json, ("weights_module", "model_dir"))
-    return _dumps(run_config_gate(Path(args["weights_module"]), Path(args["model_dir"])).to_json())
+def config_facts(args_json: str) -> str:
+    """Gate 3 facts: {weights_module|null, model_dir} → {generated|null, transformers}.
+
+    ``generated`` is the module's LlamaConfig() (null without a module);
+    ``transformers`` is what AutoConfig resolved and the parameters of the
+    model transformers would build from it.
+    """
+    args = _args(args_json, ("model_dir",))
+    module = args.get("weights_module")
+    return _dumps(
+        {
+            "generated": facts.generated_config_facts(Path(module)) if module else None,
+            "transformers": facts.transformers_facts(Path(args["model_dir"])),
+        }
+    )

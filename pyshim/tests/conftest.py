@@ -6,7 +6,7 @@ from typing import Any, Callable
 
 import pytest
 
-from phase0_shim.testmodels import FAMILIES, make_tiny_model
+from phase0_testmodels import FAMILIES, make_tiny_model
 
 DATA = Path(__file__).resolve().parent / "data"
 

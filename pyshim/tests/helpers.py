@@ -9,16 +9,18 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from phase0_shim.config import ShimConfig, build_config
+from types import SimpleNamespace
+
+from phase0_shim.config import runner_config
 
 PROMPT = "The capital of France is"
 
 
-def config_of(model_dir: Path) -> ShimConfig:
+def config_of(model_dir: Path) -> SimpleNamespace:
     """Config as Go would extract it (transformers-5 config.json layout)."""
     raw = json.loads((model_dir / "config.json").read_text())
     heads = raw["num_attention_heads"]
-    return build_config(
+    return runner_config(
         {
             "n_layers": raw["num_hidden_layers"],
             "emb_dim": raw["hidden_size"],

@@ -14,7 +14,7 @@ from conftest import FAMILY_DEFAULTS
 from helpers import config_of
 from phase0_shim import ops
 from phase0_shim.tokens import is_placeholder
-from phase0_shim.testmodels import RESERVED, VOCAB_SIZE
+from phase0_testmodels import RESERVED, VOCAB_SIZE
 
 
 def go_config(model_dir: Path) -> dict[str, Any]:

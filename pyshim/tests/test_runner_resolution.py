@@ -8,7 +8,7 @@ import numpy as np
 from phase0_shim import hf_runner
 from phase0_shim.prompts import BUNDLED_PROMPTS_DIR, canonical_prompt
 from phase0_shim.runner import resolve_runner
-from phase0_shim.testmodels import VOCAB_SIZE
+from phase0_testmodels import VOCAB_SIZE
 from helpers import config_of, prompt_ids
 
 

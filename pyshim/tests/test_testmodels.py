@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from safetensors import safe_open
 
-from phase0_shim.testmodels import SPECIAL_TOKENS, VOCAB_SIZE, main, make_tiny_model
+from phase0_testmodels import SPECIAL_TOKENS, VOCAB_SIZE, main, make_tiny_model
 
 
 def tensor_names(model_dir: Path) -> dict[str, tuple[int, ...]]:

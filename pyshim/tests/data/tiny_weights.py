@@ -2,7 +2,7 @@
 
 Shaped like a generated ``<name>_weights.py`` (``LlamaConfig``, ``LayerWeights``,
 ``LlamaWeights``, ``load_weights``), with defaults matching the tiny Llama from
-``phase0_shim.testmodels``. Tests write copies with other defaults to cover the
+``phase0_testmodels``. Tests write copies with other defaults to cover the
 other families and broken configs.
 """
 

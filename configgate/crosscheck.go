@@ -1,7 +1,8 @@
-package weights
+package configgate
 
 import (
 	"fmt"
+	"io/fs"
 	"regexp"
 	"strconv"
 
@@ -9,39 +10,15 @@ import (
 	"phase0/safetensors"
 )
 
-// Finding is a config value that disagrees with what the checkpoint implies.
-type Finding struct {
-	Field   string `json:"field"`
-	Source  string `json:"source"` // "weights" here; "generated_config" from the Python gate
-	Config  any    `json:"config"`
-	Actual  any    `json:"actual"`
-	Message string `json:"message"`
-}
-
-// Consistency is gates.config_consistency in the report.
-type Consistency struct {
-	Status     string    `json:"status"`
-	Checked    []string  `json:"checked"`
-	Mismatches []Finding `json:"mismatches"`
-}
-
-// NewConsistency returns an empty passing section.
-func NewConsistency() *Consistency {
-	return &Consistency{Status: StatusPass, Checked: []string{}, Mismatches: []Finding{}}
-}
-
-// Add records a finding and fails the section.
-func (c *Consistency) Add(f Finding) {
-	c.Mismatches = append(c.Mismatches, f)
-	c.Status = StatusFail
-}
-
 var layerIndex = regexp.MustCompile(`^model\.layers\.(\d+)\.`)
 
-// CrossCheck derives sizes from tensor shapes and compares them with the config.
-// Each disagreement names the field, the config value and the checkpoint's.
-func CrossCheck(cfg *model.Config, inv *safetensors.Inventory) *Consistency {
-	c := NewConsistency()
+// CrossCheck derives sizes from tensor shapes and compares them with the
+// config. Each disagreement names the field, the config value and the
+// checkpoint's. fsys is the model folder: a tied config whose checkpoint
+// also holds lm_head.weight has exactly those two tensors read and compared.
+func CrossCheck(cfg *model.Config, inv *safetensors.Inventory, fsys fs.FS) *Consistency {
+	c := New()
+	c.source(SourceWeights)
 	shape := func(name string) []int64 {
 		if t, ok := inv.Tensors[name]; ok {
 			return t.Shape
@@ -49,9 +26,9 @@ func CrossCheck(cfg *model.Config, inv *safetensors.Inventory) *Consistency {
 		return nil
 	}
 	check := func(field string, want, got int64, how string) {
-		c.Checked = append(c.Checked, field)
+		c.check(SourceWeights, field)
 		if want != got {
-			c.Add(Finding{Field: field, Source: "weights", Config: want, Actual: got,
+			c.add(Finding{Field: field, Source: SourceWeights, Config: want, Actual: got,
 				Message: fmt.Sprintf("config.json gives %s %d but %s implies %d", field, want, how, got)})
 		}
 	}
@@ -92,31 +69,53 @@ func CrossCheck(cfg *model.Config, inv *safetensors.Inventory) *Consistency {
 	}
 
 	if len(layers) > 0 {
-		c.Checked = append(c.Checked, "qkv_bias")
+		c.check(SourceWeights, "qkv_bias")
 		_, hasBias := inv.Tensors[l0+"self_attn.q_proj.bias"]
 		if hasBias != cfg.QKVBias {
-			c.Add(Finding{Field: "qkv_bias", Source: "weights", Config: cfg.QKVBias, Actual: hasBias,
+			c.add(Finding{Field: "qkv_bias", Source: SourceWeights, Config: cfg.QKVBias, Actual: hasBias,
 				Message: fmt.Sprintf("the config decides qkv_bias=%v but %sself_attn.q_proj.bias is %s", cfg.QKVBias, l0, presence(hasBias))})
 		}
-		c.Checked = append(c.Checked, "qk_norm")
+		c.check(SourceWeights, "qk_norm")
 		_, hasNorm := inv.Tensors[l0+"self_attn.q_norm.weight"]
 		if hasNorm != cfg.QKNorm {
-			c.Add(Finding{Field: "qk_norm", Source: "weights", Config: cfg.QKNorm, Actual: hasNorm,
+			c.add(Finding{Field: "qk_norm", Source: SourceWeights, Config: cfg.QKNorm, Actual: hasNorm,
 				Message: fmt.Sprintf("the family decides qk_norm=%v but %sself_attn.q_norm.weight is %s", cfg.QKNorm, l0, presence(hasNorm))})
 		}
 	}
 
-	c.Checked = append(c.Checked, "tie_word_embeddings")
-	_, hasHead := inv.Tensors["lm_head.weight"]
+	c.check(SourceWeights, "tie_word_embeddings")
+	head, hasHead := inv.Tensors["lm_head.weight"]
 	switch {
 	case cfg.TieWordEmbeddings && hasHead:
-		c.Add(Finding{Field: "tie_word_embeddings", Source: "weights", Config: true, Actual: false,
-			Message: "tie_word_embeddings is true but the checkpoint has its own lm_head.weight, which transformers would discard in favour of the embeddings"})
+		tiedHead(c, inv, head, fsys)
 	case !cfg.TieWordEmbeddings && !hasHead:
-		c.Add(Finding{Field: "tie_word_embeddings", Source: "weights", Config: false, Actual: true,
+		c.add(Finding{Field: "tie_word_embeddings", Source: SourceWeights, Config: false, Actual: true,
 			Message: "tie_word_embeddings is false but lm_head.weight is absent: a loader that falls back to the embeddings would silently produce wrong logits"})
 	}
 	return c
+}
+
+// tiedHead handles a tied config whose checkpoint also stores lm_head.weight,
+// as several converters write it: harmless when it is a byte-identical copy
+// of the embeddings, wrong when it differs, because transformers ties the
+// head to the embeddings and ignores the checkpoint's lm_head.
+func tiedHead(c *Consistency, inv *safetensors.Inventory, head safetensors.Tensor, fsys fs.FS) {
+	emb, ok := inv.Tensors["model.embed_tokens.weight"]
+	if !ok {
+		return // the weights gate reports the missing embeddings
+	}
+	same, err := safetensors.SameBytes(fsys, emb, head)
+	if err != nil {
+		c.add(Finding{Field: "tie_word_embeddings", Source: SourceWeights, Config: true, Actual: nil,
+			Message: "tie_word_embeddings is true and the checkpoint has its own lm_head.weight, which could not be compared with the embeddings: " + err.Error()})
+		return
+	}
+	if same {
+		c.Notes = append(c.Notes, "tie_word_embeddings is true and the checkpoint also stores lm_head.weight: it is a byte-identical copy of model.embed_tokens.weight, so tying changes nothing")
+		return
+	}
+	c.add(Finding{Field: "tie_word_embeddings", Source: SourceWeights, Config: true, Actual: false,
+		Message: "tie_word_embeddings is true but the checkpoint's lm_head.weight differs from model.embed_tokens.weight: transformers will ignore the checkpoint's lm_head and use the embeddings"})
 }
 
 func presence(b bool) string {

@@ -4,7 +4,7 @@ Each model is written by transformers' own ``save_pretrained`` in bf16
 safetensors, next to a real byte-level BPE tokenizer trained on a fixed
 English text shipped in this package. No network, no pickles.
 
-    python -m phase0_shim.testmodels --family qwen3 --out /tmp/tiny-qwen3 [--sharded]
+    python -m phase0_testmodels --family qwen3 --out /tmp/tiny-qwen3 [--sharded]
         [--nan-in model.layers.0.mlp.down_proj.weight] [--rope-scaling llama3|linear]
         [--tied | --untied] [--sliding-window N] [--seed S]
 """
@@ -186,7 +186,7 @@ def _plant_nan(model: Any, name: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m phase0_shim.testmodels", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m phase0_testmodels", description=__doc__.splitlines()[0])
     parser.add_argument("--family", required=True, choices=FAMILIES)
     parser.add_argument("--out", required=True, type=Path)
     parser.add_argument("--sharded", action="store_true", help="write several shards and an index")
