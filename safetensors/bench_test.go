@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"phase0/internal/sttest"
 	"strconv"
 	"testing"
 )
@@ -29,17 +30,17 @@ func benchScanFile(b *testing.B) (string, *Inventory) {
 		binary.LittleEndian.PutUint16(block[i:], uint16(math.Float32bits(float32(r.NormFloat64()*0.02))>>16))
 	}
 	const perTensor = 64 // MiB
-	var ts []WriteTensor
+	var ts []sttest.WriteTensor
 	for i := 0; i*perTensor < mb; i++ {
 		n := min(perTensor, mb-i*perTensor)
 		data := make([]byte, 0, n<<20)
 		for range n {
 			data = append(data, block...)
 		}
-		ts = append(ts, WriteTensor{Name: fmt.Sprintf("t%03d", i), DType: "BF16", Shape: []int64{int64(n) << 19}, Data: data})
+		ts = append(ts, sttest.WriteTensor{Name: fmt.Sprintf("t%03d", i), DType: "BF16", Shape: []int64{int64(n) << 19}, Data: data})
 	}
 	dir := b.TempDir()
-	if err := WriteFile(filepath.Join(dir, SingleFile), ts, nil); err != nil {
+	if err := sttest.WriteFile(filepath.Join(dir, SingleFile), ts, nil); err != nil {
 		b.Fatal(err)
 	}
 	inv, err := Load(os.DirFS(dir))
@@ -85,16 +86,33 @@ func BenchmarkCountBF16(b *testing.B) {
 	}
 }
 
-func BenchmarkLoad8BShape(b *testing.B) {
-	dir := b.TempDir()
-	if err := Write8BShape(dir); err != nil {
+// BenchmarkReadHeader parses one header of 100k tensors; tensors/s is
+// b.N*100k over the elapsed time.
+func BenchmarkReadHeader(b *testing.B) {
+	const n = 100_000
+	ts := make([]sttest.WriteTensor, n)
+	for i := range ts {
+		ts[i] = sttest.WriteTensor{Name: fmt.Sprintf("model.layers.%d.self_attn.q_proj.weight", i), DType: "BF16", Shape: []int64{64, int64(i%7 + 1)}}
+	}
+	path := filepath.Join(b.TempDir(), SingleFile)
+	if err := sttest.WriteFile(path, ts, map[string]string{"format": "pt"}); err != nil {
 		b.Fatal(err)
 	}
-	fsys := os.DirFS(dir)
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
 	for b.Loop() {
-		inv, err := Load(fsys)
-		if err != nil || len(inv.Tensors) != 291 {
-			b.Fatalf("Load: %v", err)
+		h, err := ReadHeader(f, fi.Size(), SingleFile)
+		if err != nil || len(h.Tensors) != n {
+			b.Fatalf("ReadHeader: %v", err)
 		}
 	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tensors/s")
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"phase0/internal/sttest"
 	"strings"
 	"testing"
 )
@@ -27,12 +28,12 @@ func seedFiles(f *testing.F, pattern string) {
 
 func FuzzReadHeader(f *testing.F) {
 	seedFiles(f, filepath.Join("testdata", "malformed", "*.safetensors"))
-	for _, ts := range [][]WriteTensor{
+	for _, ts := range [][]sttest.WriteTensor{
 		nil,
 		{u8("a", 3), {Name: "b", DType: "BF16", Shape: []int64{2, 2}, Data: make([]byte, 8)}},
 		{{Name: "s", DType: "F64", Data: make([]byte, 8)}, {Name: "z", DType: "F32", Shape: []int64{0}, Data: []byte{}}},
 	} {
-		hdr, sizes, err := encodeHeader(ts, map[string]string{"format": "pt"})
+		hdr, sizes, err := sttest.EncodeHeader(ts, map[string]string{"format": "pt"})
 		if err != nil {
 			f.Fatal(err)
 		}

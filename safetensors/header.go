@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"phase0/internal/stformat"
 )
 
 // MaxHeaderSize is the largest JSON header accepted, in bytes. It is the cap
@@ -20,7 +22,7 @@ import (
 const MaxHeaderSize = 100_000_000
 
 // metadataKey is the reserved header key holding free-form string metadata.
-const metadataKey = "__metadata__"
+const metadataKey = stformat.MetadataKey
 
 // Tensor locates one tensor's bytes. Begin and End are absolute offsets in
 // File (8 + header length + data_offsets).

@@ -8,10 +8,12 @@ import (
 	"io/fs"
 	"strconv"
 	"strings"
+
+	"phase0/internal/stformat"
 )
 
 // IndexFile is the name of the sharded-checkpoint index in a model folder.
-const IndexFile = "model.safetensors.index.json"
+const IndexFile = stformat.IndexFile
 
 // maxIndexSize bounds how much of an index file is read; real ones are well
 // under a megabyte even for very large models.

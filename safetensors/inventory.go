@@ -8,10 +8,12 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"phase0/internal/stformat"
 )
 
 // SingleFile is the name of an unsharded checkpoint.
-const SingleFile = "model.safetensors"
+const SingleFile = stformat.SingleFile
 
 // Inventory is every tensor of a model folder, read from headers only.
 type Inventory struct {

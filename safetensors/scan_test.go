@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"phase0/internal/sttest"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -71,7 +72,7 @@ var floatKinds = []floatKind{
 
 // plantedTensor builds n elements with exactly nan NaNs and inf Infs.
 // Positions include the first and last element so block edges and tails are hit.
-func plantedTensor(r *rand.Rand, k floatKind, name string, n, nan, inf int) WriteTensor {
+func plantedTensor(r *rand.Rand, k floatKind, name string, n, nan, inf int) sttest.WriteTensor {
 	data := make([]byte, n*k.size)
 	put := func(i int, v uint64) {
 		switch k.size {
@@ -103,7 +104,7 @@ func plantedTensor(r *rand.Rand, k floatKind, name string, n, nan, inf int) Writ
 	for i := range inf {
 		put(pos[nan+i], k.infs[i%len(k.infs)])
 	}
-	return WriteTensor{Name: name, DType: k.dtype, Shape: []int64{int64(n)}, Data: data}
+	return sttest.WriteTensor{Name: name, DType: k.dtype, Shape: []int64{int64(n)}, Data: data}
 }
 
 // scanFixture writes two files without index: odd sizes, unaligned starts,
@@ -119,7 +120,7 @@ func scanFixture(t *testing.T) (string, []NonFinite) {
 		for i := range ff {
 			ff[i] = 0xFF
 		}
-		ts := []WriteTensor{{Name: file + ".pad", DType: "U8", Shape: []int64{3}, Data: ff}} // misaligns what follows
+		ts := []sttest.WriteTensor{{Name: file + ".pad", DType: "U8", Shape: []int64{3}, Data: ff}} // misaligns what follows
 		for _, k := range floatKinds {
 			for j, c := range []struct{ n, nan, inf int }{{1001, 7, 3}, {4096, 0, 0}, {37, 0, 2}, {1, 1, 0}, {5000, 40, 0}} {
 				name := k.dtype + "." + string(rune('a'+f)) + string(rune('0'+j))
@@ -134,9 +135,9 @@ func scanFixture(t *testing.T) (string, []NonFinite) {
 			ints[i] = 0xFF
 		}
 		ts = append(ts,
-			WriteTensor{Name: file + ".i32", DType: "I32", Shape: []int64{16}, Data: ints},
-			WriteTensor{Name: file + ".f8", DType: "F8_E4M3", Shape: []int64{64}, Data: ints},
-			WriteTensor{Name: file + ".empty", DType: "F32", Shape: []int64{0, 4}, Data: []byte{}},
+			sttest.WriteTensor{Name: file + ".i32", DType: "I32", Shape: []int64{16}, Data: ints},
+			sttest.WriteTensor{Name: file + ".f8", DType: "F8_E4M3", Shape: []int64{64}, Data: ints},
+			sttest.WriteTensor{Name: file + ".empty", DType: "F32", Shape: []int64{0, 4}, Data: []byte{}},
 		)
 		mustWrite(t, dir, file, ts...)
 	}
@@ -343,7 +344,7 @@ func TestCountKernels(t *testing.T) {
 // vanished pages raises SIGBUS, which must come back as ErrTruncated.
 func TestScanFaultBecomesError(t *testing.T) {
 	dir := t.TempDir()
-	mustWrite(t, dir, SingleFile, WriteTensor{Name: "w", DType: "F32", Shape: []int64{1 << 18}, Data: make([]byte, 1<<20)})
+	mustWrite(t, dir, SingleFile, sttest.WriteTensor{Name: "w", DType: "F32", Shape: []int64{1 << 18}, Data: make([]byte, 1<<20)})
 	inv, err := Load(os.DirFS(dir))
 	if err != nil {
 		t.Fatal(err)

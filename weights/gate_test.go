@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"phase0/internal/sttest"
 	"phase0/model"
 	"phase0/safetensors"
 )
@@ -21,21 +22,21 @@ func tinyConfig(mut func(*model.Config)) *model.Config {
 
 // writeCheckpoint writes a real single-file checkpoint for cfg, letting edit
 // change the tensor list first, and returns its inventory.
-func writeCheckpoint(t *testing.T, cfg *model.Config, edit func([]safetensors.WriteTensor) []safetensors.WriteTensor) *safetensors.Inventory {
+func writeCheckpoint(t *testing.T, cfg *model.Config, edit func([]sttest.WriteTensor) []sttest.WriteTensor) *safetensors.Inventory {
 	t.Helper()
-	var ts []safetensors.WriteTensor
+	var ts []sttest.WriteTensor
 	for _, s := range model.ExpectedTensors(cfg) {
 		n := int64(2)
 		for _, d := range s.Shape {
 			n *= d
 		}
-		ts = append(ts, safetensors.WriteTensor{Name: s.Name, DType: "BF16", Shape: s.Shape, Data: make([]byte, n)})
+		ts = append(ts, sttest.WriteTensor{Name: s.Name, DType: "BF16", Shape: s.Shape, Data: make([]byte, n)})
 	}
 	if edit != nil {
 		ts = edit(ts)
 	}
 	dir := t.TempDir()
-	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
+	if err := sttest.WriteFile(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
 		t.Fatal(err)
 	}
 	inv, err := safetensors.Load(os.DirFS(dir))
@@ -45,8 +46,8 @@ func writeCheckpoint(t *testing.T, cfg *model.Config, edit func([]safetensors.Wr
 	return inv
 }
 
-func drop(name string) func([]safetensors.WriteTensor) []safetensors.WriteTensor {
-	return func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
+func drop(name string) func([]sttest.WriteTensor) []sttest.WriteTensor {
+	return func(ts []sttest.WriteTensor) []sttest.WriteTensor {
 		out := ts[:0]
 		for _, t := range ts {
 			if t.Name != name {
@@ -57,13 +58,13 @@ func drop(name string) func([]safetensors.WriteTensor) []safetensors.WriteTensor
 	}
 }
 
-func add(name, dtype string, shape ...int64) func([]safetensors.WriteTensor) []safetensors.WriteTensor {
-	return func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
+func add(name, dtype string, shape ...int64) func([]sttest.WriteTensor) []sttest.WriteTensor {
+	return func(ts []sttest.WriteTensor) []sttest.WriteTensor {
 		n, _ := safetensors.DTypeSize(dtype)
 		for _, d := range shape {
 			n *= d
 		}
-		return append(ts, safetensors.WriteTensor{Name: name, DType: dtype, Shape: shape, Data: make([]byte, n)})
+		return append(ts, sttest.WriteTensor{Name: name, DType: dtype, Shape: shape, Data: make([]byte, n)})
 	}
 }
 
@@ -89,7 +90,7 @@ func TestCheckFindings(t *testing.T) {
 		name  string
 		cfg   *model.Config
 		ckpt  *model.Config // the config the checkpoint was written from; nil = cfg
-		edit  func([]safetensors.WriteTensor) []safetensors.WriteTensor
+		edit  func([]sttest.WriteTensor) []sttest.WriteTensor
 		check func(*Result) bool
 		cross []string // fields expected in config_consistency findings
 	}{
@@ -101,7 +102,7 @@ func TestCheckFindings(t *testing.T) {
 			check: func(r *Result) bool { return len(r.Unexpected) == 1 }},
 		{name: "inv_freq is harmless", cfg: tinyConfig(nil), edit: add("model.layers.0.self_attn.rotary_emb.inv_freq", "F32", 8),
 			check: func(r *Result) bool { return r.Status == StatusPass && len(r.Harmless) == 1 }},
-		{name: "quantized dtype", cfg: tinyConfig(nil), edit: func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
+		{name: "quantized dtype", cfg: tinyConfig(nil), edit: func(ts []sttest.WriteTensor) []sttest.WriteTensor {
 			ts[1].DType = "I8"
 			ts[1].Data = ts[1].Data[:len(ts[1].Data)/2]
 			return ts

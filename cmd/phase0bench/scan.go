@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"phase0/internal/sttest"
 	"phase0/safetensors"
 )
 
@@ -125,15 +126,15 @@ func fileSize(path string) (int64, error) {
 // writeRandomBF16 lays the file out sparse with safetensors.WriteFile, then
 // fills every tensor with random finite bf16 values, one chunk at a time.
 func writeRandomBF16(path string) error {
-	ts := make([]safetensors.WriteTensor, scanTensors)
+	ts := make([]sttest.WriteTensor, scanTensors)
 	for i := range ts {
-		ts[i] = safetensors.WriteTensor{
+		ts[i] = sttest.WriteTensor{
 			Name:  fmt.Sprintf("model.layers.%d.mlp.up_proj.weight", i),
 			DType: "BF16",
 			Shape: []int64{scanRows, scanCols},
 		}
 	}
-	if err := safetensors.WriteFile(path, ts, map[string]string{"format": "pt"}); err != nil {
+	if err := sttest.WriteFile(path, ts, map[string]string{"format": "pt"}); err != nil {
 		return err
 	}
 	inv, err := safetensors.Load(os.DirFS(filepath.Dir(path)))
