@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -53,6 +54,10 @@ func FuzzReadHeader(f *testing.F) {
 			}
 			return
 		}
+		// The scanner is hand-written: whatever it accepts must be JSON.
+		if !json.Valid(data[8:h.DataStart]) {
+			t.Fatalf("accepted a header that is not JSON: %q", data[8:h.DataStart])
+		}
 		next := h.DataStart
 		for _, tn := range h.Tensors {
 			if tn.Begin != next {
@@ -82,6 +87,9 @@ func FuzzReadIndex(f *testing.F) {
 				t.Fatalf("error %v is %T, want *FormatError", err, err)
 			}
 			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted an index that is not JSON: %q", data)
 		}
 		if len(ix.WeightMap) == 0 {
 			t.Fatal("accepted an empty weight_map")

@@ -30,7 +30,7 @@ func (inv *Inventory) Names() []string {
 	for n := range inv.Tensors {
 		names = append(names, n)
 	}
-	sortStrings(names)
+	slices.Sort(names)
 	return names
 }
 
@@ -49,7 +49,13 @@ func Load(fsys fs.FS) (*Inventory, error) {
 	var stFiles, pickles []string
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() {
+		if name == IndexFile || name == SingleFile {
+			// A directory or pipe under a name that decides the layout is
+			// refused, not skipped: skipping would load a different layout.
+			if err := checkRegular(fsys, name); err != nil {
+				return nil, err
+			}
+		} else if e.IsDir() {
 			continue
 		}
 		switch {
@@ -110,7 +116,7 @@ func (inv *Inventory) add(file string, h *Header) error {
 }
 
 func loadFiles(fsys fs.FS, files []string) (*Inventory, error) {
-	sortStrings(files)
+	slices.Sort(files)
 	inv := newInventory()
 	for _, f := range files {
 		h, err := readHeaderFS(fsys, f)
@@ -125,17 +131,19 @@ func loadFiles(fsys fs.FS, files []string) (*Inventory, error) {
 }
 
 func loadSharded(fsys fs.FS) (*Inventory, error) {
-	f, err := fsys.Open(IndexFile)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", IndexFile, err)
-	}
-	ix, err := ReadIndex(f, IndexFile)
-	f.Close()
+	ix, err := LoadIndex(fsys)
 	if err != nil {
 		return nil, err
 	}
+	// One pass over the weight map groups its tensors by shard, so each
+	// shard's check below costs its own tensors, not the whole map.
+	byShard := map[string][]string{}
+	for name, shard := range ix.WeightMap {
+		byShard[shard] = append(byShard[shard], name)
+	}
 	inv := newInventory()
 	inv.Sharded = true
+	inv.Tensors = make(map[string]Tensor, len(ix.WeightMap))
 	for _, shard := range ix.Shards() {
 		h, err := readHeaderFS(fsys, shard)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -144,9 +152,7 @@ func loadSharded(fsys fs.FS) (*Inventory, error) {
 		if err != nil {
 			return nil, err
 		}
-		inHeader := make(map[string]bool, len(h.Tensors))
 		for _, t := range h.Tensors {
-			inHeader[t.Name] = true
 			if ix.WeightMap[t.Name] != shard {
 				where := "does not list it"
 				if other, ok := ix.WeightMap[t.Name]; ok {
@@ -155,14 +161,21 @@ func loadSharded(fsys fs.FS) (*Inventory, error) {
 				return nil, fmt.Errorf("tensor %q is in the header of %s but %s %s: %w", t.Name, shard, IndexFile, where, ErrTensorNotInIndex)
 			}
 		}
-		var missing []string
-		for name, s := range ix.WeightMap {
-			if s == shard && !inHeader[name] {
-				missing = append(missing, name)
+		// Every header tensor is assigned here and names are unique within
+		// a header, so equal counts mean the index's list for this shard is
+		// exactly the header's.
+		if want := byShard[shard]; len(h.Tensors) != len(want) {
+			inHeader := make(map[string]bool, len(h.Tensors))
+			for _, t := range h.Tensors {
+				inHeader[t.Name] = true
 			}
-		}
-		if len(missing) > 0 {
-			sortStrings(missing)
+			var missing []string
+			for _, name := range want {
+				if !inHeader[name] {
+					missing = append(missing, name)
+				}
+			}
+			slices.Sort(missing)
 			more := ""
 			if len(missing) > 1 {
 				more = fmt.Sprintf(" (and %d more)", len(missing)-1)
@@ -176,9 +189,37 @@ func loadSharded(fsys fs.FS) (*Inventory, error) {
 	return inv, nil
 }
 
+// checkRegular refuses a name in fsys that is not a regular file (links
+// followed) before anything opens it: opening a FIFO blocks until a writer
+// appears, and a device never ends.
+func checkRegular(fsys fs.FS, name string) error {
+	fi, err := fs.Stat(fsys, name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if fi.Mode().IsRegular() {
+		return nil
+	}
+	kind := "not a regular file"
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	}
+	return fmt.Errorf("%s is %s, want a regular file; remove or replace it: %w", name, kind, ErrNotRegular)
+}
+
 // readHeaderFS opens name in fsys and reads its header. Files that are not
 // io.ReaderAt are read sequentially, never further than the header.
 func readHeaderFS(fsys fs.FS, name string) (*Header, error) {
+	if err := checkRegular(fsys, name); err != nil {
+		return nil, err
+	}
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", name, err)
@@ -188,8 +229,8 @@ func readHeaderFS(fsys fs.FS, name string) (*Header, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stat %s: %w", name, err)
 	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("%s is a directory, want a safetensors file", name)
+	if !fi.Mode().IsRegular() { // replaced since checkRegular looked
+		return nil, fmt.Errorf("%s is not a regular file: %w", name, ErrNotRegular)
 	}
 	ra, ok := f.(io.ReaderAt)
 	if !ok {
@@ -228,5 +269,3 @@ func (s *seqReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return n, nil
 }
-
-func sortStrings(s []string) { slices.Sort(s) }

@@ -1,6 +1,7 @@
 package safetensors
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -78,7 +79,7 @@ func Scan(dir string, inv *Inventory, workers int, progress ScanProgress) ([]Non
 	var total int64
 	for _, file := range files {
 		its := byFile[file]
-		slices.SortFunc(its, func(a, b *scanItem) int { return cmpInt(a.t.Begin, b.t.Begin) })
+		slices.SortFunc(its, func(a, b *scanItem) int { return cmp.Compare(a.t.Begin, b.t.Begin) })
 		src, err := openSource(dir, file, its[len(its)-1].t.End)
 		if err != nil {
 			return nil, err
