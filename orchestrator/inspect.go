@@ -114,7 +114,7 @@ func (r *Report) inspect(ctx context.Context, s *Settings) *inspection {
 		return res.Status, fmt.Sprintf("%d tensors in %d file(s), %.1f MiB", res.Tensors, len(res.Files), float64(res.Bytes)/(1<<20))
 	})
 	if s.Scan && insp.inv != nil {
-		r.timed(s, "scan", func() (string, string) { return r.scan(s, ref.Dir, insp.inv) })
+		r.timed(s, "scan", func() (string, string) { return r.scan(ctx, s, ref.Dir, insp.inv) })
 	}
 	return insp
 }

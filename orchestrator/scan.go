@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -11,7 +12,7 @@ import (
 )
 
 // scan reads every tensor byte and records NaN/Inf counts on gates.weights.
-func (r *Report) scan(s *Settings, dir string, inv *safetensors.Inventory) (string, string) {
+func (r *Report) scan(ctx context.Context, s *Settings, dir string, inv *safetensors.Inventory) (string, string) {
 	var bar *progressbar.ProgressBar
 	if s.ProgressBars && inv.TotalBytes > 64<<20 {
 		bar = progressbar.NewOptions64(inv.TotalBytes,
@@ -22,7 +23,7 @@ func (r *Report) scan(s *Settings, dir string, inv *safetensors.Inventory) (stri
 			progressbar.OptionClearOnFinish())
 	}
 	start := time.Now()
-	found, err := safetensors.Scan(dir, inv, s.Workers, func(done, _ int64) {
+	found, err := safetensors.Scan(ctx, dir, inv, s.Workers, func(done, _ int64) {
 		if bar != nil {
 			_ = bar.Set64(done)
 		}

@@ -1,6 +1,7 @@
 package safetensors
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -62,7 +63,7 @@ func BenchmarkScan(b *testing.B) {
 				useMmap = mode.mmap
 				b.SetBytes(inv.TotalBytes)
 				for b.Loop() {
-					got, err := Scan(dir, inv, workers, nil)
+					got, err := Scan(context.Background(), dir, inv, workers, nil)
 					if err != nil || len(got) != 0 {
 						b.Fatalf("Scan = %v, %v", got, err)
 					}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
@@ -71,7 +72,7 @@ func (b *bench) scan() error {
 		if err != nil {
 			return 0, err
 		}
-		bad, err := safetensors.Scan(dir, inv, 0, nil)
+		bad, err := safetensors.Scan(context.Background(), dir, inv, 0, nil)
 		if err != nil {
 			return 0, err
 		}
