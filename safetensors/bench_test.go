@@ -117,3 +117,26 @@ func BenchmarkReadHeader(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tensors/s")
 }
+
+// BenchmarkLoadSharded loads a 73,728-tensor checkpoint in 64 shards (the
+// tensor count of a 8192-layer Llama); tensors/s is the inventory rate.
+func BenchmarkLoadSharded(b *testing.B) {
+	const n, shards = 73_728, 64
+	ts := make([]sttest.WriteTensor, n)
+	for i := range ts {
+		ts[i] = sttest.WriteTensor{Name: fmt.Sprintf("model.layers.%d.mlp.up_proj.weight", i), DType: "BF16", Shape: []int64{512, 256}}
+	}
+	dir := b.TempDir()
+	if err := sttest.WriteSharded(dir, ts, shards); err != nil {
+		b.Fatal(err)
+	}
+	fsys := os.DirFS(dir)
+	b.ResetTimer()
+	for b.Loop() {
+		inv, err := Load(fsys)
+		if err != nil || len(inv.Tensors) != n {
+			b.Fatalf("Load: %v", err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tensors/s")
+}

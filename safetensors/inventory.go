@@ -107,12 +107,17 @@ func (inv *Inventory) add(file string, h *Header) error {
 		inv.Tensors[t.Name] = t
 		inv.TotalBytes += t.Bytes()
 	}
-	for k, v := range h.Metadata {
+	inv.addMetadata(h.Metadata)
+	return nil
+}
+
+// addMetadata merges a header's __metadata__; the first file wins.
+func (inv *Inventory) addMetadata(md map[string]string) {
+	for k, v := range md {
 		if _, ok := inv.Metadata[k]; !ok {
 			inv.Metadata[k] = v
 		}
 	}
-	return nil
 }
 
 func loadFiles(fsys fs.FS, files []string) (*Inventory, error) {
@@ -182,9 +187,14 @@ func loadSharded(fsys fs.FS) (*Inventory, error) {
 			}
 			return nil, fmt.Errorf("tensor %q%s assigned to %s by %s is not in that shard's header: %w", missing[0], more, shard, IndexFile, ErrTensorNotInShard)
 		}
-		if err := inv.add(shard, h); err != nil {
-			return nil, err
+		// The checks above place each tensor in exactly one shard, so no
+		// name can repeat across shards: insert without looking first.
+		inv.Files = append(inv.Files, shard)
+		for _, t := range h.Tensors {
+			inv.Tensors[t.Name] = t
+			inv.TotalBytes += t.Bytes()
 		}
+		inv.addMetadata(h.Metadata)
 	}
 	return inv, nil
 }
