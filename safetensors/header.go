@@ -119,9 +119,10 @@ type headerParser struct {
 
 func (p *headerParser) parse() (md map[string]string, raws []rawTensor, err error) {
 	p.pos = 1 // ReadHeader checked that the header starts with '{'
-	// Sizing from a count of the field every tensor has makes the common
-	// case one allocation per slice and no map growth.
-	n := bytes.Count(p.buf, []byte(`"data_offsets"`))
+	// Every tensor entry opens one object, so counting '{' (a vectorised
+	// single-byte count) sizes the slices and map with no growth; names
+	// holding '{' only make the estimate generous.
+	n := bytes.Count(p.buf, []byte{'{'})
 	raws = make([]rawTensor, 0, n)
 	p.shapes = make([]int64, 0, 2*n+1)
 	seen := make(map[string]struct{}, n)

@@ -158,7 +158,7 @@ func (p *indexParser) weightMap() (map[string]string, error) {
 		}
 		return nil, p.errAt(at, nil, "weight_map: got %s, want \"{\"", desc)
 	}
-	wm := make(map[string]string, bytes.Count(p.buf, []byte(".safetensors\"")))
+	wm := make(map[string]string, bytes.Count(p.buf, []byte{':'})) // one ':' per entry, plus a few
 	// A checkpoint has a handful of shards named once per tensor: each
 	// distinct name is checked once and shared by every entry.
 	shards := map[string]string{}
