@@ -28,8 +28,3 @@ func mapRange(f *os.File, begin, end int64) ([]byte, func(), error) {
 
 // adviseSequential doubles the kernel's read-ahead window for f; advice only.
 func adviseSequential(f *os.File) { _ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_SEQUENTIAL) }
-
-// adviseWillNeed starts asynchronous read-ahead of [begin, end); advice only.
-func adviseWillNeed(f *os.File, begin, end int64) {
-	_ = unix.Fadvise(int(f.Fd()), begin, end-begin, unix.FADV_WILLNEED)
-}

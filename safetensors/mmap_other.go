@@ -12,5 +12,4 @@ func mapRange(*os.File, int64, int64) ([]byte, func(), error) {
 	return nil, nil, errors.New("mmap not used on this platform")
 }
 
-func adviseSequential(*os.File)             {}
-func adviseWillNeed(*os.File, int64, int64) {}
+func adviseSequential(*os.File) {}

@@ -369,7 +369,7 @@ func TestScanFaultBecomesError(t *testing.T) {
 	chunks := []scanChunk{{item: item, begin: w.Begin, end: w.End}}
 	var next, done atomic.Int64
 	var failed atomic.Bool
-	err = scanWorker(context.Background(), chunks, 1, &next, &done, &failed)
+	err = scanWorker(context.Background(), chunks, &next, &done, &failed)
 	if !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), `tensor "w"`) {
 		t.Fatalf("got %v, want ErrTruncated naming the tensor", err)
 	}
