@@ -3,14 +3,27 @@ package configgate
 import (
 	"fmt"
 	"io/fs"
-	"regexp"
 	"strconv"
+	"strings"
 
 	"phase0/model"
 	"phase0/safetensors"
 )
 
-var layerIndex = regexp.MustCompile(`^model\.layers\.(\d+)\.`)
+// layerIndex returns i for a name model.layers.<i>.…; no regexp, because
+// it runs once per tensor and checkpoints reach tens of thousands.
+func layerIndex(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, "model.layers.")
+	if !ok {
+		return 0, false
+	}
+	digits, _, ok := strings.Cut(rest, ".")
+	if !ok || digits == "" || (len(digits) > 1 && digits[0] == '0') {
+		return 0, false
+	}
+	i, err := strconv.Atoi(digits)
+	return i, err == nil && i >= 0
+}
 
 // CrossCheck derives sizes from tensor shapes and compares them with the
 // config. Each disagreement names the field, the config value and the
@@ -41,11 +54,9 @@ func CrossCheck(cfg *model.Config, inv *safetensors.Inventory, fsys fs.FS) *Cons
 	layers := map[int]bool{}
 	maxLayer := -1
 	for name := range inv.Tensors {
-		if m := layerIndex.FindStringSubmatch(name); m != nil {
-			if i, err := strconv.Atoi(m[1]); err == nil {
-				layers[i] = true
-				maxLayer = max(maxLayer, i)
-			}
+		if i, ok := layerIndex(name); ok {
+			layers[i] = true
+			maxLayer = max(maxLayer, i)
 		}
 	}
 	if len(layers) > 0 {

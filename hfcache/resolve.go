@@ -1,15 +1,15 @@
 package hfcache
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
+
+	"phase0/safetensors"
 )
 
 var (
@@ -24,21 +24,16 @@ var (
 // DefaultRevision is the ref huggingface_hub uses when none is given.
 const DefaultRevision = "main"
 
-// Files phase0 needs from a snapshot, besides the weights.
+// Files phase0 needs from a snapshot, besides the weights (whose names,
+// and the index's, package safetensors owns).
 const (
 	ConfigFile          = "config.json"
-	SafetensorsFile     = "model.safetensors"
-	SafetensorsIndex    = "model.safetensors.index.json"
 	TokenizerConfigFile = "tokenizer_config.json"
 	TokenizerJSONFile   = "tokenizer.json"
 )
 
-// Bounds on files read from the cache: a ref is a 40-byte sha, and an index
-// of even the largest checkpoints is a few MB.
-const (
-	maxRefBytes   = 1 << 10
-	maxIndexBytes = 64 << 20
-)
+// maxRefBytes bounds a ref file, which holds a 40-byte sha.
+const maxRefBytes = 1 << 10
 
 // Resolved is a snapshot folder found in the cache for a Ref.
 type Resolved struct {
@@ -138,20 +133,29 @@ func missingFiles(dir string) ([]string, error) {
 	}
 	need(ConfigFile)
 
-	indexPath := filepath.Join(dir, SafetensorsIndex)
+	indexPath := filepath.Join(dir, safetensors.IndexFile)
 	switch {
 	case isFile(indexPath):
-		shards, err := indexShards(indexPath)
+		// The index parser phase0 loads the model with, so the cache check
+		// and the load cannot disagree about which shards exist.
+		ix, err := safetensors.LoadIndex(os.DirFS(dir))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrCorruptCache, err)
 		}
-		for _, s := range shards {
+		for _, s := range ix.Shards() {
 			need(s)
 		}
 	case isLink(indexPath):
-		missing = append(missing, SafetensorsIndex)
+		missing = append(missing, safetensors.IndexFile)
 	default:
-		need(SafetensorsFile)
+		need(safetensors.SingleFile)
+	}
+	// A directory or pipe where a file belongs is damage, not absence:
+	// reporting it as missing would send the user to download it again.
+	for _, name := range append([]string{ConfigFile, safetensors.IndexFile, safetensors.SingleFile}, missing...) {
+		if kind := irregular(filepath.Join(dir, name)); kind != "" {
+			return nil, fmt.Errorf("%w: %s in %s is %s, not a regular file", ErrCorruptCache, name, dir, kind)
+		}
 	}
 
 	// tokenizer_config.json is optional (AutoTokenizer works from tokenizer.json
@@ -169,41 +173,6 @@ func missingFiles(dir string) ([]string, error) {
 	return missing, nil
 }
 
-// indexShards returns the sorted, distinct shard names of a safetensors index.
-// A shard name that would leave the snapshot folder is refused.
-func indexShards(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read index: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxIndexBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read index %s: %w", path, err)
-	}
-	if len(b) > maxIndexBytes {
-		return nil, fmt.Errorf("%w: index %s is larger than %d bytes", ErrCorruptCache, path, maxIndexBytes)
-	}
-	var index struct {
-		WeightMap map[string]string `json:"weight_map"`
-	}
-	if err := json.Unmarshal(b, &index); err != nil {
-		return nil, fmt.Errorf("%w: index %s: %w", ErrCorruptCache, path, err)
-	}
-	if len(index.WeightMap) == 0 {
-		return nil, fmt.Errorf("%w: index %s has an empty or absent \"weight_map\"", ErrCorruptCache, path)
-	}
-	var shards []string
-	for tensor, shard := range index.WeightMap {
-		if !filepath.IsLocal(shard) || strings.Contains(shard, `\`) {
-			return nil, fmt.Errorf("%w: index %s maps tensor %q to shard %q, which leaves the model folder", ErrCorruptCache, path, tensor, shard)
-		}
-		shards = append(shards, filepath.Clean(shard))
-	}
-	slices.Sort(shards)
-	return slices.Compact(shards), nil
-}
-
 func isDir(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
@@ -218,4 +187,21 @@ func isFile(path string) bool {
 func isLink(path string) bool {
 	fi, err := os.Lstat(path)
 	return err == nil && fi.Mode()&fs.ModeSymlink != 0
+}
+
+// irregular names what path is when it exists (links followed) but is not a
+// regular file, and is "" otherwise.
+func irregular(path string) string {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil || fi.Mode().IsRegular():
+		return ""
+	case fi.IsDir():
+		return "a directory"
+	case fi.Mode()&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case fi.Mode()&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return "not a regular file"
 }

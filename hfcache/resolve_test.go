@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 const (
@@ -333,7 +335,7 @@ func TestResolve(t *testing.T) {
 				newCacheRepo(t, c, "org/model").ref("main", shaA).snapshot(shaA, files)
 			},
 			wantErr:     ErrCorruptCache,
-			wantErrText: "leaves the model folder",
+			wantErrText: `shard "../../blobs/x.safetensors": not a plain relative path`,
 		},
 		{
 			name: "index without weight_map",
@@ -343,7 +345,7 @@ func TestResolve(t *testing.T) {
 				newCacheRepo(t, c, "org/model").ref("main", shaA).snapshot(shaA, files)
 			},
 			wantErr:     ErrCorruptCache,
-			wantErrText: `"weight_map"`,
+			wantErrText: "model.safetensors.index.json: offset 16: no weight_map",
 		},
 		{
 			name: "index not json",
@@ -420,5 +422,55 @@ func BenchmarkResolveSharded(b *testing.B) {
 		if _, err := Resolve(cache, ref); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestResolveRefusesNonRegular: a directory or FIFO where a snapshot file
+// belongs is a damaged cache named in the error, not a missing file, and a
+// FIFO is never opened (that would block).
+func TestResolveRefusesNonRegular(t *testing.T) {
+	tests := []struct {
+		name   string
+		files  map[string][]byte
+		remove string // replaced by the special file
+		fifo   bool
+		want   string
+	}{
+		{"index is a directory", singleFileModel(), "model.safetensors.index.json", false, "model.safetensors.index.json in "},
+		{"index is a FIFO", shardedModel(), "model.safetensors.index.json", true, "model.safetensors.index.json in "},
+		{"config is a FIFO", singleFileModel(), "config.json", true, "config.json in "},
+		{"shard is a directory", shardedModel(), "model-00002-of-00002.safetensors", false, "model-00002-of-00002.safetensors in "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cache := t.TempDir()
+			files := without(tt.files, tt.remove)
+			newCacheRepo(t, cache, "org/model").ref("main", shaA).snapshot(shaA, files)
+			path := filepath.Join(cache, "models--org--model", "snapshots", shaA, tt.remove)
+			if tt.fifo {
+				if err := syscall.Mkfifo(path, 0o644); err != nil {
+					t.Skipf("mkfifo: %v", err)
+				}
+			} else if err := os.Mkdir(path, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ref, err := ParseID("org/model")
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := Resolve(cache, ref)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrCorruptCache) || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "not a regular file") {
+					t.Fatalf("got %v, want ErrCorruptCache naming %q as not a regular file", err, tt.want)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("Resolve blocked")
+			}
+		})
 	}
 }

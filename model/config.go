@@ -317,9 +317,10 @@ var SupportedRopeTypes = []string{"default", "linear", "llama3"}
 // Limits bound every count and dimension: far above any real checkpoint
 // (Llama-3.1-405B has 126 layers, hidden 16384, intermediate 53248; the
 // largest vocabularies are ~262k), and small enough that the expected tensor
-// set and every report stay a few MB. A config beyond them is invalid_config.
+// set stays ~10 MB (report lists are capped separately). A config beyond
+// them is invalid_config.
 var Limits = struct{ Layers, Dim, Heads, HeadDim, Hidden, Vocab int }{
-	Layers: 1024, Dim: 1 << 16, Heads: 1024, HeadDim: 1024, Hidden: 1 << 20, Vocab: 1 << 22,
+	Layers: 1 << 13, Dim: 1 << 16, Heads: 1024, HeadDim: 1024, Hidden: 1 << 20, Vocab: 1 << 22,
 }
 
 // Validate checks the values Phase 0 and the NPU pipeline rely on.

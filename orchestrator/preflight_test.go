@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 
 	"context"
+	"phase0/internal/sttest"
 	"phase0/safetensors"
 	"phase0/verdict"
 	"strings"
@@ -52,11 +53,11 @@ func TestReferenceBytesEstimate(t *testing.T) {
 func writeInventory(t *testing.T) *safetensors.Inventory {
 	t.Helper()
 	dir := t.TempDir()
-	ts := []safetensors.WriteTensor{
+	ts := []sttest.WriteTensor{
 		{Name: "a", DType: "F32", Shape: []int64{3, 4}, Data: make([]byte, 48)},
 		{Name: "b", DType: "BF16", Shape: []int64{2}, Data: make([]byte, 4)},
 	}
-	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
+	if err := sttest.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
 		t.Fatal(err)
 	}
 	inv, err := safetensors.Load(os.DirFS(dir))

@@ -25,7 +25,7 @@ func scanStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 			progressbar.OptionClearOnFinish())
 	}
 	start := time.Now()
-	found, err := safetensors.Scan(st.ref.Dir, inv, s.Workers, func(done, _ int64) {
+	found, err := safetensors.Scan(ctx, st.ref.Dir, inv, s.Workers, func(done, _ int64) {
 		if bar != nil {
 			_ = bar.Set64(done)
 		}

@@ -1,12 +1,14 @@
 package safetensors
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"phase0/internal/sttest"
 	"strconv"
 	"testing"
 )
@@ -29,17 +31,17 @@ func benchScanFile(b *testing.B) (string, *Inventory) {
 		binary.LittleEndian.PutUint16(block[i:], uint16(math.Float32bits(float32(r.NormFloat64()*0.02))>>16))
 	}
 	const perTensor = 64 // MiB
-	var ts []WriteTensor
+	var ts []sttest.WriteTensor
 	for i := 0; i*perTensor < mb; i++ {
 		n := min(perTensor, mb-i*perTensor)
 		data := make([]byte, 0, n<<20)
 		for range n {
 			data = append(data, block...)
 		}
-		ts = append(ts, WriteTensor{Name: fmt.Sprintf("t%03d", i), DType: "BF16", Shape: []int64{int64(n) << 19}, Data: data})
+		ts = append(ts, sttest.WriteTensor{Name: fmt.Sprintf("t%03d", i), DType: "BF16", Shape: []int64{int64(n) << 19}, Data: data})
 	}
 	dir := b.TempDir()
-	if err := WriteFile(filepath.Join(dir, SingleFile), ts, nil); err != nil {
+	if err := sttest.WriteFile(filepath.Join(dir, SingleFile), ts, nil); err != nil {
 		b.Fatal(err)
 	}
 	inv, err := Load(os.DirFS(dir))
@@ -61,7 +63,7 @@ func BenchmarkScan(b *testing.B) {
 				useMmap = mode.mmap
 				b.SetBytes(inv.TotalBytes)
 				for b.Loop() {
-					got, err := Scan(dir, inv, workers, nil)
+					got, err := Scan(context.Background(), dir, inv, workers, nil)
 					if err != nil || len(got) != 0 {
 						b.Fatalf("Scan = %v, %v", got, err)
 					}
@@ -85,16 +87,56 @@ func BenchmarkCountBF16(b *testing.B) {
 	}
 }
 
-func BenchmarkLoad8BShape(b *testing.B) {
+// BenchmarkReadHeader parses one header of 100k tensors; tensors/s is
+// b.N*100k over the elapsed time.
+func BenchmarkReadHeader(b *testing.B) {
+	const n = 100_000
+	ts := make([]sttest.WriteTensor, n)
+	for i := range ts {
+		ts[i] = sttest.WriteTensor{Name: fmt.Sprintf("model.layers.%d.self_attn.q_proj.weight", i), DType: "BF16", Shape: []int64{64, int64(i%7 + 1)}}
+	}
+	path := filepath.Join(b.TempDir(), SingleFile)
+	if err := sttest.WriteFile(path, ts, map[string]string{"format": "pt"}); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		h, err := ReadHeader(f, fi.Size(), SingleFile)
+		if err != nil || len(h.Tensors) != n {
+			b.Fatalf("ReadHeader: %v", err)
+		}
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tensors/s")
+}
+
+// BenchmarkLoadSharded loads a 73,728-tensor checkpoint in 64 shards (the
+// tensor count of a 8192-layer Llama); tensors/s is the inventory rate.
+func BenchmarkLoadSharded(b *testing.B) {
+	const n, shards = 73_728, 64
+	ts := make([]sttest.WriteTensor, n)
+	for i := range ts {
+		ts[i] = sttest.WriteTensor{Name: fmt.Sprintf("model.layers.%d.mlp.up_proj.weight", i), DType: "BF16", Shape: []int64{512, 256}}
+	}
 	dir := b.TempDir()
-	if err := Write8BShape(dir); err != nil {
+	if err := sttest.WriteSharded(dir, ts, shards); err != nil {
 		b.Fatal(err)
 	}
 	fsys := os.DirFS(dir)
+	b.ResetTimer()
 	for b.Loop() {
 		inv, err := Load(fsys)
-		if err != nil || len(inv.Tensors) != 291 {
+		if err != nil || len(inv.Tensors) != n {
 			b.Fatalf("Load: %v", err)
 		}
 	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "tensors/s")
 }

@@ -30,6 +30,8 @@ var (
 	ErrHeaderTooLarge = errors.New("header too large")
 	// ErrDuplicateKey: a JSON object repeats a key.
 	ErrDuplicateKey = errors.New("duplicate JSON key")
+	// ErrNotRegular: a checkpoint file is a directory, FIFO, device or socket.
+	ErrNotRegular = errors.New("not a regular file")
 	// ErrUnknownDType: a tensor's dtype is not in the size table.
 	ErrUnknownDType = errors.New("unknown dtype")
 )

@@ -2,10 +2,12 @@ package safetensors
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"phase0/internal/sttest"
 	"strings"
 	"testing"
 )
@@ -27,12 +29,12 @@ func seedFiles(f *testing.F, pattern string) {
 
 func FuzzReadHeader(f *testing.F) {
 	seedFiles(f, filepath.Join("testdata", "malformed", "*.safetensors"))
-	for _, ts := range [][]WriteTensor{
+	for _, ts := range [][]sttest.WriteTensor{
 		nil,
 		{u8("a", 3), {Name: "b", DType: "BF16", Shape: []int64{2, 2}, Data: make([]byte, 8)}},
 		{{Name: "s", DType: "F64", Data: make([]byte, 8)}, {Name: "z", DType: "F32", Shape: []int64{0}, Data: []byte{}}},
 	} {
-		hdr, sizes, err := encodeHeader(ts, map[string]string{"format": "pt"})
+		hdr, sizes, err := sttest.EncodeHeader(ts, map[string]string{"format": "pt"})
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -51,6 +53,10 @@ func FuzzReadHeader(f *testing.F) {
 				t.Fatalf("error %v is %T, want *FormatError", err, err)
 			}
 			return
+		}
+		// The scanner is hand-written: whatever it accepts must be JSON.
+		if !json.Valid(data[8:h.DataStart]) {
+			t.Fatalf("accepted a header that is not JSON: %q", data[8:h.DataStart])
 		}
 		next := h.DataStart
 		for _, tn := range h.Tensors {
@@ -81,6 +87,9 @@ func FuzzReadIndex(f *testing.F) {
 				t.Fatalf("error %v is %T, want *FormatError", err, err)
 			}
 			return
+		}
+		if !json.Valid(data) {
+			t.Fatalf("accepted an index that is not JSON: %q", data)
 		}
 		if len(ix.WeightMap) == 0 {
 			t.Fatal("accepted an empty weight_map")

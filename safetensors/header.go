@@ -2,16 +2,17 @@ package safetensors
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/bits"
 	"slices"
-	"strconv"
 	"unicode/utf8"
+
+	"phase0/internal/stformat"
 )
 
 // MaxHeaderSize is the largest JSON header accepted, in bytes. It is the cap
@@ -20,7 +21,7 @@ import (
 const MaxHeaderSize = 100_000_000
 
 // metadataKey is the reserved header key holding free-form string metadata.
-const metadataKey = "__metadata__"
+const metadataKey = stformat.MetadataKey
 
 // Tensor locates one tensor's bytes. Begin and End are absolute offsets in
 // File (8 + header length + data_offsets).
@@ -75,8 +76,7 @@ func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
 		return nil, &FormatError{File: file, Offset: 8, Reason: "header is not valid UTF-8"}
 	}
 	dataStart := int64(8 + n)
-	p := &headerParser{jsonWalker{dec: json.NewDecoder(bytes.NewReader(buf)), file: file, base: 8, what: "header"}}
-	p.dec.UseNumber()
+	p := &headerParser{jsonScanner: newScanner(buf, file, 8, "header")}
 	md, raws, err := p.parse()
 	if err != nil {
 		return nil, err
@@ -109,96 +109,118 @@ type rawTensor struct {
 	at         int64 // header offset of the entry, for errors
 }
 
-// headerParser walks a header's JSON; offsets in its errors count the
-// 8-byte length prefix.
-type headerParser struct{ jsonWalker }
+// headerParser reads a header's JSON, whose shape is known: an object of
+// tensor entries plus an optional __metadata__ object of strings. Repeated
+// keys, which a map unmarshal would silently merge, are refused.
+type headerParser struct {
+	*jsonScanner
+	shapes []int64 // one backing array for every tensor's shape
+}
 
-// parse walks the header token by token so repeated keys, which a map
-// unmarshal would silently merge, are caught.
 func (p *headerParser) parse() (md map[string]string, raws []rawTensor, err error) {
-	if err := p.delim('{', "header"); err != nil {
-		return nil, nil, err
+	p.pos = 1 // ReadHeader checked that the header starts with '{'
+	// Every tensor entry opens one object, so counting '{' (a vectorised
+	// single-byte count) sizes the slices and map with no growth; names
+	// holding '{' only make the estimate generous.
+	n := bytes.Count(p.buf, []byte{'{'})
+	raws = make([]rawTensor, 0, n)
+	p.shapes = make([]int64, 0, 2*n+1)
+	seen := make(map[string]struct{}, n)
+	haveMD := false
+	if !p.first('}') {
+		return nil, raws, p.end()
 	}
-	seen := map[string]bool{}
-	for p.dec.More() {
-		at := 8 + p.dec.InputOffset()
+	for {
+		p.ws()
+		at := p.pos
 		name, err := p.key()
 		if err != nil {
 			return nil, nil, err
 		}
-		if seen[name] {
-			return nil, nil, p.errf(ErrDuplicateKey, "key %q appears twice in the header", name)
-		}
-		seen[name] = true
 		if name == metadataKey {
+			if haveMD {
+				return nil, nil, p.errAt(p.pos, ErrDuplicateKey, "key %q appears twice in the header", name)
+			}
+			haveMD = true
 			if md, err = p.metadata(); err != nil {
 				return nil, nil, err
 			}
-			continue
+		} else {
+			if _, dup := seen[name]; dup {
+				return nil, nil, p.errAt(p.pos, ErrDuplicateKey, "key %q appears twice in the header", name)
+			}
+			seen[name] = struct{}{}
+			rt, err := p.tensor(name)
+			if err != nil {
+				return nil, nil, err
+			}
+			rt.at = p.base + int64(at)
+			raws = append(raws, rt)
 		}
-		rt, err := p.tensor(name)
+		more, err := p.more('}')
 		if err != nil {
 			return nil, nil, err
 		}
-		rt.at = at
-		raws = append(raws, rt)
-	}
-	if err := p.delim('}', "end of header"); err != nil {
-		return nil, nil, err
-	}
-	if tok, err := p.dec.Token(); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return nil, nil, p.errf(nil, "after the header object: %v", err)
+		if !more {
+			break
 		}
-		return nil, nil, p.errf(nil, "unexpected %s after the header object", describe(tok))
 	}
-	return md, raws, nil
+	return md, raws, p.end()
+}
+
+// gotWant reports the value at the current position as "what: got X, want Y".
+func (p *headerParser) gotWant(what, want string) error {
+	at := p.pos
+	desc, err := p.describe()
+	if err != nil {
+		return err
+	}
+	return p.errAt(at, nil, "%s: got %s, want %s", what, desc, want)
 }
 
 func (p *headerParser) metadata() (map[string]string, error) {
-	tok, err := p.token()
-	if err != nil {
-		return nil, err
-	}
-	if tok == nil { // "__metadata__": null is the same as absent
+	if p.isNull() { // "__metadata__": null is the same as absent
 		return nil, nil
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, p.errf(nil, "%s: got %s, want an object of strings", metadataKey, describe(tok))
+	if !p.consume('{') {
+		return nil, p.gotWant(metadataKey, "an object of strings")
 	}
 	md := map[string]string{}
-	for p.dec.More() {
+	if !p.first('}') {
+		return md, nil
+	}
+	for {
 		k, err := p.key()
 		if err != nil {
 			return nil, err
 		}
 		if _, dup := md[k]; dup {
-			return nil, p.errf(ErrDuplicateKey, "%s key %q appears twice", metadataKey, k)
+			return nil, p.errAt(p.pos, ErrDuplicateKey, "%s key %q appears twice", metadataKey, k)
 		}
-		tok, err := p.token()
+		if p.ws() != '"' {
+			return nil, p.gotWant(fmt.Sprintf("%s[%q]", metadataKey, k), "a string")
+		}
+		if md[k], err = p.str(); err != nil {
+			return nil, err
+		}
+		more, err := p.more('}')
 		if err != nil {
 			return nil, err
 		}
-		v, ok := tok.(string)
-		if !ok {
-			return nil, p.errf(nil, "%s[%q]: got %s, want a string", metadataKey, k, describe(tok))
+		if !more {
+			return md, nil
 		}
-		md[k] = v
 	}
-	return md, p.delim('}', metadataKey)
 }
 
 func (p *headerParser) tensor(name string) (rawTensor, error) {
 	rt := rawTensor{name: name}
-	tok, err := p.token()
-	if err != nil {
-		return rt, err
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return rt, p.errf(nil, "tensor %q: got %s, want an object", name, describe(tok))
+	if !p.consume('{') {
+		return rt, p.gotWant(fmt.Sprintf("tensor %q", name), "an object")
 	}
 	var haveDType, haveShape, haveOffsets bool
-	for p.dec.More() {
+	more := p.first('}')
+	for more {
 		field, err := p.key()
 		if err != nil {
 			return rt, err
@@ -206,88 +228,88 @@ func (p *headerParser) tensor(name string) (rawTensor, error) {
 		switch field {
 		case "dtype":
 			if haveDType {
-				return rt, p.errf(ErrDuplicateKey, "tensor %q: field dtype appears twice", name)
+				return rt, p.errAt(p.pos, ErrDuplicateKey, "tensor %q: field dtype appears twice", name)
 			}
 			haveDType = true
-			tok, err := p.token()
+			if p.ws() != '"' {
+				return rt, p.gotWant(fmt.Sprintf("tensor %q: dtype", name), "a string")
+			}
+			at := p.pos
+			s, err := p.str()
 			if err != nil {
 				return rt, err
 			}
-			s, ok := tok.(string)
-			if !ok {
-				return rt, p.errf(nil, "tensor %q: dtype: got %s, want a string", name, describe(tok))
-			}
 			if _, known := DTypeSize(s); !known {
-				return rt, p.errf(ErrUnknownDType, "tensor %q: unknown dtype %q", name, s)
+				return rt, p.errAt(at, ErrUnknownDType, "tensor %q: unknown dtype %q", name, s)
 			}
 			rt.dtype = s
 		case "shape":
 			if haveShape {
-				return rt, p.errf(ErrDuplicateKey, "tensor %q: field shape appears twice", name)
+				return rt, p.errAt(p.pos, ErrDuplicateKey, "tensor %q: field shape appears twice", name)
 			}
 			haveShape = true
-			if rt.shape, err = p.intArray(name, "shape"); err != nil {
+			start := len(p.shapes)
+			if err := p.intArray(name, "shape", func(v int64) { p.shapes = append(p.shapes, v) }); err != nil {
 				return rt, err
 			}
-			if rt.shape == nil {
-				rt.shape = []int64{} // a scalar
-			}
+			rt.shape = p.shapes[start:len(p.shapes):len(p.shapes)] // a scalar's is empty, not nil
 		case "data_offsets":
 			if haveOffsets {
-				return rt, p.errf(ErrDuplicateKey, "tensor %q: field data_offsets appears twice", name)
+				return rt, p.errAt(p.pos, ErrDuplicateKey, "tensor %q: field data_offsets appears twice", name)
 			}
 			haveOffsets = true
-			offs, err := p.intArray(name, "data_offsets")
-			if err != nil {
+			at := p.pos
+			var offs [2]int64
+			n := 0
+			if err := p.intArray(name, "data_offsets", func(v int64) {
+				if n < len(offs) {
+					offs[n] = v
+				}
+				n++
+			}); err != nil {
 				return rt, err
 			}
-			if len(offs) != 2 {
-				return rt, p.errf(nil, "tensor %q: data_offsets has %d values, want [begin, end]", name, len(offs))
+			if n != 2 {
+				return rt, p.errAt(at, nil, "tensor %q: data_offsets has %d values, want [begin, end]", name, n)
 			}
 			rt.begin, rt.end = offs[0], offs[1]
 		default:
-			return rt, p.errf(nil, "tensor %q: unknown field %q (want dtype, shape, data_offsets)", name, field)
+			return rt, p.errAt(p.pos, nil, "tensor %q: unknown field %q (want dtype, shape, data_offsets)", name, field)
+		}
+		if more, err = p.more('}'); err != nil {
+			return rt, err
 		}
 	}
-	if err := p.delim('}', fmt.Sprintf("tensor %q", name)); err != nil {
-		return rt, err
-	}
-	for _, f := range []struct {
-		have bool
-		name string
-	}{{haveDType, "dtype"}, {haveShape, "shape"}, {haveOffsets, "data_offsets"}} {
-		if !f.have {
-			return rt, p.errf(nil, "tensor %q: missing field %s", name, f.name)
-		}
+	switch {
+	case !haveDType:
+		return rt, p.errAt(p.pos, nil, "tensor %q: missing field dtype", name)
+	case !haveShape:
+		return rt, p.errAt(p.pos, nil, "tensor %q: missing field shape", name)
+	case !haveOffsets:
+		return rt, p.errAt(p.pos, nil, "tensor %q: missing field data_offsets", name)
 	}
 	return rt, nil
 }
 
-// intArray reads an array of non-negative integers.
-func (p *headerParser) intArray(name, field string) ([]int64, error) {
-	if err := p.delim('[', fmt.Sprintf("tensor %q: %s", name, field)); err != nil {
-		return nil, err
+// intArray reads an array of non-negative integers, handing each to add.
+func (p *headerParser) intArray(name, field string, add func(int64)) error {
+	if !p.consume('[') {
+		return p.gotWant(fmt.Sprintf("tensor %q: %s", name, field), `"["`)
 	}
-	var out []int64
-	for p.dec.More() {
-		tok, err := p.token()
-		if err != nil {
-			return nil, err
-		}
-		num, ok := tok.(json.Number)
-		if !ok {
-			return nil, p.errf(nil, "tensor %q: %s[%d]: got %s, want an integer", name, field, len(out), describe(tok))
-		}
-		v, err := strconv.ParseInt(num.String(), 10, 64)
-		if err != nil {
-			return nil, p.errf(nil, "tensor %q: %s[%d] = %s is not an integer in range", name, field, len(out), num)
-		}
-		if v < 0 {
-			return nil, p.errf(nil, "tensor %q: %s[%d] = %d is negative", name, field, len(out), v)
-		}
-		out = append(out, v)
+	if !p.first(']') {
+		return nil
 	}
-	return out, p.delim(']', fmt.Sprintf("tensor %q: %s", name, field))
+	for i := 0; ; i++ {
+		v, err := p.uint(name, field, i)
+		if err != nil {
+			return err
+		}
+		add(v)
+		more, err := p.more(']')
+		if err != nil || !more {
+			return err
+		}
+	}
 }
 
 // layout checks each tensor's size against its shape and dtype, checks that
@@ -316,12 +338,15 @@ func layout(raws []rawTensor, file string, size, dataStart int64) ([]Tensor, err
 			return nil, bad("shape %v of %s needs %d bytes but data_offsets [%d, %d] span %d", t.shape, t.dtype, nbytes, t.begin, t.end, span)
 		}
 	}
-	slices.SortStableFunc(raws, func(a, b rawTensor) int {
-		if c := cmpInt(a.begin, b.begin); c != 0 {
+	byOffset := func(a, b rawTensor) int {
+		if c := cmp.Compare(a.begin, b.begin); c != 0 {
 			return c
 		}
-		return cmpInt(a.end, b.end)
-	})
+		return cmp.Compare(a.end, b.end)
+	}
+	if !slices.IsSortedFunc(raws, byOffset) { // writers usually emit offset order
+		slices.SortStableFunc(raws, byOffset)
+	}
 	var next int64
 	prev := ""
 	for _, t := range raws {
@@ -357,31 +382,4 @@ func elementCount(shape []int64) (uint64, bool) {
 		n = lo
 	}
 	return n, true
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// describe names a JSON token's kind for error messages.
-func describe(tok json.Token) string {
-	switch v := tok.(type) {
-	case json.Delim:
-		return fmt.Sprintf("%q", string(v))
-	case string:
-		return fmt.Sprintf("string %q", v)
-	case json.Number:
-		return "number " + v.String()
-	case bool:
-		return fmt.Sprintf("%t", v)
-	case nil:
-		return "null"
-	}
-	return fmt.Sprintf("%v", tok)
 }

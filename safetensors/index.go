@@ -1,17 +1,21 @@
 package safetensors
 
 import (
+	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"phase0/internal/stformat"
 )
 
 // IndexFile is the name of the sharded-checkpoint index in a model folder.
-const IndexFile = "model.safetensors.index.json"
+const IndexFile = stformat.IndexFile
 
 // maxIndexSize bounds how much of an index file is read; real ones are well
 // under a megabyte even for very large models.
@@ -47,112 +51,154 @@ func (ix *Index) Shards() []string {
 			out = append(out, s)
 		}
 	}
-	sortStrings(out)
+	slices.Sort(out)
 	return out
 }
 
-// ReadIndex parses an index file. Repeated keys, a missing or empty
-// weight_map, non-string shard names and unsafe shard paths are errors.
-// Unknown top-level keys are skipped.
+// ReadIndex parses an index file, reading at most maxIndexSize bytes of r.
+// Repeated keys, a missing or empty weight_map, non-string shard names and
+// unsafe shard paths are errors. Unknown top-level keys are skipped.
 func ReadIndex(r io.Reader, file string) (*Index, error) {
-	lr := &io.LimitedReader{R: r, N: maxIndexSize + 1}
-	dec := json.NewDecoder(lr)
-	dec.UseNumber()
-	p := &indexParser{jsonWalker{dec: dec, file: file, what: "index"}}
-	ix, err := p.parse()
-	if lr.N <= 0 {
+	data, err := io.ReadAll(io.LimitReader(r, maxIndexSize+1))
+	if err != nil {
+		return nil, &FormatError{File: file, Reason: "reading the index: " + err.Error(), Err: err}
+	}
+	if len(data) > maxIndexSize {
 		return nil, &FormatError{File: file, Offset: maxIndexSize, Reason: fmt.Sprintf("index is larger than %d bytes", maxIndexSize)}
 	}
-	if err != nil {
-		return nil, err
+	if !utf8.Valid(data) {
+		return nil, &FormatError{File: file, Reason: "index is not valid UTF-8"}
 	}
-	return ix, nil
+	p := &indexParser{newScanner(data, file, 0, "index")}
+	return p.parse()
 }
 
-// indexParser walks model.safetensors.index.json.
-type indexParser struct{ jsonWalker }
-
-func (p *indexParser) parse() (*Index, error) {
-	if err := p.delim('{', "index"); err != nil {
+// LoadIndex reads IndexFile from a model folder (fsys = os.DirFS(dir)). A
+// directory, FIFO or device of that name is refused before it is opened.
+func LoadIndex(fsys fs.FS) (*Index, error) {
+	if err := checkRegular(fsys, IndexFile); err != nil {
 		return nil, err
 	}
+	f, err := fsys.Open(IndexFile)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", IndexFile, err)
+	}
+	defer f.Close()
+	return ReadIndex(f, IndexFile)
+}
+
+// indexParser reads model.safetensors.index.json.
+type indexParser struct{ *jsonScanner }
+
+func (p *indexParser) parse() (*Index, error) {
+	if !p.consume('{') {
+		at := p.pos
+		desc, err := p.describe()
+		if err != nil {
+			return nil, err
+		}
+		return nil, p.errAt(at, nil, "index: got %s, want \"{\"", desc)
+	}
 	ix := &Index{}
+	haveMap := false
 	seen := map[string]bool{}
-	for p.dec.More() {
+	for more := p.first('}'); more; {
 		k, err := p.key()
 		if err != nil {
 			return nil, err
 		}
 		if seen[k] {
-			return nil, p.errf(ErrDuplicateKey, "key %q appears twice in the index", k)
+			return nil, p.errAt(p.pos, ErrDuplicateKey, "key %q appears twice in the index", k)
 		}
 		seen[k] = true
 		switch k {
 		case "weight_map":
+			haveMap = true
 			if ix.WeightMap, err = p.weightMap(); err != nil {
 				return nil, err
 			}
 		case "metadata":
-			var md map[string]any
-			if err := p.dec.Decode(&md); err != nil {
-				return nil, p.errf(nil, "metadata: %v", err)
+			at := p.pos
+			raw, err := p.skip(0)
+			if err != nil {
+				return nil, err
 			}
-			ix.Metadata = md
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			if err := dec.Decode(&ix.Metadata); err != nil {
+				return nil, p.errAt(at, nil, "metadata: %v", err)
+			}
 		default:
-			var skip json.RawMessage
-			if err := p.dec.Decode(&skip); err != nil {
-				return nil, p.errf(nil, "%s: %v", k, err)
+			if _, err := p.skip(0); err != nil {
+				return nil, err
 			}
 		}
+		if more, err = p.more('}'); err != nil {
+			return nil, err
+		}
 	}
-	if err := p.delim('}', "end of index"); err != nil {
+	if err := p.end(); err != nil {
 		return nil, err
 	}
-	if tok, err := p.dec.Token(); !errors.Is(err, io.EOF) {
-		if err != nil {
-			return nil, p.errf(nil, "after the index object: %v", err)
-		}
-		return nil, p.errf(nil, "unexpected %s after the index object", describe(tok))
-	}
-	if ix.WeightMap == nil {
-		return nil, p.errf(nil, "no weight_map")
+	if !haveMap {
+		return nil, p.errAt(p.pos, nil, "no weight_map")
 	}
 	if len(ix.WeightMap) == 0 {
-		return nil, p.errf(nil, "weight_map is empty")
+		return nil, p.errAt(p.pos, nil, "weight_map is empty")
 	}
 	return ix, nil
 }
 
 func (p *indexParser) weightMap() (map[string]string, error) {
-	if err := p.delim('{', "weight_map"); err != nil {
-		return nil, err
+	if !p.consume('{') {
+		at := p.pos
+		desc, err := p.describe()
+		if err != nil {
+			return nil, err
+		}
+		return nil, p.errAt(at, nil, "weight_map: got %s, want \"{\"", desc)
 	}
-	wm := map[string]string{}
-	for p.dec.More() {
+	wm := make(map[string]string, bytes.Count(p.buf, []byte{':'})) // one ':' per entry, plus a few
+	// A checkpoint has a handful of shards named once per tensor: each
+	// distinct name is checked once and shared by every entry.
+	shards := map[string]string{}
+	for more := p.first('}'); more; {
 		name, err := p.key()
 		if err != nil {
 			return nil, err
 		}
 		if _, dup := wm[name]; dup {
-			return nil, p.errf(ErrDuplicateKey, "weight_map: tensor %q appears twice", name)
+			return nil, p.errAt(p.pos, ErrDuplicateKey, "weight_map: tensor %q appears twice", name)
 		}
 		if name == "" || name == metadataKey {
-			return nil, p.errf(nil, "weight_map: %q is not a tensor name", name)
+			return nil, p.errAt(p.pos, nil, "weight_map: %q is not a tensor name", name)
 		}
-		tok, err := p.token()
+		at := p.pos
+		if p.ws() != '"' {
+			desc, err := p.describe()
+			if err != nil {
+				return nil, err
+			}
+			return nil, p.errAt(at, nil, "weight_map[%q]: got %s, want a shard file name", name, desc)
+		}
+		shard, err := p.str()
 		if err != nil {
 			return nil, err
 		}
-		shard, ok := tok.(string)
-		if !ok {
-			return nil, p.errf(nil, "weight_map[%q]: got %s, want a shard file name", name, describe(tok))
-		}
-		if err := checkShardPath(shard); err != nil {
-			return nil, p.errf(err, "weight_map[%q]: shard %q: %v", name, shard, err)
+		if known, ok := shards[shard]; ok {
+			shard = known
+		} else {
+			if err := checkShardPath(shard); err != nil {
+				return nil, p.errAt(at, err, "weight_map[%q]: shard %q: %v", name, shard, err)
+			}
+			shards[shard] = shard
 		}
 		wm[name] = shard
+		if more, err = p.more('}'); err != nil {
+			return nil, err
+		}
 	}
-	return wm, p.delim('}', "weight_map")
+	return wm, nil
 }
 
 // checkShardPath accepts only plain relative slash paths inside the model

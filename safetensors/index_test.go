@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"phase0/internal/sttest"
 	"reflect"
 	"strings"
 	"testing"
@@ -121,7 +122,7 @@ func TestReadIndexTooLarge(t *testing.T) {
 func TestWriteIndexRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), IndexFile)
 	wm := map[string]string{"b": "model-00002-of-00002.safetensors", "a": "model-00001-of-00002.safetensors"}
-	if err := WriteIndex(path, wm, 42); err != nil {
+	if err := sttest.WriteIndex(path, wm, 42); err != nil {
 		t.Fatal(err)
 	}
 	f, err := os.Open(path)

@@ -8,10 +8,12 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"phase0/internal/stformat"
 )
 
 // SingleFile is the name of an unsharded checkpoint.
-const SingleFile = "model.safetensors"
+const SingleFile = stformat.SingleFile
 
 // Inventory is every tensor of a model folder, read from headers only.
 type Inventory struct {
@@ -28,7 +30,7 @@ func (inv *Inventory) Names() []string {
 	for n := range inv.Tensors {
 		names = append(names, n)
 	}
-	sortStrings(names)
+	slices.Sort(names)
 	return names
 }
 
@@ -47,7 +49,13 @@ func Load(fsys fs.FS) (*Inventory, error) {
 	var stFiles, pickles []string
 	for _, e := range entries {
 		name := e.Name()
-		if e.IsDir() {
+		if name == IndexFile || name == SingleFile {
+			// A directory or pipe under a name that decides the layout is
+			// refused, not skipped: skipping would load a different layout.
+			if err := checkRegular(fsys, name); err != nil {
+				return nil, err
+			}
+		} else if e.IsDir() {
 			continue
 		}
 		switch {
@@ -99,16 +107,21 @@ func (inv *Inventory) add(file string, h *Header) error {
 		inv.Tensors[t.Name] = t
 		inv.TotalBytes += t.Bytes()
 	}
-	for k, v := range h.Metadata {
+	inv.addMetadata(h.Metadata)
+	return nil
+}
+
+// addMetadata merges a header's __metadata__; the first file wins.
+func (inv *Inventory) addMetadata(md map[string]string) {
+	for k, v := range md {
 		if _, ok := inv.Metadata[k]; !ok {
 			inv.Metadata[k] = v
 		}
 	}
-	return nil
 }
 
 func loadFiles(fsys fs.FS, files []string) (*Inventory, error) {
-	sortStrings(files)
+	slices.Sort(files)
 	inv := newInventory()
 	for _, f := range files {
 		h, err := readHeaderFS(fsys, f)
@@ -123,17 +136,19 @@ func loadFiles(fsys fs.FS, files []string) (*Inventory, error) {
 }
 
 func loadSharded(fsys fs.FS) (*Inventory, error) {
-	f, err := fsys.Open(IndexFile)
-	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", IndexFile, err)
-	}
-	ix, err := ReadIndex(f, IndexFile)
-	f.Close()
+	ix, err := LoadIndex(fsys)
 	if err != nil {
 		return nil, err
 	}
+	// One pass over the weight map groups its tensors by shard, so each
+	// shard's check below costs its own tensors, not the whole map.
+	byShard := map[string][]string{}
+	for name, shard := range ix.WeightMap {
+		byShard[shard] = append(byShard[shard], name)
+	}
 	inv := newInventory()
 	inv.Sharded = true
+	inv.Tensors = make(map[string]Tensor, len(ix.WeightMap))
 	for _, shard := range ix.Shards() {
 		h, err := readHeaderFS(fsys, shard)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -142,9 +157,7 @@ func loadSharded(fsys fs.FS) (*Inventory, error) {
 		if err != nil {
 			return nil, err
 		}
-		inHeader := make(map[string]bool, len(h.Tensors))
 		for _, t := range h.Tensors {
-			inHeader[t.Name] = true
 			if ix.WeightMap[t.Name] != shard {
 				where := "does not list it"
 				if other, ok := ix.WeightMap[t.Name]; ok {
@@ -153,30 +166,70 @@ func loadSharded(fsys fs.FS) (*Inventory, error) {
 				return nil, fmt.Errorf("tensor %q is in the header of %s but %s %s: %w", t.Name, shard, IndexFile, where, ErrTensorNotInIndex)
 			}
 		}
-		var missing []string
-		for name, s := range ix.WeightMap {
-			if s == shard && !inHeader[name] {
-				missing = append(missing, name)
+		// Every header tensor is assigned here and names are unique within
+		// a header, so equal counts mean the index's list for this shard is
+		// exactly the header's.
+		if want := byShard[shard]; len(h.Tensors) != len(want) {
+			inHeader := make(map[string]bool, len(h.Tensors))
+			for _, t := range h.Tensors {
+				inHeader[t.Name] = true
 			}
-		}
-		if len(missing) > 0 {
-			sortStrings(missing)
+			var missing []string
+			for _, name := range want {
+				if !inHeader[name] {
+					missing = append(missing, name)
+				}
+			}
+			slices.Sort(missing)
 			more := ""
 			if len(missing) > 1 {
 				more = fmt.Sprintf(" (and %d more)", len(missing)-1)
 			}
 			return nil, fmt.Errorf("tensor %q%s assigned to %s by %s is not in that shard's header: %w", missing[0], more, shard, IndexFile, ErrTensorNotInShard)
 		}
-		if err := inv.add(shard, h); err != nil {
-			return nil, err
+		// The checks above place each tensor in exactly one shard, so no
+		// name can repeat across shards: insert without looking first.
+		inv.Files = append(inv.Files, shard)
+		for _, t := range h.Tensors {
+			inv.Tensors[t.Name] = t
+			inv.TotalBytes += t.Bytes()
 		}
+		inv.addMetadata(h.Metadata)
 	}
 	return inv, nil
+}
+
+// checkRegular refuses a name in fsys that is not a regular file (links
+// followed) before anything opens it: opening a FIFO blocks until a writer
+// appears, and a device never ends.
+func checkRegular(fsys fs.FS, name string) error {
+	fi, err := fs.Stat(fsys, name)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if fi.Mode().IsRegular() {
+		return nil
+	}
+	kind := "not a regular file"
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a named pipe (FIFO)"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	}
+	return fmt.Errorf("%s is %s, want a regular file; remove or replace it: %w", name, kind, ErrNotRegular)
 }
 
 // readHeaderFS opens name in fsys and reads its header. Files that are not
 // io.ReaderAt are read sequentially, never further than the header.
 func readHeaderFS(fsys fs.FS, name string) (*Header, error) {
+	if err := checkRegular(fsys, name); err != nil {
+		return nil, err
+	}
 	f, err := fsys.Open(name)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", name, err)
@@ -186,8 +239,8 @@ func readHeaderFS(fsys fs.FS, name string) (*Header, error) {
 	if err != nil {
 		return nil, fmt.Errorf("stat %s: %w", name, err)
 	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("%s is a directory, want a safetensors file", name)
+	if !fi.Mode().IsRegular() { // replaced since checkRegular looked
+		return nil, fmt.Errorf("%s is not a regular file: %w", name, ErrNotRegular)
 	}
 	ra, ok := f.(io.ReaderAt)
 	if !ok {
@@ -226,5 +279,3 @@ func (s *seqReaderAt) ReadAt(p []byte, off int64) (int, error) {
 	}
 	return n, nil
 }
-
-func sortStrings(s []string) { slices.Sort(s) }

@@ -6,29 +6,30 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"phase0/internal/sttest"
 	"reflect"
 	"strings"
 	"testing"
 )
 
 // u8 is a small tensor with real bytes.
-func u8(name string, n int) WriteTensor {
-	return WriteTensor{Name: name, DType: "U8", Shape: []int64{int64(n)}, Data: make([]byte, n)}
+func u8(name string, n int) sttest.WriteTensor {
+	return sttest.WriteTensor{Name: name, DType: "U8", Shape: []int64{int64(n)}, Data: make([]byte, n)}
 }
 
-func mustWrite(t *testing.T, dir, file string, ts ...WriteTensor) {
+func mustWrite(t *testing.T, dir, file string, ts ...sttest.WriteTensor) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, file)), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteFile(filepath.Join(dir, file), ts, map[string]string{"format": "pt"}); err != nil {
+	if err := sttest.WriteFile(filepath.Join(dir, file), ts, map[string]string{"format": "pt"}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func mustIndex(t *testing.T, dir string, wm map[string]string) {
 	t.Helper()
-	if err := WriteIndex(filepath.Join(dir, IndexFile), wm, 0); err != nil {
+	if err := sttest.WriteIndex(filepath.Join(dir, IndexFile), wm, 0); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -337,9 +338,9 @@ func TestLoadShardedOffsets(t *testing.T) {
 	}
 	// Read each tensor's bytes at the absolute offsets and compare with a marker.
 	mustWrite(t, dir, shard1,
-		WriteTensor{Name: "a", DType: "U8", Shape: []int64{3}, Data: []byte("AAA")},
-		WriteTensor{Name: "b", DType: "U8", Shape: []int64{5}, Data: []byte("BBBBB")})
-	mustWrite(t, dir, shard2, WriteTensor{Name: "c", DType: "U8", Shape: []int64{7}, Data: []byte("CCCCCCC")})
+		sttest.WriteTensor{Name: "a", DType: "U8", Shape: []int64{3}, Data: []byte("AAA")},
+		sttest.WriteTensor{Name: "b", DType: "U8", Shape: []int64{5}, Data: []byte("BBBBB")})
+	mustWrite(t, dir, shard2, sttest.WriteTensor{Name: "c", DType: "U8", Shape: []int64{7}, Data: []byte("CCCCCCC")})
 	if inv, err = Load(os.DirFS(dir)); err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,9 @@ import (
 	"os"
 )
 
-// mapFile is Linux-only; elsewhere Scan reads with pread.
-func mapFile(*os.File, int64) ([]byte, error) {
-	return nil, errors.New("mmap not used on this platform")
+// mapRange is Linux-only; elsewhere Scan reads with pread.
+func mapRange(*os.File, int64, int64) ([]byte, func(), error) {
+	return nil, nil, errors.New("mmap not used on this platform")
 }
 
-func unmapFile([]byte) {}
+func adviseSequential(*os.File) {}

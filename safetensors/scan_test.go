@@ -1,16 +1,21 @@
 package safetensors
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"phase0/internal/sttest"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // floatKind generates finite values and plants chosen non-finite bit patterns.
@@ -71,7 +76,7 @@ var floatKinds = []floatKind{
 
 // plantedTensor builds n elements with exactly nan NaNs and inf Infs.
 // Positions include the first and last element so block edges and tails are hit.
-func plantedTensor(r *rand.Rand, k floatKind, name string, n, nan, inf int) WriteTensor {
+func plantedTensor(r *rand.Rand, k floatKind, name string, n, nan, inf int) sttest.WriteTensor {
 	data := make([]byte, n*k.size)
 	put := func(i int, v uint64) {
 		switch k.size {
@@ -103,7 +108,7 @@ func plantedTensor(r *rand.Rand, k floatKind, name string, n, nan, inf int) Writ
 	for i := range inf {
 		put(pos[nan+i], k.infs[i%len(k.infs)])
 	}
-	return WriteTensor{Name: name, DType: k.dtype, Shape: []int64{int64(n)}, Data: data}
+	return sttest.WriteTensor{Name: name, DType: k.dtype, Shape: []int64{int64(n)}, Data: data}
 }
 
 // scanFixture writes two files without index: odd sizes, unaligned starts,
@@ -119,7 +124,7 @@ func scanFixture(t *testing.T) (string, []NonFinite) {
 		for i := range ff {
 			ff[i] = 0xFF
 		}
-		ts := []WriteTensor{{Name: file + ".pad", DType: "U8", Shape: []int64{3}, Data: ff}} // misaligns what follows
+		ts := []sttest.WriteTensor{{Name: file + ".pad", DType: "U8", Shape: []int64{3}, Data: ff}} // misaligns what follows
 		for _, k := range floatKinds {
 			for j, c := range []struct{ n, nan, inf int }{{1001, 7, 3}, {4096, 0, 0}, {37, 0, 2}, {1, 1, 0}, {5000, 40, 0}} {
 				name := k.dtype + "." + string(rune('a'+f)) + string(rune('0'+j))
@@ -134,9 +139,9 @@ func scanFixture(t *testing.T) (string, []NonFinite) {
 			ints[i] = 0xFF
 		}
 		ts = append(ts,
-			WriteTensor{Name: file + ".i32", DType: "I32", Shape: []int64{16}, Data: ints},
-			WriteTensor{Name: file + ".f8", DType: "F8_E4M3", Shape: []int64{64}, Data: ints},
-			WriteTensor{Name: file + ".empty", DType: "F32", Shape: []int64{0, 4}, Data: []byte{}},
+			sttest.WriteTensor{Name: file + ".i32", DType: "I32", Shape: []int64{16}, Data: ints},
+			sttest.WriteTensor{Name: file + ".f8", DType: "F8_E4M3", Shape: []int64{64}, Data: ints},
+			sttest.WriteTensor{Name: file + ".empty", DType: "F32", Shape: []int64{0, 4}, Data: []byte{}},
 		)
 		mustWrite(t, dir, file, ts...)
 	}
@@ -174,7 +179,7 @@ func TestScanCountsExactly(t *testing.T) {
 	} {
 		t.Run(cfg.name, func(t *testing.T) {
 			scanChunkSize, useMmap = cfg.chunk, cfg.mmap
-			got, err := Scan(dir, inv, cfg.workers, nil)
+			got, err := Scan(context.Background(), dir, inv, cfg.workers, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -196,7 +201,7 @@ func TestScanSharded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := Scan(dir, inv, 2, nil)
+	got, err := Scan(context.Background(), dir, inv, 2, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +224,7 @@ func TestScanProgress(t *testing.T) {
 		}
 	}
 	var calls [][2]int64
-	if _, err := Scan(dir, inv, 2, func(done, total int64) { calls = append(calls, [2]int64{done, total}) }); err != nil {
+	if _, err := Scan(context.Background(), dir, inv, 2, func(done, total int64) { calls = append(calls, [2]int64{done, total}) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(calls) == 0 {
@@ -248,7 +253,7 @@ func TestScanTruncatedAfterLoad(t *testing.T) {
 	if err := os.Truncate(filepath.Join(dir, "b.safetensors"), fi.Size()/2); err != nil {
 		t.Fatal(err)
 	}
-	_, err = Scan(dir, inv, 2, nil)
+	_, err = Scan(context.Background(), dir, inv, 2, nil)
 	if !errors.Is(err, ErrTruncated) {
 		t.Fatalf("got %v, want ErrTruncated", err)
 	}
@@ -263,7 +268,7 @@ func TestScanMissingFile(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "a.safetensors")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Scan(dir, inv, 1, nil); !errors.Is(err, os.ErrNotExist) {
+	if _, err := Scan(context.Background(), dir, inv, 1, nil); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("got %v, want a not-exist error", err)
 	}
 }
@@ -343,7 +348,7 @@ func TestCountKernels(t *testing.T) {
 // vanished pages raises SIGBUS, which must come back as ErrTruncated.
 func TestScanFaultBecomesError(t *testing.T) {
 	dir := t.TempDir()
-	mustWrite(t, dir, SingleFile, WriteTensor{Name: "w", DType: "F32", Shape: []int64{1 << 18}, Data: make([]byte, 1<<20)})
+	mustWrite(t, dir, SingleFile, sttest.WriteTensor{Name: "w", DType: "F32", Shape: []int64{1 << 18}, Data: make([]byte, 1<<20)})
 	inv, err := Load(os.DirFS(dir))
 	if err != nil {
 		t.Fatal(err)
@@ -354,8 +359,8 @@ func TestScanFaultBecomesError(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.close()
-	if src.data == nil {
-		t.Skip("files are not memory-mapped on this platform")
+	if _, _, err := mapRange(src.f, w.Begin, w.End); err != nil {
+		t.Skipf("files are not memory-mapped on this platform: %v", err)
 	}
 	if err := os.Truncate(filepath.Join(dir, SingleFile), w.Begin); err != nil {
 		t.Fatal(err)
@@ -364,8 +369,69 @@ func TestScanFaultBecomesError(t *testing.T) {
 	chunks := []scanChunk{{item: item, begin: w.Begin, end: w.End}}
 	var next, done atomic.Int64
 	var failed atomic.Bool
-	err = scanWorker(chunks, &next, &done, &failed)
+	err = scanWorker(context.Background(), chunks, &next, &done, &failed)
 	if !errors.Is(err, ErrTruncated) || !strings.Contains(err.Error(), `tensor "w"`) {
 		t.Fatalf("got %v, want ErrTruncated naming the tensor", err)
+	}
+}
+
+// TestScanCancel starts a scan of a 64 GiB sparse file (reading it all
+// would take many seconds), cancels it once it is under way and wants it
+// back within a few chunks' time, with context.Canceled and without having
+// read the file. Only the few chunks read before the cancel touch memory.
+func TestScanCancel(t *testing.T) {
+	dir := t.TempDir()
+	mustWrite(t, dir, SingleFile, sttest.WriteTensor{Name: "w", DType: "BF16", Shape: []int64{1 << 35}})
+	inv, err := Load(os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mmap := range []bool{true, false} {
+		t.Run(fmt.Sprintf("mmap=%t", mmap), func(t *testing.T) {
+			defer func(m bool) { useMmap = m }(useMmap)
+			useMmap = mmap
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			started := make(chan struct{})
+			var once sync.Once
+			type result struct {
+				err  error
+				done int64
+			}
+			res := make(chan result, 1)
+			var last atomic.Int64
+			go func() {
+				_, err := Scan(ctx, dir, inv, 2, func(done, _ int64) {
+					last.Store(done)
+					if done > 0 {
+						once.Do(func() { close(started) })
+					}
+				})
+				res <- result{err, last.Load()}
+			}()
+			select {
+			case <-started:
+			case r := <-res:
+				t.Fatalf("scan ended before it was cancelled: %v", r.err)
+			case <-time.After(30 * time.Second):
+				t.Fatal("scan made no progress in 30 s")
+			}
+			cancelled := time.Now()
+			cancel()
+			select {
+			case r := <-res:
+				if d := time.Since(cancelled); d > 500*time.Millisecond {
+					t.Errorf("Scan returned %v after cancel, want about 100 ms", d)
+				}
+				if !errors.Is(r.err, context.Canceled) {
+					t.Errorf("got %v, want context.Canceled", r.err)
+				}
+				if r.done >= inv.TotalBytes {
+					t.Errorf("progress reached %d of %d bytes: the scan was not stopped", r.done, inv.TotalBytes)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Scan still running 10 s after cancel")
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"phase0/configgate"
+	"phase0/internal/sttest"
 	"phase0/model"
 	"phase0/safetensors"
 	"phase0/verdict"
@@ -25,21 +26,21 @@ func tinyConfig(mut func(*model.Config)) *model.Config {
 
 // writeCheckpoint writes a real single-file checkpoint for cfg, letting edit
 // change the tensor list first, and returns its inventory.
-func writeCheckpoint(t *testing.T, cfg *model.Config, edit func([]safetensors.WriteTensor) []safetensors.WriteTensor) (*safetensors.Inventory, fs.FS) {
+func writeCheckpoint(t *testing.T, cfg *model.Config, edit func([]sttest.WriteTensor) []sttest.WriteTensor) (*safetensors.Inventory, fs.FS) {
 	t.Helper()
-	var ts []safetensors.WriteTensor
+	var ts []sttest.WriteTensor
 	for _, s := range model.ExpectedTensors(cfg) {
 		n := int64(2)
 		for _, d := range s.Shape {
 			n *= d
 		}
-		ts = append(ts, safetensors.WriteTensor{Name: s.Name, DType: "BF16", Shape: s.Shape, Data: make([]byte, n)})
+		ts = append(ts, sttest.WriteTensor{Name: s.Name, DType: "BF16", Shape: s.Shape, Data: make([]byte, n)})
 	}
 	if edit != nil {
 		ts = edit(ts)
 	}
 	dir := t.TempDir()
-	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
+	if err := sttest.WriteFile(filepath.Join(dir, "model.safetensors"), ts, map[string]string{"format": "pt"}); err != nil {
 		t.Fatal(err)
 	}
 	fsys := os.DirFS(dir)
@@ -50,8 +51,8 @@ func writeCheckpoint(t *testing.T, cfg *model.Config, edit func([]safetensors.Wr
 	return inv, fsys
 }
 
-func drop(name string) func([]safetensors.WriteTensor) []safetensors.WriteTensor {
-	return func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
+func drop(name string) func([]sttest.WriteTensor) []sttest.WriteTensor {
+	return func(ts []sttest.WriteTensor) []sttest.WriteTensor {
 		out := ts[:0]
 		for _, t := range ts {
 			if t.Name != name {
@@ -62,13 +63,13 @@ func drop(name string) func([]safetensors.WriteTensor) []safetensors.WriteTensor
 	}
 }
 
-func add(name, dtype string, shape ...int64) func([]safetensors.WriteTensor) []safetensors.WriteTensor {
-	return func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
+func add(name, dtype string, shape ...int64) func([]sttest.WriteTensor) []sttest.WriteTensor {
+	return func(ts []sttest.WriteTensor) []sttest.WriteTensor {
 		n, _ := safetensors.DTypeSize(dtype)
 		for _, d := range shape {
 			n *= d
 		}
-		return append(ts, safetensors.WriteTensor{Name: name, DType: dtype, Shape: shape, Data: make([]byte, n)})
+		return append(ts, sttest.WriteTensor{Name: name, DType: dtype, Shape: shape, Data: make([]byte, n)})
 	}
 }
 
@@ -94,7 +95,7 @@ func TestCheckFindings(t *testing.T) {
 		name  string
 		cfg   *model.Config
 		ckpt  *model.Config // the config the checkpoint was written from; nil = cfg
-		edit  func([]safetensors.WriteTensor) []safetensors.WriteTensor
+		edit  func([]sttest.WriteTensor) []sttest.WriteTensor
 		check func(*Result) bool
 		cross []string // fields expected in config_consistency findings
 	}{
@@ -106,7 +107,7 @@ func TestCheckFindings(t *testing.T) {
 			check: func(r *Result) bool { return len(r.Unexpected) == 1 }},
 		{name: "inv_freq is harmless", cfg: tinyConfig(nil), edit: add("model.layers.0.self_attn.rotary_emb.inv_freq", "F32", 8),
 			check: func(r *Result) bool { return r.Status == verdict.Pass && len(r.Harmless) == 1 }},
-		{name: "quantized dtype", cfg: tinyConfig(nil), edit: func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
+		{name: "quantized dtype", cfg: tinyConfig(nil), edit: func(ts []sttest.WriteTensor) []sttest.WriteTensor {
 			ts[1].DType = "I8"
 			ts[1].Data = ts[1].Data[:len(ts[1].Data)/2]
 			return ts
@@ -157,8 +158,8 @@ func TestCheckFindings(t *testing.T) {
 
 // fill gives every byte of a tensor a value derived from its name, so two
 // tensors differ unless written from the same name.
-func fill(name string) func([]safetensors.WriteTensor) []safetensors.WriteTensor {
-	return func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
+func fill(name string) func([]sttest.WriteTensor) []sttest.WriteTensor {
+	return func(ts []sttest.WriteTensor) []sttest.WriteTensor {
 		for i := range ts {
 			if ts[i].Name == name {
 				for j := range ts[i].Data {
@@ -175,11 +176,11 @@ func TestTiedConfigWithLMHead(t *testing.T) {
 	untied := tinyConfig(nil)
 	for _, tc := range []struct {
 		name   string
-		edit   func([]safetensors.WriteTensor) []safetensors.WriteTensor
+		edit   func([]sttest.WriteTensor) []sttest.WriteTensor
 		status verdict.Status
 		want   string
 	}{
-		{"identical bytes", func(ts []safetensors.WriteTensor) []safetensors.WriteTensor {
+		{"identical bytes", func(ts []sttest.WriteTensor) []sttest.WriteTensor {
 			// Both tensors get the same bytes, as converters that write both do.
 			ts = fill("model.embed_tokens.weight")(ts)
 			for i := range ts {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"phase0/internal/sttest"
 	"phase0/model"
-	"phase0/safetensors"
 )
 
 // writeModel writes a tiny Llama checkpoint (config + real safetensors) into a temp dir.
@@ -27,15 +27,15 @@ func writeModel(t *testing.T, configJSON string) string {
 	if a.Config == nil {
 		return dir
 	}
-	var ts []safetensors.WriteTensor
+	var ts []sttest.WriteTensor
 	for _, s := range model.ExpectedTensors(a.Config) {
 		n := int64(2)
 		for _, d := range s.Shape {
 			n *= d
 		}
-		ts = append(ts, safetensors.WriteTensor{Name: s.Name, DType: "BF16", Shape: s.Shape, Data: make([]byte, n)})
+		ts = append(ts, sttest.WriteTensor{Name: s.Name, DType: "BF16", Shape: s.Shape, Data: make([]byte, n)})
 	}
-	if err := safetensors.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
+	if err := sttest.WriteFile(filepath.Join(dir, "model.safetensors"), ts, nil); err != nil {
 		t.Fatal(err)
 	}
 	return dir

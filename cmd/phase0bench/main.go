@@ -49,6 +49,13 @@ func (b *bench) note(format string, args ...any) {
 }
 
 func main() {
+	if len(os.Args) == 3 && os.Args[1] == scanChildArg {
+		if err := scanChild(os.Args[2]); err != nil {
+			fmt.Fprintf(os.Stderr, "phase0bench %s: %v\n", scanChildArg, err)
+			os.Exit(1)
+		}
+		return
+	}
 	os.Exit(run())
 }
 
@@ -75,6 +82,7 @@ func run() int {
 		measureFn func(*bench) error
 	}{
 		{"inventory+gate, 8B sharded", false, (*bench).inventory},
+		{"inventory scaling, 291/18k/73k tensors", false, (*bench).inventoryScaling},
 		{"scan, 1 GiB bf16", false, (*bench).scan},
 		{"baseline overhead", true, (*bench).baseline},
 		{"worker logits round trip", true, (*bench).workerRoundTrip},

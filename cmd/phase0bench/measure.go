@@ -11,7 +11,8 @@ import (
 	"syscall"
 	"time"
 
-	"phase0/safetensors"
+	"phase0/internal/sttest"
+	"phase0/model"
 )
 
 const (
@@ -87,14 +88,11 @@ func (b *bench) inventory() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if err := safetensors.Write8BShape(dir); err != nil {
-		return err
-	}
 	cfg, err := os.ReadFile(filepath.Join(b.root, "model", "testdata", "configs", "llama-3.1-8b-tf5.json"))
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o644); err != nil {
+	if err := writeCheckpoint(dir, cfg, 4); err != nil {
 		return err
 	}
 
@@ -121,4 +119,28 @@ func (b *bench) inventory() error {
 	b.add("inventory+gate, 8B sharded (peak RSS)", fmt.Sprintf("%.1f MiB", float64(peak)/1024), "< 50 MiB", peak < inspectRSSKiB)
 	b.add("inventory+gate, 8B sharded (report status)", status, "PASS", status == "PASS")
 	return nil
+}
+
+// writeCheckpoint writes configJSON as config.json and a sparse BF16
+// checkpoint in the given number of shards holding exactly the tensors the
+// config implies (model.ExpectedTensors), so the checkpoint and the gate
+// cannot disagree about names or shapes.
+func writeCheckpoint(dir string, configJSON []byte, shards int) error {
+	raw, err := model.ParseRaw(configJSON)
+	if err != nil {
+		return err
+	}
+	a := model.Analyze(raw)
+	if a.Config == nil {
+		return fmt.Errorf("the bench config was rejected: %+v", a.Rejections)
+	}
+	specs := model.ExpectedTensors(a.Config)
+	ts := make([]sttest.WriteTensor, len(specs))
+	for i, s := range specs {
+		ts[i] = sttest.WriteTensor{Name: s.Name, DType: "BF16", Shape: s.Shape}
+	}
+	if err := sttest.WriteSharded(dir, ts, shards); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "config.json"), configJSON, 0o644)
 }

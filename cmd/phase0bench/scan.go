@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"phase0/internal/sttest"
 	"phase0/safetensors"
 )
 
@@ -21,6 +25,7 @@ const (
 	scanRuns       = 3
 	scanRatio      = 0.8
 	fillChunk      = 8 << 20
+	scanRSSMiB     = 256
 )
 
 // scan times safetensors.Load + Scan over a 1 GiB file of random finite
@@ -70,7 +75,7 @@ func (b *bench) scan() error {
 		if err != nil {
 			return 0, err
 		}
-		bad, err := safetensors.Scan(dir, inv, 0, nil)
+		bad, err := safetensors.Scan(context.Background(), dir, inv, 0, nil)
 		if err != nil {
 			return 0, err
 		}
@@ -97,7 +102,55 @@ func (b *bench) scan() error {
 	b.add("scan, 1 GiB bf16 warm (Load+Scan, best of 3)", fmt.Sprintf("%.2f GiB/s", scanRate), "-", true)
 	b.add("cat FILE >/dev/null, same file (best of 3)", fmt.Sprintf("%.2f GiB/s", catRate), "-", true)
 	b.add("scan / cat throughput", fmt.Sprintf("%.2fx", ratio), ">= 0.80x", ratio >= scanRatio)
+
+	// Peak RSS is per process, so the scan runs again in a child of its own.
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	r, err := runChild(dir, nil, exe, scanChildArg, dir)
+	if err != nil {
+		return err
+	}
+	// The child reports its own high-water mark: rusage's maxrss of a
+	// child can include the parent's RSS at fork time.
+	kib, err := strconv.ParseInt(strings.TrimSpace(string(r.stdout)), 10, 64)
+	if err != nil {
+		return fmt.Errorf("the scan child printed %q, want its peak RSS in KiB", r.stdout)
+	}
+	rssMiB := float64(kib) / 1024
+	b.add("scan peak RSS, 1 GiB bf16 (child: Load+Scan)", fmt.Sprintf("%.1f MiB (%.1f%% of the file)", rssMiB, 100*rssMiB*(1<<20)/float64(size)), "<= 256 MiB", rssMiB <= scanRSSMiB)
 	return nil
+}
+
+// scanChildArg makes phase0bench scan one folder and exit, so the parent
+// can read the scan's peak RSS from the child's rusage.
+const scanChildArg = "__scan"
+
+// scanChild is the child side of the peak-RSS row.
+func scanChild(dir string) error {
+	inv, err := safetensors.Load(os.DirFS(dir))
+	if err != nil {
+		return err
+	}
+	bad, err := safetensors.Scan(context.Background(), dir, inv, 0, nil)
+	if err != nil {
+		return err
+	}
+	if err := checkPlanted(bad); err != nil {
+		return err
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return err
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			fmt.Println(strings.TrimSuffix(strings.TrimSpace(rest), " kB"))
+			return nil
+		}
+	}
+	return fmt.Errorf("no VmHWM in /proc/self/status")
 }
 
 func best(n int, f func() (time.Duration, error)) (time.Duration, error) {
@@ -125,15 +178,15 @@ func fileSize(path string) (int64, error) {
 // writeRandomBF16 lays the file out sparse with safetensors.WriteFile, then
 // fills every tensor with random finite bf16 values, one chunk at a time.
 func writeRandomBF16(path string) error {
-	ts := make([]safetensors.WriteTensor, scanTensors)
+	ts := make([]sttest.WriteTensor, scanTensors)
 	for i := range ts {
-		ts[i] = safetensors.WriteTensor{
+		ts[i] = sttest.WriteTensor{
 			Name:  fmt.Sprintf("model.layers.%d.mlp.up_proj.weight", i),
 			DType: "BF16",
 			Shape: []int64{scanRows, scanCols},
 		}
 	}
-	if err := safetensors.WriteFile(path, ts, map[string]string{"format": "pt"}); err != nil {
+	if err := sttest.WriteFile(path, ts, map[string]string{"format": "pt"}); err != nil {
 		return err
 	}
 	inv, err := safetensors.Load(os.DirFS(filepath.Dir(path)))

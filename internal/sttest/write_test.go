@@ -1,32 +1,40 @@
-package safetensors
+package sttest_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"syscall"
 	"testing"
+
+	"phase0/internal/sttest"
+	"phase0/safetensors"
 )
+
+func u8(name string, n int) sttest.WriteTensor {
+	return sttest.WriteTensor{Name: name, DType: "U8", Shape: []int64{int64(n)}, Data: make([]byte, n)}
+}
 
 func TestWriteFileRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.safetensors")
-	ts := []WriteTensor{
+	ts := []sttest.WriteTensor{
 		{Name: "w", DType: "F32", Shape: []int64{2, 3}, Data: bytes.Repeat([]byte{1, 2, 3, 4}, 6)},
 		{Name: "hole", DType: "BF16", Shape: []int64{1000}},
 		{Name: "scalar", DType: "I64", Data: []byte{9, 0, 0, 0, 0, 0, 0, 0}},
 		{Name: `quote"and\back`, DType: "U8", Shape: []int64{0}, Data: []byte{}},
 		{Name: "tail-hole", DType: "F16", Shape: []int64{5}},
 	}
-	if err := WriteFile(path, ts, map[string]string{"format": "pt", "note": "ünï\n"}); err != nil {
+	if err := sttest.WriteFile(path, ts, map[string]string{"format": "pt", "note": "ünï\n"}); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := ReadHeader(bytes.NewReader(data), int64(len(data)), "m.safetensors")
+	h, err := safetensors.ReadHeader(bytes.NewReader(data), int64(len(data)), "m.safetensors")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +74,7 @@ func TestWriteFileRoundTrip(t *testing.T) {
 
 func TestWriteFileSparse(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "big.safetensors")
-	if err := WriteFile(path, []WriteTensor{{Name: "x", DType: "BF16", Shape: []int64{1 << 14, 1 << 14}}}, nil); err != nil {
+	if err := sttest.WriteFile(path, []sttest.WriteTensor{{Name: "x", DType: "BF16", Shape: []int64{1 << 14, 1 << 14}}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)
@@ -84,22 +92,22 @@ func TestWriteFileSparse(t *testing.T) {
 func TestWriteFileErrors(t *testing.T) {
 	tests := []struct {
 		name string
-		ts   []WriteTensor
+		ts   []sttest.WriteTensor
 		want string
 	}{
-		{"unknown dtype", []WriteTensor{{Name: "a", DType: "F128", Shape: []int64{1}}}, `tensor "a": dtype "F128": unknown dtype`},
-		{"duplicate", []WriteTensor{u8("a", 1), u8("a", 1)}, `tensor "a" given twice`},
-		{"empty name", []WriteTensor{u8("", 1)}, "not a usable tensor name"},
-		{"reserved name", []WriteTensor{u8(metadataKey, 1)}, "not a usable tensor name"},
-		{"negative dim", []WriteTensor{{Name: "a", DType: "U8", Shape: []int64{-1}}}, "negative dim"},
-		{"overflow", []WriteTensor{{Name: "a", DType: "F64", Shape: []int64{1 << 62, 4}}}, "too large"},
-		{"data size", []WriteTensor{{Name: "a", DType: "F32", Shape: []int64{2}, Data: []byte{1}}}, "needs 8 bytes, data has 1"},
+		{"unknown dtype", []sttest.WriteTensor{{Name: "a", DType: "F128", Shape: []int64{1}}}, `tensor "a": unknown dtype "F128"`},
+		{"duplicate", []sttest.WriteTensor{u8("a", 1), u8("a", 1)}, `tensor "a" given twice`},
+		{"empty name", []sttest.WriteTensor{u8("", 1)}, "not a usable tensor name"},
+		{"reserved name", []sttest.WriteTensor{u8("__metadata__", 1)}, "not a usable tensor name"},
+		{"negative dim", []sttest.WriteTensor{{Name: "a", DType: "U8", Shape: []int64{-1}}}, "negative dim"},
+		{"overflow", []sttest.WriteTensor{{Name: "a", DType: "F64", Shape: []int64{1 << 62, 4}}}, "too large"},
+		{"data size", []sttest.WriteTensor{{Name: "a", DType: "F32", Shape: []int64{2}, Data: []byte{1}}}, "needs 8 bytes, data has 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, "m.safetensors")
-			err := WriteFile(path, tc.ts, nil)
+			err := sttest.WriteFile(path, tc.ts, nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}
@@ -110,47 +118,46 @@ func TestWriteFileErrors(t *testing.T) {
 	}
 }
 
-func TestWrite8BShape(t *testing.T) {
+func TestWriteSharded(t *testing.T) {
 	dir := t.TempDir()
-	if err := Write8BShape(dir); err != nil {
+	var ts []sttest.WriteTensor
+	for i := range 7 {
+		ts = append(ts, sttest.WriteTensor{Name: fmt.Sprintf("t%d", i), DType: "BF16", Shape: []int64{1 << 20, int64(i + 1)}})
+	}
+	ts = append(ts, u8("small", 3))
+	if err := sttest.WriteSharded(dir, ts, 3); err != nil {
 		t.Fatal(err)
 	}
-	inv, err := Load(os.DirFS(dir))
+	inv, err := safetensors.Load(os.DirFS(dir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !inv.Sharded || len(inv.Files) != 4 {
+	if !inv.Sharded || len(inv.Files) != 3 {
 		t.Errorf("Sharded %t, files %v", inv.Sharded, inv.Files)
 	}
-	if n := len(inv.Tensors); n != 32*9+3 {
-		t.Errorf("%d tensors, want %d", n, 32*9+3)
+	if len(inv.Tensors) != len(ts) {
+		t.Errorf("%d tensors, want %d", len(inv.Tensors), len(ts))
 	}
-	checks := map[string][]int64{
-		"model.embed_tokens.weight":               {128256, 4096},
-		"lm_head.weight":                          {128256, 4096},
-		"model.norm.weight":                       {4096},
-		"model.layers.31.self_attn.k_proj.weight": {1024, 4096},
-		"model.layers.0.mlp.down_proj.weight":     {4096, 14336},
+	if got := inv.Tensors["t6"]; !reflect.DeepEqual(got.Shape, []int64{1 << 20, 7}) || got.File != "model-00003-of-00003.safetensors" {
+		t.Errorf("t6 = %+v", got)
 	}
-	for name, shape := range checks {
-		if got := inv.Tensors[name]; !reflect.DeepEqual(got.Shape, shape) || got.DType != "BF16" {
-			t.Errorf("%s = %+v, want BF16 %v", name, got, shape)
-		}
+	const want = 2<<20*(1+2+3+4+5+6+7) + 3
+	if inv.TotalBytes != want {
+		t.Errorf("TotalBytes = %d, want %d", inv.TotalBytes, want)
 	}
-	const params = 8_030_261_248 // Llama-3.1-8B
-	if inv.TotalBytes != 2*params {
-		t.Errorf("TotalBytes = %d, want %d", inv.TotalBytes, 2*params)
-	}
-	f, err := os.Open(filepath.Join(dir, IndexFile))
+	f, err := os.Open(filepath.Join(dir, safetensors.IndexFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ix, err := ReadIndex(f, IndexFile)
+	ix, err := safetensors.ReadIndex(f, safetensors.IndexFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := ix.TotalSize(); n != inv.TotalBytes {
 		t.Errorf("index total_size %d, inventory %d", n, inv.TotalBytes)
+	}
+	if err := sttest.WriteSharded(t.TempDir(), ts, 9); err == nil {
+		t.Error("9 shards for 8 tensors accepted")
 	}
 }

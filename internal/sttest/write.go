@@ -1,4 +1,8 @@
-package safetensors
+// Package sttest writes safetensors checkpoints for tests and benchmarks:
+// small ones with real bytes, or large sparse ones whose tensors are holes.
+// Production code never imports it; it imports nothing of phase0's reader, so
+// the reader's own tests can use it.
+package sttest
 
 import (
 	"bytes"
@@ -8,9 +12,12 @@ import (
 	"math"
 	"math/bits"
 	"os"
-	"phase0/internal/atomicfile"
+	"path/filepath"
 	"slices"
 	"strconv"
+
+	"phase0/internal/atomicfile"
+	"phase0/internal/stformat"
 )
 
 // WriteTensor is one tensor for WriteFile. Nil Data leaves a hole, so large
@@ -26,7 +33,7 @@ type WriteTensor struct {
 // the header padded with spaces to an 8-byte boundary. The file appears
 // atomically: it is written to a temporary name in the same folder and renamed.
 func WriteFile(path string, tensors []WriteTensor, metadata map[string]string) error {
-	header, sizes, err := encodeHeader(tensors, metadata)
+	header, sizes, err := EncodeHeader(tensors, metadata)
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -52,8 +59,9 @@ func WriteFile(path string, tensors []WriteTensor, metadata map[string]string) e
 	})
 }
 
-// encodeHeader builds the padded JSON header and returns each tensor's byte size.
-func encodeHeader(tensors []WriteTensor, metadata map[string]string) ([]byte, []int64, error) {
+// EncodeHeader builds the padded JSON header (without the 8-byte length) and
+// returns each tensor's byte size.
+func EncodeHeader(tensors []WriteTensor, metadata map[string]string) ([]byte, []int64, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	if len(metadata) > 0 {
@@ -62,7 +70,7 @@ func encodeHeader(tensors []WriteTensor, metadata map[string]string) ([]byte, []
 			keys = append(keys, k)
 		}
 		slices.Sort(keys)
-		b.WriteString(`"` + metadataKey + `":{`)
+		b.WriteString(`"` + stformat.MetadataKey + `":{`)
 		for i, k := range keys {
 			if i > 0 {
 				b.WriteByte(',')
@@ -77,16 +85,16 @@ func encodeHeader(tensors []WriteTensor, metadata map[string]string) ([]byte, []
 	seen := make(map[string]bool, len(tensors))
 	var off int64
 	for i, t := range tensors {
-		if t.Name == "" || t.Name == metadataKey {
+		if t.Name == "" || t.Name == stformat.MetadataKey {
 			return nil, nil, fmt.Errorf("tensor %d: %q is not a usable tensor name", i, t.Name)
 		}
 		if seen[t.Name] {
 			return nil, nil, fmt.Errorf("tensor %q given twice", t.Name)
 		}
 		seen[t.Name] = true
-		esize, ok := DTypeSize(t.DType)
+		esize, ok := stformat.DTypeSize(t.DType)
 		if !ok {
-			return nil, nil, fmt.Errorf("tensor %q: dtype %q: %w", t.Name, t.DType, ErrUnknownDType)
+			return nil, nil, fmt.Errorf("tensor %q: unknown dtype %q", t.Name, t.DType)
 		}
 		for _, d := range t.Shape {
 			if d < 0 {
@@ -144,4 +152,47 @@ func WriteIndex(path string, weightMap map[string]string, totalSize int64) error
 		_, err := f.Write(data)
 		return err
 	})
+}
+
+// WriteSharded writes tensors, in order, into the given number of shards
+// named like the hub's (model-00001-of-00004.safetensors) plus the index.
+// Tensors without Data are holes, so a checkpoint of real size costs only
+// its headers.
+func WriteSharded(dir string, tensors []WriteTensor, shards int) error {
+	if shards < 1 || shards > len(tensors) {
+		return fmt.Errorf("%d shards for %d tensors", shards, len(tensors))
+	}
+	weightMap := make(map[string]string, len(tensors))
+	var total int64
+	for s := range shards {
+		part := tensors[s*len(tensors)/shards : (s+1)*len(tensors)/shards]
+		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", s+1, shards)
+		for _, t := range part {
+			weightMap[t.Name] = name
+		}
+		_, sizes, err := EncodeHeader(part, nil)
+		if err != nil {
+			return fmt.Errorf("shard %s: %w", name, err)
+		}
+		for _, n := range sizes {
+			total += n
+		}
+		if err := WriteFile(filepath.Join(dir, name), part, map[string]string{"format": "pt"}); err != nil {
+			return err
+		}
+	}
+	return WriteIndex(filepath.Join(dir, stformat.IndexFile), weightMap, total)
+}
+
+// elementCount multiplies the dims, reporting false on overflow.
+func elementCount(shape []int64) (uint64, bool) {
+	n := uint64(1)
+	for _, d := range shape {
+		hi, lo := bits.Mul64(n, uint64(d))
+		if hi != 0 {
+			return 0, false
+		}
+		n = lo
+	}
+	return n, true
 }

@@ -1,0 +1,32 @@
+// Package stformat holds the fixed facts of the safetensors format that both
+// the reader (package safetensors) and the test writer (package sttest) need:
+// dtype sizes and reserved names. It imports nothing, so test helpers can use
+// it without importing the reader they test.
+package stformat
+
+// File names of a HuggingFace checkpoint folder.
+const (
+	SingleFile = "model.safetensors"            // an unsharded checkpoint
+	IndexFile  = "model.safetensors.index.json" // the sharded checkpoint's index
+)
+
+// MetadataKey is the reserved header key holding free-form string metadata.
+const MetadataKey = "__metadata__"
+
+// DTypeSize returns the element size in bytes of a safetensors dtype name
+// and whether the name is known. Only dtypes with a whole-byte element size
+// are known.
+func DTypeSize(dtype string) (int64, bool) {
+	// A switch, not a map: the header parser calls this once per tensor.
+	switch dtype {
+	case "BOOL", "U8", "I8", "F8_E4M3", "F8_E5M2", "F8_E8M0":
+		return 1, true
+	case "I16", "U16", "F16", "BF16":
+		return 2, true
+	case "I32", "U32", "F32":
+		return 4, true
+	case "I64", "U64", "F64":
+		return 8, true
+	}
+	return 0, false
+}
