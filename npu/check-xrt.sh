@@ -21,8 +21,10 @@ cache=${CACHE_DIR:-$HOME/.cache/phase0}
 suite=${XRT_SUITE:-sid}
 mirror=${XRT_MIRROR:-http://deb.debian.org/debian}
 # g++ and pkg-config build the shim; the three libxrt packages are the NPU
-# flavour of XRT (the plugin that talks to the amdxdna driver and xrt-smi).
-pkgs="g++ pkg-config libxrt-dev libxrt-npu2 libxrt-utils-npu"
+# flavour of XRT (the plugin that talks to the amdxdna driver and xrt-smi);
+# uuid-dev because xrt/xrt_uuid.h includes <uuid/uuid.h> and libxrt-dev
+# does not depend on it.
+pkgs="g++ pkg-config uuid-dev libxrt-dev libxrt-npu2 libxrt-utils-npu"
 key=$(printf '%s\n%s\n%s\n' "$suite" "$mirror" "$pkgs" | sha256sum | cut -c1-12)
 root="$cache/$suite-xrt-chroot-$key"
 stamp="$root/.phase0-ready"
@@ -113,6 +115,7 @@ go build -tags xrt ./npu/...
 echo \"check-xrt: linked against: \$(ldd /tmp/npuprobe | grep -o \"libxrt[^ ]*\" | sort -u | tr \"\n\" \" \")\"
 echo check-xrt: go test -tags xrt ./npu/...
 go test -count=1 -tags xrt ./npu/...
+go test -count=1 -tags xrt -run TestXRTLinked -v ./npu | grep -E "^(=== RUN|--- |    xrt_on_test)"
 echo check-xrt: npuprobe
 /tmp/npuprobe
 "
