@@ -305,15 +305,16 @@ func tokenPath(in Input) string {
 }
 
 // treeParts are what Phase 0 uses from the mlir-air llms tree: the
-// reference runner, its prompts, and the hand-written model the generated
-// files are modelled on.
+// reference runner and its prompts (the baseline cannot run without them),
+// and the hand-written model the later phases copy from (a warning only).
 var treeParts = []struct {
-	path string
-	dir  bool
+	path   string
+	dir    bool
+	needed bool
 }{
-	{"verify/runners/hf_runner.py", false},
-	{"verify/prompts", true},
-	{"llama32_1b", true},
+	{"verify/runners/hf_runner.py", false, true},
+	{"verify/prompts", true, true},
+	{"llama32_1b", true, false},
 }
 
 func checkTree(llms string) verdict.Section {
@@ -324,14 +325,23 @@ func checkTree(llms string) verdict.Section {
 	for _, p := range treeParts {
 		full := filepath.Join(llms, filepath.FromSlash(p.path))
 		info, err := os.Stat(full)
+		problem := ""
 		switch {
 		case err != nil:
-			s.FailWith("%s: missing (%v)", p.path, errors.Unwrap(err))
+			problem = fmt.Sprintf("%s: missing (%v)", p.path, errors.Unwrap(err))
 		case info.IsDir() != p.dir:
-			s.FailWith("%s: expected a %s", p.path, map[bool]string{true: "directory", false: "file"}[p.dir])
+			problem = fmt.Sprintf("%s: expected a %s", p.path, map[bool]string{true: "directory", false: "file"}[p.dir])
+		default:
+			continue
+		}
+		s.Find("%s", problem)
+		if p.needed {
+			s.Status = verdict.Fail
+		} else {
+			s.Status = verdict.Worst(s.Status, verdict.Warn)
 		}
 	}
-	if s.Status == verdict.Fail {
+	if s.Status != verdict.Pass {
 		s.Summary = fmt.Sprintf("%s is not an mlir-air programming_examples/llms tree (%d part(s) missing)", llms, len(s.Findings))
 	}
 	return s

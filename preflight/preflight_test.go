@@ -128,6 +128,9 @@ func TestChecks(t *testing.T) {
 			os.Remove(filepath.Join(in.LLMsDir, "verify/prompts"))
 			writeFile(t, filepath.Join(in.LLMsDir, "verify/prompts"), "x")
 		}, "mlir_air_tree", verdict.Fail, "1 part(s) missing", "verify/prompts: expected a directory"},
+		{"tree without llama32_1b", func(t *testing.T, in *Input) {
+			os.Remove(filepath.Join(in.LLMsDir, "llama32_1b"))
+		}, "mlir_air_tree", verdict.Warn, "1 part(s) missing", "llama32_1b: missing"},
 		{"tree is empty dir", func(t *testing.T, in *Input) { in.LLMsDir = t.TempDir() }, "mlir_air_tree", verdict.Fail, "3 part(s) missing", "llama32_1b: missing"},
 	}
 	for _, tc := range cases {
