@@ -19,7 +19,7 @@ FUZZTIME     ?= 15s
 export CGO_CFLAGS  := $(shell $(PYTHON3)-config --includes)
 export CGO_LDFLAGS := $(shell $(PYTHON3)-config --embed --ldflags)
 
-.PHONY: help build test test-go test-py bench fuzz venv print-python phase0 clean
+.PHONY: help build test test-go test-py bench fuzz venv print-python phase0 clean check-xrt
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -62,6 +62,9 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=…)
 
 phase0: venv build ## run all of Phase 0 on MODEL (default: the bundled SmolLM2-135M-Instruct)
 	PHASE0_PYTHON=$(VENV_PY) ./$(BIN) run $(MODEL) --llms-dir $(LLMS_DIR) $(if $(NAME),--name $(NAME))
+
+check-xrt: ## build, vet and test npu/ with -tags xrt against XRT 2.25 in a cached sid chroot
+	CACHE_DIR=$(CACHE_DIR) ./npu/check-xrt.sh
 
 clean: ## remove build outputs (the venv and model cache stay)
 	rm -rf bin
