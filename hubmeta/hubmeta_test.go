@@ -3,10 +3,14 @@ package hubmeta
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -490,3 +494,66 @@ func TestRetryAfter(t *testing.T) {
 }
 
 const http1123 = "Mon, 02 Jan 2006 15:04:05 GMT"
+
+// TestEmptyShard: a zero-byte file answers 416 to the probe; the
+// safetensors parser then names the problem.
+func TestEmptyShard(t *testing.T) {
+	const sha = "fedcba9876543210fedcba9876543210fedcba98"
+	hub := testenv.NewFakeHub(t, &testenv.FakeRepo{ID: "org/empty", Refs: map[string]string{"main": sha},
+		Files: map[string][]byte{"config.json": []byte(`{}`), "model.safetensors": {}}})
+	c := newClient(t, hub, t.TempDir(), nil)
+	m, err := c.Resolve(context.Background(), ref(t, "org/empty"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Weights(context.Background(), m); !errors.Is(err, safetensors.ErrTruncated) {
+		t.Errorf("got %v, want ErrTruncated", err)
+	}
+}
+
+// TestRangeIgnored: a server that answers a range request with the whole
+// file (200) is read only as far as asked, and the result is the same.
+func TestRangeIgnored(t *testing.T) {
+	st := testenv.TinySafetensors(t, map[string][]float32{"a": make([]float32, 100_000)})
+	const sha = "00112233445566778899aabbccddeeff00112233"
+	var sent atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Repo-Commit", sha)
+		if strings.HasSuffix(r.URL.Path, "/config.json") {
+			w.Write([]byte(`{}`))
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/model.safetensors") {
+			w.Header().Set("Content-Length", strconv.Itoa(len(st)))
+			for off := 0; off < len(st); off += 4096 {
+				n, err := w.Write(st[off:min(off+4096, len(st))])
+				sent.Add(int64(n))
+				if err != nil {
+					return
+				}
+			}
+			return
+		}
+		w.Header().Set("X-Error-Code", "EntryNotFound")
+		http.Error(w, "nope", http.StatusNotFound)
+	}))
+	defer srv.Close()
+	c, err := New(Options{Endpoint: srv.URL, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := c.Resolve(context.Background(), ref(t, "org/plain"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, err := c.Weights(context.Background(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tn := inv.Tensors["a"]; tn.Bytes() != 400_000 {
+		t.Errorf("tensor a: %+v", tn)
+	}
+	if got := c.Stats().Bytes; got > 100_000+64 {
+		t.Errorf("client read %d body bytes, want at most the probe", got)
+	}
+}
