@@ -87,6 +87,7 @@ func run() int {
 		{"baseline overhead", true, (*bench).baseline},
 		{"worker logits round trip", true, (*bench).workerRoundTrip},
 		{"bridge logits call (in-process)", true, (*bench).bridgeCall},
+		{"triage, 16 hub models", false, (*bench).triage},
 	}
 	for _, s := range steps {
 		fmt.Fprintf(os.Stderr, "phase0bench: measuring %s\n", s.name)

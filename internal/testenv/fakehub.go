@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -32,7 +34,10 @@ import (
 //
 // Regular files are served directly with their git blob sha1 as ETag; LFS
 // files (*.safetensors) answer with a 302 to a second server carrying
-// X-Linked-Etag and X-Linked-Size, as the real Hub does.
+// X-Linked-Etag and X-Linked-Size, as the real Hub does. Both servers honour
+// Range (206 with Content-Range, 416 when unsatisfiable). Like the real CDN,
+// whose URLs are signed, the CDN refuses a request carrying Authorization
+// (400), so a client leaking the user's token past the redirect fails.
 //
 // Errors carry X-Error-Code and X-Error-Message the way the Hub sends them,
 // so huggingface_hub raises its own typed errors: an unknown repository is
@@ -40,13 +45,24 @@ import (
 // RevisionNotFound (404), a missing file EntryNotFound (404), and the files
 // of a gated repository GatedRepo (401 without a token, 403 with a token that
 // was not granted access). Repositories must not change after NewFakeHub.
+//
+// For clients under test it also injects latency and faults (429 with
+// Retry-After, 5xx) and counts the body bytes served per file, with the
+// furthest offset reached, so a test can prove which bytes were never sent.
 type FakeHub struct {
 	repos map[string]*FakeRepo
+	files map[string]map[string]fakeFile // repo id -> file name -> file
+	lfs   map[string]fileKey             // sha256 -> where the CDN's bytes come from
 	srv   *httptest.Server
 	cdn   *httptest.Server // another origin, as the real LFS/CDN host is
 
+	latency atomic.Int64 // nanoseconds slept before answering any request
+
 	mu       sync.Mutex
 	requests []string
+	faults   []*Fault
+	served   map[fileKey]*FileStats
+	cdnAuth  int
 }
 
 // FakeRepo is one model repository: the same files at every commit.
@@ -54,14 +70,44 @@ type FakeRepo struct {
 	ID    string
 	Refs  map[string]string // branch or tag -> 40-hex commit sha
 	Files map[string][]byte
+	// Sparse files are served as Prefix followed by zeros up to Size, so a
+	// repository can hold a checkpoint of real size (a 14 GB shard) whose
+	// header is real and whose tensor bytes exist nowhere.
+	Sparse map[string]SparseFile
 	// Gated repositories list their files to anyone but serve them only to
 	// a request carrying one of Tokens as its bearer token.
 	Gated  bool
 	Tokens []string
 }
 
+// SparseFile is a large file of which only the start is real.
+type SparseFile struct {
+	Prefix []byte
+	Size   int64 // >= len(Prefix)
+}
+
+// Fault makes the hub answer Status (with Retry-After when set) instead of
+// serving, to the next Times requests whose "METHOD path" contains Match
+// ("cdn/" prefixes CDN paths, as in Requests).
+type Fault struct {
+	Match      string
+	Status     int
+	RetryAfter string
+	Times      int
+}
+
+// FileStats is what the hub served of one file, over both servers.
+type FileStats struct {
+	Requests int   // GETs that reached the file's bytes (redirects not counted)
+	Bytes    int64 // body bytes written
+	MaxEnd   int64 // furthest offset served, exclusive: no byte at or after it left the hub
+}
+
+type fileKey struct{ repo, name string }
+
 type fakeFile struct {
-	data   []byte
+	size   int64
+	open   func() io.ReadSeeker
 	blobID string // git sha1 of the blob (or of the LFS pointer on the real Hub)
 	lfsSHA string // sha256 for LFS files
 }
@@ -69,19 +115,51 @@ type fakeFile struct {
 // NewFakeHub starts the Hub and its CDN; both stop when the test ends.
 func NewFakeHub(t testing.TB, repos ...*FakeRepo) *FakeHub {
 	t.Helper()
-	h := &FakeHub{repos: map[string]*FakeRepo{}}
+	h := StartFakeHub(repos...)
+	t.Cleanup(h.Close)
+	return h
+}
+
+// StartFakeHub starts the Hub and its CDN outside a test (benchmarks);
+// Close stops them.
+func StartFakeHub(repos ...*FakeRepo) *FakeHub {
+	h := &FakeHub{repos: map[string]*FakeRepo{}, files: map[string]map[string]fakeFile{},
+		lfs: map[string]fileKey{}, served: map[fileKey]*FileStats{}}
 	for _, r := range repos {
 		h.repos[r.ID] = r
+		files := map[string]fakeFile{}
+		for _, n := range r.FileNames() {
+			f := r.file(n)
+			files[n] = f
+			if f.lfsSHA != "" {
+				h.lfs[f.lfsSHA] = fileKey{r.ID, n}
+			}
+		}
+		h.files[r.ID] = files
 	}
 	h.srv = httptest.NewServer(h.logged("", h.serve))
-	t.Cleanup(h.srv.Close)
 	h.cdn = httptest.NewServer(h.logged("cdn", h.serveCDN))
-	t.Cleanup(h.cdn.Close)
 	return h
+}
+
+// Close stops both servers.
+func (h *FakeHub) Close() {
+	h.srv.Close()
+	h.cdn.Close()
 }
 
 // URL is the Hub's address, the value for HF_ENDPOINT.
 func (h *FakeHub) URL() string { return h.srv.URL }
+
+// SetLatency delays every later answer of both servers by d.
+func (h *FakeHub) SetLatency(d time.Duration) { h.latency.Store(int64(d)) }
+
+// Inject adds a fault; faults are tried in the order added.
+func (h *FakeHub) Inject(f Fault) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.faults = append(h.faults, &f)
+}
 
 // Requests lists every request both servers received so far, in order, as
 // "METHOD path" ("GET cdn/<sha256>" for the CDN).
@@ -91,11 +169,54 @@ func (h *FakeHub) Requests() []string {
 	return slices.Clone(h.requests)
 }
 
+// Served reports what was served of one file of one repository.
+func (h *FakeHub) Served(repo, file string) FileStats {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s, ok := h.served[fileKey{repo, file}]; ok {
+		return *s
+	}
+	return FileStats{}
+}
+
+// CDNAuthorizations counts CDN requests that carried an Authorization
+// header (each was refused).
+func (h *FakeHub) CDNAuthorizations() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cdnAuth
+}
+
 func (h *FakeHub) logged(prefix string, serve http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		line := r.Method + " " + prefix + r.URL.EscapedPath()
 		h.mu.Lock()
-		h.requests = append(h.requests, r.Method+" "+prefix+r.URL.EscapedPath())
+		h.requests = append(h.requests, line)
+		var fault *Fault
+		for _, f := range h.faults {
+			if f.Times > 0 && strings.Contains(line, f.Match) {
+				f.Times--
+				fault = f
+				break
+			}
+		}
 		h.mu.Unlock()
+		if d := time.Duration(h.latency.Load()); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			}
+		}
+		if fault != nil {
+			if fault.RetryAfter != "" {
+				w.Header().Set("Retry-After", fault.RetryAfter)
+			}
+			http.Error(w, http.StatusText(fault.Status), fault.Status)
+			return
+		}
 		serve(w, r)
 	}
 }
@@ -119,30 +240,122 @@ func RepoFromDir(t testing.TB, id, dir string, refs map[string]string) *FakeRepo
 	return &FakeRepo{ID: id, Refs: refs, Files: files}
 }
 
-// FileNames lists the repository's files, sorted.
+// FileNames lists the repository's files, sparse ones included, sorted.
 func (r *FakeRepo) FileNames() []string {
 	var names []string
 	for n := range r.Files {
 		names = append(names, n)
 	}
+	for n := range r.Sparse {
+		if _, dup := r.Files[n]; !dup {
+			names = append(names, n)
+		}
+	}
 	slices.Sort(names)
 	return names
 }
 
-func (r *FakeRepo) file(name string) (fakeFile, bool) {
-	data, ok := r.Files[name]
-	if !ok {
-		return fakeFile{}, false
+func (r *FakeRepo) file(name string) fakeFile {
+	if data, ok := r.Files[name]; ok {
+		h := sha1.New()
+		fmt.Fprintf(h, "blob %d\x00", len(data))
+		h.Write(data)
+		f := fakeFile{size: int64(len(data)), open: func() io.ReadSeeker { return bytes.NewReader(data) }, blobID: hex.EncodeToString(h.Sum(nil))}
+		if strings.HasSuffix(name, ".safetensors") {
+			sum := sha256.Sum256(data)
+			f.lfsSHA = hex.EncodeToString(sum[:])
+		}
+		return f
 	}
-	h := sha1.New()
-	fmt.Fprintf(h, "blob %d\x00", len(data))
-	h.Write(data)
-	f := fakeFile{data: data, blobID: hex.EncodeToString(h.Sum(nil))}
-	if strings.HasSuffix(name, ".safetensors") {
-		sum := sha256.Sum256(data)
-		f.lfsSHA = hex.EncodeToString(sum[:])
+	sp := r.Sparse[name]
+	// Hashing 14 GB of zeros would be pointless: the ids only have to be
+	// distinct and stable, so they hash the repo, the name, the prefix and
+	// the size.
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00", r.ID, name, sp.Size)
+	h.Write(sp.Prefix)
+	sum := hex.EncodeToString(h.Sum(nil))
+	return fakeFile{size: sp.Size, open: func() io.ReadSeeker { return &sparseReader{prefix: sp.Prefix, size: sp.Size} },
+		blobID: sum[:40], lfsSHA: sum}
+}
+
+// sparseReader reads prefix then zeros up to size.
+type sparseReader struct {
+	prefix []byte
+	size   int64
+	off    int64
+}
+
+func (s *sparseReader) Read(p []byte) (int, error) {
+	if s.off >= s.size {
+		return 0, io.EOF
 	}
-	return f, true
+	p = p[:min(int64(len(p)), s.size-s.off)]
+	n := 0
+	if s.off < int64(len(s.prefix)) {
+		n = copy(p, s.prefix[s.off:])
+	}
+	clear(p[n:])
+	s.off += int64(len(p))
+	return len(p), nil
+}
+
+func (s *sparseReader) Seek(offset int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekStart:
+	case io.SeekCurrent:
+		offset += s.off
+	case io.SeekEnd:
+		offset += s.size
+	}
+	if offset < 0 {
+		return 0, fmt.Errorf("negative seek %d", offset)
+	}
+	s.off = offset
+	return offset, nil
+}
+
+// serveFile serves f honouring Range and records the bytes that left.
+func (h *FakeHub) serveFile(w http.ResponseWriter, r *http.Request, key fileKey, f fakeFile) {
+	cw := &countingWriter{ResponseWriter: w}
+	http.ServeContent(cw, r, key.name, time.Time{}, f.open())
+	if r.Method != http.MethodGet || (cw.status != http.StatusOK && cw.status != http.StatusPartialContent) {
+		return
+	}
+	start := int64(0)
+	if cr := w.Header().Get("Content-Range"); cw.status == http.StatusPartialContent {
+		fmt.Sscanf(cr, "bytes %d-", &start)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.served[key]
+	if s == nil {
+		s = &FileStats{}
+		h.served[key] = s
+	}
+	s.Requests++
+	s.Bytes += cw.n
+	s.MaxEnd = max(s.MaxEnd, start+cw.n)
+}
+
+type countingWriter struct {
+	http.ResponseWriter
+	n      int64
+	status int
+}
+
+func (c *countingWriter) WriteHeader(code int) {
+	c.status = code
+	c.ResponseWriter.WriteHeader(code)
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	n, err := c.ResponseWriter.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 // commit maps a revision to a commit sha: a ref, or a sha one of them names.
@@ -205,16 +418,19 @@ func (h *FakeHub) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *FakeHub) serveCDN(w http.ResponseWriter, r *http.Request) {
-	sha := strings.TrimPrefix(r.URL.Path, "/")
-	for _, repo := range h.repos {
-		for _, n := range repo.FileNames() {
-			if f, _ := repo.file(n); f.lfsSHA == sha {
-				http.ServeContent(w, r, n, time.Time{}, bytes.NewReader(f.data))
-				return
-			}
-		}
+	key, ok := h.lfs[strings.TrimPrefix(r.URL.Path, "/")]
+	if !ok {
+		http.NotFound(w, r)
+		return
 	}
-	http.NotFound(w, r)
+	if r.Header.Get("Authorization") != "" {
+		h.mu.Lock()
+		h.cdnAuth++
+		h.mu.Unlock()
+		http.Error(w, "Only one auth mechanism allowed; only the signature query parameter may be given", http.StatusBadRequest)
+		return
+	}
+	h.serveFile(w, r, key, h.files[key.repo][key.name])
 }
 
 func (h *FakeHub) serveAPI(w http.ResponseWriter, r *http.Request, seg []string) {
@@ -233,16 +449,17 @@ func (h *FakeHub) serveAPI(w http.ResponseWriter, r *http.Request, seg []string)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
+	files := h.files[repo.ID]
 	switch kind {
 	case "revision":
 		siblings := []map[string]any{}
 		for _, n := range repo.FileNames() {
-			f, _ := repo.file(n)
+			f := files[n]
 			s := map[string]any{"rfilename": n}
 			if r.URL.Query().Get("blobs") != "" {
-				s["size"], s["blobId"] = len(f.data), f.blobID
+				s["size"], s["blobId"] = f.size, f.blobID
 				if f.lfsSHA != "" {
-					s["lfs"] = map[string]any{"sha256": f.lfsSHA, "size": len(f.data), "pointerSize": 134}
+					s["lfs"] = map[string]any{"sha256": f.lfsSHA, "size": f.size, "pointerSize": 134}
 				}
 			}
 			siblings = append(siblings, s)
@@ -258,10 +475,10 @@ func (h *FakeHub) serveAPI(w http.ResponseWriter, r *http.Request, seg []string)
 	case "tree":
 		entries := []map[string]any{}
 		for _, n := range repo.FileNames() {
-			f, _ := repo.file(n)
-			e := map[string]any{"type": "file", "path": n, "size": len(f.data), "oid": f.blobID}
+			f := files[n]
+			e := map[string]any{"type": "file", "path": n, "size": f.size, "oid": f.blobID}
 			if f.lfsSHA != "" {
-				e["lfs"] = map[string]any{"oid": f.lfsSHA, "size": len(f.data), "pointerSize": 134}
+				e["lfs"] = map[string]any{"oid": f.lfsSHA, "size": f.size, "pointerSize": 134}
 			}
 			entries = append(entries, e)
 		}
@@ -293,21 +510,21 @@ func (h *FakeHub) serveResolve(w http.ResponseWriter, r *http.Request, id, rev, 
 		return
 	}
 	w.Header().Set("X-Repo-Commit", sha)
-	f, ok := repo.file(name)
+	f, ok := h.files[id][name]
 	if !ok {
 		hubError(w, http.StatusNotFound, "EntryNotFound", "Entry not found")
 		return
 	}
 	if f.lfsSHA != "" {
 		w.Header().Set("X-Linked-Etag", `"`+f.lfsSHA+`"`)
-		w.Header().Set("X-Linked-Size", fmt.Sprint(len(f.data)))
+		w.Header().Set("X-Linked-Size", fmt.Sprint(f.size))
 		w.Header().Set("ETag", `"`+f.blobID+`"`)
 		w.Header().Set("Location", h.cdn.URL+"/"+f.lfsSHA)
 		w.WriteHeader(http.StatusFound)
 		return
 	}
 	w.Header().Set("ETag", `"`+f.blobID+`"`)
-	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(f.data))
+	h.serveFile(w, r, fileKey{id, name}, f)
 }
 
 // TinySafetensors writes a real safetensors file by hand: an 8-byte

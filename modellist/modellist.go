@@ -1,0 +1,129 @@
+// Package modellist reads the model arguments of a multi-model command:
+// plain arguments and @FILE lists in the format of mlir-air's
+// programming_examples/llms/hf_models.txt (one model per line — a hub id
+// org/name[@revision], a local folder, or "default" — with blank lines,
+// '#' comment lines and trailing " # comments" ignored).
+package modellist
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// MaxFileBytes bounds a list file. Upstream's is about 3 KB; a megabyte is
+// thousands of models, far more than anyone triages at once.
+const MaxFileBytes = 1 << 20
+
+// ErrList marks a list that cannot be used; the message names file and line.
+var ErrList = errors.New("bad model list")
+
+// Entry is one model argument and where it came from.
+type Entry struct {
+	Arg    string // as written, without comment or surrounding blanks
+	Source string // "argument 2" or "models.txt:14", for messages
+}
+
+// Expand turns command-line arguments into entries: "@FILE" is replaced by
+// the models FILE lists, anything else is one model. Lists do not nest.
+func Expand(args []string) ([]Entry, error) {
+	var out []Entry
+	for i, a := range args {
+		file, isList := strings.CutPrefix(a, "@")
+		if !isList {
+			out = append(out, Entry{Arg: a, Source: fmt.Sprintf("argument %d", i+1)})
+			continue
+		}
+		if file == "" {
+			return nil, fmt.Errorf("%w: argument %d is a bare '@'; write @FILE", ErrList, i+1)
+		}
+		es, err := ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, es...)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: no models given", ErrList)
+	}
+	return out, nil
+}
+
+// ReadFile reads a list file: a regular file (a symlink to one is fine) of
+// at most MaxFileBytes. An empty list is an error, since inspecting nothing
+// is never what was meant.
+func ReadFile(path string) ([]Entry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrList, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrList, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrList, path, st.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: reading %s: %w", ErrList, path, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrList, path, MaxFileBytes)
+	}
+	es, err := Parse(data, path)
+	if err != nil {
+		return nil, err
+	}
+	if len(es) == 0 {
+		return nil, fmt.Errorf("%w: %s lists no models (only blank lines and comments)", ErrList, path)
+	}
+	return es, nil
+}
+
+// Parse reads list text; name labels the entries' Source. A '#' starts a
+// comment at the start of a line or after a blank, so a folder name with a
+// '#' inside ("run#3") survives. A line holding two words is refused rather
+// than guessed at: upstream's format has one model per line.
+func Parse(data []byte, name string) ([]Entry, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // editors on Windows add a BOM
+	if !utf8.Valid(data) {
+		return nil, fmt.Errorf("%w: %s is not UTF-8 text", ErrList, name)
+	}
+	var out []Entry
+	for i, line := range strings.Split(string(data), "\n") {
+		at := fmt.Sprintf("%s:%d", name, i+1)
+		if strings.ContainsRune(line, 0) {
+			return nil, fmt.Errorf("%w: %s: NUL byte: not a text file", ErrList, at)
+		}
+		line = stripComment(line)
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if j := strings.IndexFunc(line, unicode.IsSpace); j >= 0 {
+			return nil, fmt.Errorf("%w: %s: %q holds more than one word; write one model per line", ErrList, at, line)
+		}
+		if strings.HasPrefix(line, "@") {
+			return nil, fmt.Errorf("%w: %s: %q: lists cannot include other lists", ErrList, at, line)
+		}
+		out = append(out, Entry{Arg: line, Source: at})
+	}
+	return out, nil
+}
+
+// stripComment drops a '#' comment that starts the line or follows a blank.
+func stripComment(line string) string {
+	for i := 0; i < len(line); i++ {
+		if line[i] == '#' && (i == 0 || line[i-1] == ' ' || line[i-1] == '\t') {
+			return line[:i]
+		}
+	}
+	return line
+}
