@@ -28,7 +28,8 @@ func layerIndex(name string) (int, bool) {
 // CrossCheck derives sizes from tensor shapes and compares them with the
 // config. Each disagreement names the field, the config value and the
 // checkpoint's. fsys is the model folder: a tied config whose checkpoint
-// also holds lm_head.weight has exactly those two tensors read and compared.
+// also holds lm_head.weight has exactly those two tensors read and compared
+// (nil fsys: headers only, e.g. a remote inspection; the pair is noted).
 func CrossCheck(cfg *model.Config, inv *safetensors.Inventory, fsys fs.FS) *Consistency {
 	c := New()
 	c.source(SourceWeights)
@@ -114,6 +115,10 @@ func tiedHead(c *Consistency, inv *safetensors.Inventory, head safetensors.Tenso
 	emb, ok := inv.Tensors["model.embed_tokens.weight"]
 	if !ok {
 		return // the weights gate reports the missing embeddings
+	}
+	if fsys == nil {
+		c.Notes = append(c.Notes, "tie_word_embeddings is true and the checkpoint also stores lm_head.weight; only headers were read, so whether it equals the embeddings is not known (transformers would use the embeddings)")
+		return
 	}
 	same, err := safetensors.SameBytes(fsys, emb, head)
 	if err != nil {

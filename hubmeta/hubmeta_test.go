@@ -14,10 +14,12 @@ import (
 	"testing"
 	"time"
 
+	"phase0/configgate"
 	"phase0/hfcache"
 	"phase0/internal/testenv"
 	"phase0/model"
 	"phase0/safetensors"
+	"phase0/verdict"
 	"phase0/weights"
 )
 
@@ -71,10 +73,10 @@ func triage(ctx context.Context, c *Client, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if res := weights.Check(a.Config, inv); res.Status != weights.StatusPass {
+	if res := weights.Check(a.Config, inv); res.Status != verdict.Pass {
 		return "fail:weights", nil
 	}
-	if cc := weights.CrossCheck(a.Config, inv); cc.Status != weights.StatusPass {
+	if cc := configgate.CrossCheck(a.Config, inv, nil); cc.Status != verdict.Pass {
 		return "fail:consistency", nil
 	}
 	return "pass", nil

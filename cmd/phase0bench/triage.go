@@ -7,11 +7,13 @@ import (
 	"strings"
 	"time"
 
+	"phase0/configgate"
 	"phase0/hfcache"
 	"phase0/hubmeta"
 	"phase0/internal/parallel"
 	"phase0/internal/testenv"
 	"phase0/model"
+	"phase0/verdict"
 	"phase0/weights"
 )
 
@@ -104,10 +106,10 @@ func triageOne(ctx context.Context, c *hubmeta.Client, id string) (string, error
 	if err != nil {
 		return "", err
 	}
-	if weights.Check(a.Config, inv).Status != weights.StatusPass {
+	if weights.Check(a.Config, inv).Status != verdict.Pass {
 		return "fail:weights", nil
 	}
-	if weights.CrossCheck(a.Config, inv).Status != weights.StatusPass {
+	if configgate.CrossCheck(a.Config, inv, nil).Status != verdict.Pass {
 		return "fail:consistency", nil
 	}
 	return "pass", nil
