@@ -44,8 +44,9 @@ venv: $(VENV_STAMP) ## create or reuse the Python venv (outside the clone)
 print-python: ## print the venv's python (use with make -s)
 	@echo $(VENV_PY)
 
-test: venv build ## run every test (Go incl. fuzz seeds, mypy --strict, pytest)
+test: venv build ## run every test (Go incl. fuzz seeds, mypy --strict, pytest, the XRT build check)
 	$(GO) vet ./...
+	./npu/check-xrt.sh --skip-if-unavailable
 	PHASE0_PYTHON=$(VENV_PY) $(GO) test -count=1 -timeout 60m ./...
 	cd pyshim && $(VENV_PY) -m mypy
 	cd pyshim && $(VENV_PY) -m pytest -q

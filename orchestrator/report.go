@@ -9,6 +9,7 @@ import (
 
 	"phase0/configgate"
 	"phase0/model"
+	"phase0/preflight"
 	"phase0/verdict"
 	"phase0/weights"
 )
@@ -81,10 +82,13 @@ type Report struct {
 	Rejections   []model.Rejection `json:"rejections"`
 	Gates        Gates             `json:"gates"`
 	Workspace    *Workspace        `json:"workspace,omitempty"`
-	Warnings     []string          `json:"warnings"`
-	Stages       []Stage           `json:"stages"`
-	Started      time.Time         `json:"started"`
-	Seconds      float64           `json:"seconds"`
+	// Preflight is machine readiness for the later phases (run only);
+	// informational, never part of Status.
+	Preflight *preflight.Report `json:"preflight,omitempty"`
+	Warnings  []string          `json:"warnings"`
+	Stages    []Stage           `json:"stages"`
+	Started   time.Time         `json:"started"`
+	Seconds   float64           `json:"seconds"`
 }
 
 // Workspace describes the generated files of a run.

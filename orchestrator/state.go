@@ -9,6 +9,7 @@ import (
 
 	"phase0/configgate"
 	"phase0/model"
+	"phase0/preflight"
 	"phase0/safetensors"
 	"phase0/scaffold"
 	"phase0/verdict"
@@ -43,6 +44,8 @@ type state struct {
 	wsDir     string
 	spec      scaffold.Spec
 	workspace *Workspace
+
+	preflight *preflight.Report // machine readiness (run only; informational)
 
 	session  *worker.Session // the Python worker, started by the first stage that needs it
 	warnings []string
@@ -149,7 +152,8 @@ func (st *state) gates() Gates {
 func (st *state) report() *Report {
 	r := &Report{Tool: "phase0", Version: st.version, Command: st.command, Model: st.arg, Status: st.status(),
 		Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: append([]string{}, st.warnings...),
-		Stages: append([]Stage{}, st.stages...), Started: st.started, Gates: st.gates(), Workspace: st.workspace}
+		Stages: append([]Stage{}, st.stages...), Started: st.started, Gates: st.gates(), Workspace: st.workspace,
+		Preflight: st.preflight}
 	if st.err != nil {
 		r.Error = st.err.Error()
 		r.Interrupted = errors.Is(st.err, errInterrupted)

@@ -41,6 +41,12 @@ func (r *Report) Text() string {
 		tw.Flush()
 	}
 	b.WriteString(r.findings())
+	if r.Preflight != nil {
+		b.WriteString("\n  machine readiness (informational):\n")
+		for _, line := range strings.Split(strings.TrimRight(r.Preflight.Text(), "\n"), "\n") {
+			b.WriteString("  " + line + "\n")
+		}
+	}
 	return b.String()
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -19,6 +20,7 @@ import (
 
 	"phase0/configs"
 	"phase0/orchestrator"
+	"phase0/verdict"
 )
 
 // exitUsage is returned for bad flags, a bad --config file or a bad setting.
@@ -92,6 +94,37 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	runCmd := add("run", "All of Phase 0: inspect, generate the workspace, Python gates, baseline, record", true, orchestrator.Run)
 	runCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
 	runCmd.Flags().String("report-dir", "", "where report.json and report.md go (default: <workspace>/docs/development_progress/phase0)")
+
+	pre := &cobra.Command{
+		Use:   "preflight",
+		Short: "Is this machine ready: NPU and XRT, memory, disk, the Python env, HF token, the mlir-air tree (informational)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := settings(v, cmd, stderr)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			defer stop()
+			rep := orchestrator.Preflight(ctx, s)
+			ran = true
+			if ctx.Err() != nil {
+				code = verdict.Interrupted
+			}
+			if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+				b, err := json.MarshalIndent(rep, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(stdout, "%s\n", b)
+				return err
+			}
+			_, err = io.WriteString(stdout, rep.Text())
+			return err
+		},
+	}
+	pre.Flags().String("llms-dir", "", "mlir-air programming_examples/llms folder to check")
+	root.AddCommand(pre)
 
 	// Every error that reaches here is about the invocation (flags, settings,
 	// arguments) or printing the report; gate outcomes travel in code.

@@ -44,17 +44,26 @@ def _dumps(value: dict[str, Any]) -> str:
 
 
 def environment(args_json: str) -> str:
-    """Versions of what the worker runs on; also a cheap liveness check."""
-    import torch
-    import transformers
+    """Versions of what the worker runs on (empty when a package is missing); a liveness check too."""
+    import sys
+    from importlib import metadata
 
     _args(args_json, ())
+
+    def version(package: str) -> str:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return ""
+
     return _dumps(
         {
-            "python": platform.python_version(),
-            "torch_version": torch.__version__,
-            "transformers_version": transformers.__version__,
-            "numpy_version": np.__version__,
+            "executable": sys.executable,
+            "version": platform.python_version(),
+            "torch": version("torch"),
+            "transformers": version("transformers"),
+            "safetensors": version("safetensors"),
+            "numpy": np.__version__,
         }
     )
 

@@ -156,7 +156,9 @@ def test_decode_ids(tiny_model) -> None:  # type: ignore[no-untyped-def]
 
 def test_environment() -> None:
     env = json.loads(ops.environment("{}"))
-    assert env["transformers_version"].startswith("5.")
+    assert env["transformers"].startswith("5.")
+    assert env["torch"] and env["safetensors"] and env["version"].count(".") == 2
+    assert env["executable"].endswith("python") or "python" in env["executable"]
 
 
 @pytest.mark.parametrize(
