@@ -161,7 +161,7 @@ func referenceStage(ctx context.Context, st *state) (verdict.Status, string, err
 }
 
 // baselineStages are inspect, the memory preflight and gate 2.
-var baselineStages = append(append([]stage{}, inspectStages...),
+var baselineStages = append(append([]stage{{name: "python", run: pythonStage}}, inspectStages...),
 	stage{name: "preflight", when: preflightApplies, run: preflightStage},
 	stage{name: "hf_baseline", when: pythonReady, run: referenceStage},
 )
@@ -180,4 +180,14 @@ func preflightApplies(st *state) (bool, string) {
 // BaselineRun runs inspect, then gate 2 through the isolated worker.
 func BaselineRun(ctx context.Context, s *Settings, modelArg, version string) *Report {
 	return runChain(ctx, s, "baseline", modelArg, version, withoutSkippedScan(baselineStages, s))
+}
+
+// pythonStage checks, before anything is read or written, that an
+// interpreter is configured: without one the command cannot evaluate.
+func pythonStage(_ context.Context, st *state) (verdict.Status, string, error) {
+	py, err := st.s.python()
+	if err != nil {
+		return "", "", err
+	}
+	return verdict.Pass, py, nil
 }

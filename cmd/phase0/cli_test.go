@@ -146,3 +146,56 @@ func TestSettingsPrecedence(t *testing.T) {
 		t.Errorf("env timeout: exit %d, %s", code, stderr)
 	}
 }
+
+// TestJSONOnEveryUsageError: with --json, exactly one JSON object (status
+// ERROR) and exit 2, whatever was wrong with the invocation.
+func TestJSONOnEveryUsageError(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"inspect", good, "--workers", "-1", "--json"}, nil, `--workers: "-1" is not an integer`},
+		{[]string{"baseline", good, "--timeout", "abc", "--json"}, nil, `--timeout: "abc" is not a positive duration`},
+		{[]string{"baseline", good, "--timeout", "0", "--json"}, nil, "is not a positive duration"},
+		{[]string{"baseline", good, "--prompt-style", "chatty", "--json"}, nil, `"chatty"`},
+		{[]string{"baseline", good, "--decode", "-1", "--json"}, nil, "--decode"},
+		{[]string{"baseline", good, "--decode", "100", "--json"}, nil, "does not fit max_seq 64"},
+		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_TIMEOUT": "soon"}, `PHASE0_TIMEOUT: "soon"`},
+		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_MAX_SEQ": "0"}, "PHASE0_MAX_SEQ"},
+		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_WORKERS": "many"}, "PHASE0_WORKERS"},
+		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_SCAN": "maybe"}, "PHASE0_SCAN"},
+		{[]string{"inspect", good, "--json", "--config", "/dev/zero"}, nil, "not a regular file"},
+		{[]string{"inspect", good, "--json", "--config", "/no/such.yaml"}, nil, "--config"},
+		{[]string{"inspect", "--json"}, nil, "exactly one MODEL"},
+		{[]string{"inspect", "-weird", "--json"}, nil, "unknown shorthand flag"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			code, stdout, stderr := run(t, tc.args...)
+			dec := json.NewDecoder(strings.NewReader(stdout))
+			var rep struct {
+				Status string `json:"status"`
+				Error  string `json:"error"`
+			}
+			if err := dec.Decode(&rep); err != nil {
+				t.Fatalf("stdout is not one JSON object: %v\n%s", err, stdout)
+			}
+			if dec.More() {
+				t.Errorf("more than one JSON value on stdout:\n%s", stdout)
+			}
+			if code != 2 || rep.Status != "ERROR" || !strings.Contains(rep.Error, tc.want) {
+				t.Errorf("exit %d, status %s, error %q; want exit 2, ERROR mentioning %q (stderr %q)", code, rep.Status, rep.Error, tc.want, stderr)
+			}
+		})
+	}
+	// A YAML number beyond int64 is refused, not wrapped to a negative.
+	cfg := filepath.Join(t.TempDir(), "big.yaml")
+	os.WriteFile(cfg, []byte("decode: 99999999999999999999\n"), 0o644)
+	if code, _, stderr := run(t, "baseline", good, "--config", cfg); code != 2 || !strings.Contains(stderr, "99999999999999999999") && !strings.Contains(stderr, "1e+20") {
+		t.Errorf("huge decode: exit %d, %s", code, stderr)
+	}
+}
