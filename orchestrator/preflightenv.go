@@ -53,5 +53,11 @@ func preflightSectionStage(ctx context.Context, st *state) (verdict.Status, stri
 		in.Python = env
 	}
 	st.preflight = preflight.Run(in)
-	return st.preflight.Status, st.preflight.Summary, nil
+	// Informational: a machine that is not ready for the later phases is a
+	// warning on this run, never its failure.
+	status := st.preflight.Status
+	if status != verdict.Pass {
+		status = verdict.Warn
+	}
+	return status, st.preflight.Summary, nil
 }
