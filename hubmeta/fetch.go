@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"strconv"
 	"strings"
@@ -103,6 +104,21 @@ func (c *Client) Resolve(ctx context.Context, ref hfcache.Ref) (*Model, error) {
 // system holding config.json, the index and each shard as its header bytes
 // with its real size.
 func (c *Client) Weights(ctx context.Context, m *Model) (*safetensors.Inventory, error) {
+	fsys, err := c.FS(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	inv, err := safetensors.Load(fsys)
+	if err != nil {
+		return nil, fmt.Errorf("%s@%s: %w", m.Ref.ID, m.Commit[:12], err)
+	}
+	return inv, nil
+}
+
+// FS is m's metadata as a read-only file system: config.json, the index if
+// any, and each shard as its header bytes with its real size (reads past the
+// header fail). The same gates that read a downloaded folder read this one.
+func (c *Client) FS(ctx context.Context, m *Model) (fs.FS, error) {
 	st := c.store(m.Ref.ID)
 	index, shards, err := st.weights(m.Commit)
 	if err != nil {
@@ -116,12 +132,7 @@ func (c *Client) Weights(ctx context.Context, m *Model) (*safetensors.Inventory,
 			return nil, err
 		}
 	}
-	fsys := newMetaFS(m.Config, index, shards)
-	inv, err := safetensors.Load(fsys)
-	if err != nil {
-		return nil, fmt.Errorf("%s@%s: %w", m.Ref.ID, m.Commit[:12], err)
-	}
-	return inv, nil
+	return newMetaFS(m.Config, index, shards), nil
 }
 
 func (c *Client) fetchWeights(ctx context.Context, m *Model) ([]byte, map[string]shardMeta, error) {

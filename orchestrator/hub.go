@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"phase0/hfcache"
+	"phase0/hubmeta"
 )
 
 // ErrHub marks a hub id that could not be resolved or downloaded.
@@ -41,6 +45,9 @@ func resolveHub(ctx context.Context, s *Settings, arg string) (*resolvedModel, e
 	why := "not in the cache"
 	if err == nil {
 		why = "cached without " + strings.Join(res.Missing, ", ")
+	}
+	if s.HeadersOnly {
+		return resolveRemote(ctx, s, ref)
 	}
 	if s.offline() {
 		return nil, fmt.Errorf("%w: %s is %s (%s) and the hub is switched off (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE); download it first or unset them", ErrHub, ref.ID, why, cache)
@@ -84,4 +91,53 @@ func nilIfEmpty(s string) any {
 		return nil
 	}
 	return s
+}
+
+// resolveRemote reads only config.json and the safetensors headers from the
+// hub (HTTP range requests, cached under phase0's cache by commit), for an
+// inspection that needs no weights.
+func resolveRemote(ctx context.Context, s *Settings, ref hfcache.Ref) (*resolvedModel, error) {
+	cache, err := s.cacheRoot()
+	if err != nil {
+		return nil, err
+	}
+	c, err := hubmeta.New(hubmeta.Options{Endpoint: s.getenv("HF_ENDPOINT"), Token: s.hfToken(), Offline: s.offline(), CacheDir: cache})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrHub, err)
+	}
+	m, err := c.Resolve(ctx, ref)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrHub, err)
+	}
+	fsys, err := c.FS(ctx, m)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrHub, err)
+	}
+	return &resolvedModel{Dir: "hf://" + ref.ID + "@" + m.Commit, Revision: m.Commit, ID: ref.ID, Remote: true, FS: fsys}, nil
+}
+
+// hfToken finds the token as huggingface_hub does: HF_TOKEN, then the
+// older HUGGING_FACE_HUB_TOKEN, then the token file under HF_HOME.
+func (s *Settings) hfToken() string {
+	for _, k := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"} {
+		if v := strings.TrimSpace(s.getenv(k)); v != "" {
+			return v
+		}
+	}
+	home := s.getenv("HF_HOME")
+	if home == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			home = filepath.Join(h, ".cache", "huggingface")
+		}
+	}
+	if home == "" {
+		return ""
+	}
+	f, err := os.Open(filepath.Join(home, "token"))
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, 4096))
+	return strings.TrimSpace(string(b))
 }

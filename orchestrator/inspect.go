@@ -26,9 +26,12 @@ var inspectStages = []stage{
 	}, run: scanStage},
 }
 
-// Inspect runs everything that needs no Python.
+// Inspect runs everything that needs no Python. A hub model that is not in
+// the HF cache is inspected from its metadata alone (no weight byte fetched).
 func Inspect(ctx context.Context, s *Settings, modelArg, version string) *Report {
-	return runChain(ctx, s, "inspect", modelArg, version, withoutSkippedScan(inspectStages, s))
+	local := *s
+	local.HeadersOnly = true
+	return runChain(ctx, &local, "inspect", modelArg, version, withoutSkippedScan(inspectStages, &local))
 }
 
 // withoutSkippedScan drops the scan stage when it was not asked for, so
@@ -52,6 +55,13 @@ func resolveStage(ctx context.Context, st *state) (verdict.Status, string, error
 		return "", "", err
 	}
 	st.ref, st.fsys = ref, os.DirFS(ref.Dir)
+	if ref.Remote {
+		st.fsys = ref.FS
+		if st.s.Scan {
+			return "", "", fmt.Errorf("--scan reads every tensor byte, but %s is not in the HF cache and was inspected from its headers only: download it first (phase0 baseline %s) or drop --scan", ref.ID, ref.ID)
+		}
+		return verdict.Pass, ref.Dir + " (headers only)", nil
+	}
 	return verdict.Pass, ref.Dir, nil
 }
 
@@ -80,7 +90,11 @@ func weightsStage(_ context.Context, st *state) (verdict.Status, string, error) 
 	st.inv = inv
 	cfg := st.analysis.Config
 	st.weights = weights.Check(cfg, inv)
-	st.consistency = configgate.CrossCheck(cfg, inv, st.fsys)
+	data := st.fsys
+	if st.ref.Remote {
+		data = nil // headers only: no tensor bytes to compare
+	}
+	st.consistency = configgate.CrossCheck(cfg, inv, data)
 	detail := fmt.Sprintf("%d tensors in %d file(s), %.1f MiB", st.weights.Tensors, len(st.weights.Files), float64(st.weights.Bytes)/(1<<20))
 	return verdict.Worst(st.weights.Status, st.consistency.Status), detail, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,11 @@ type resolvedModel struct {
 	ID       string // hub id or the absolute folder; drives the prompt style and the workspace name
 	// PromptStyle is the model's own default prompt style ("" = from the id).
 	PromptStyle string
+	// Remote is set when only the hub's metadata was read (inspect of a model
+	// not in the HF cache): FS holds config.json and the safetensors headers,
+	// and no tensor byte is available.
+	Remote bool
+	FS     fs.FS
 }
 
 // resolveModel turns a MODEL argument into a local folder.

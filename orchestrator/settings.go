@@ -31,6 +31,9 @@ type Settings struct {
 	// Env looks up the HF variables (HF_HOME, HF_HUB_CACHE, HF_HUB_OFFLINE,
 	// TRANSFORMERS_OFFLINE, …): os.Getenv from the CLI, a map in tests.
 	Env func(string) string
+	// HeadersOnly lets a hub model that is not in the HF cache be inspected
+	// from its config.json and safetensors headers alone (inspect only).
+	HeadersOnly bool
 	// Progress receives human progress lines and bars (stderr); never nil.
 	Progress io.Writer
 	// ProgressBars enables bars (stderr is a terminal, or forced).

