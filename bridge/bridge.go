@@ -165,7 +165,10 @@ func initialize(opts Options, env Python, prefix *string) error {
 	if C.p0_load(lib, want, &errbuf[0], C.size_t(len(errbuf))) != 0 {
 		return fmt.Errorf("bridge: python %s: %s", opts.Executable, C.GoString(&errbuf[0]))
 	}
-	program := wideString(opts.Executable)
+	// The program name is what the interpreter reported as sys.executable
+	// (for a venv, the venv's bin/python; for a pyenv shim, the real binary),
+	// so the embedded one finds the same pyvenv.cfg and prefix.
+	program := wideString(env.Program)
 	if C.p0_init(&program[0], C.size_t(len(program)-1)) != 0 {
 		return errors.New("bridge: out of memory initializing python")
 	}
@@ -198,8 +201,9 @@ func initialize(opts Options, env Python, prefix *string) error {
 		return fmt.Errorf("bridge: python from %s started with sys.prefix %s, but running it reports %s; "+
 			"its site-packages would not be used", opts.Executable, got["prefix"], env.Prefix)
 	}
-	if got["executable"] != opts.Executable {
-		return fmt.Errorf("bridge: python from %s started with sys.executable %s", opts.Executable, got["executable"])
+	if got["executable"] != env.Program {
+		return fmt.Errorf("bridge: python from %s started with sys.executable %s, but running it reports %s",
+			opts.Executable, got["executable"], env.Program)
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ var ErrUnsupportedPython = errors.New("bridge: unsupported python")
 // Python is what Inspect learned by running an interpreter.
 type Python struct {
 	Executable string // the path Inspect was given
+	Program    string // sys.executable as the interpreter reports it: the program name Start gives the embedded one
 	Version    string // "3.12.1"
 	Major      int
 	Minor      int
@@ -63,6 +64,7 @@ impl = getattr(sys, "implementation", None)
 sys.stdout.write("` + infoMarker + `" + json.dumps({
     "version": list(sys.version_info[:3]),
     "implementation": impl.name if impl is not None else None,
+    "executable": sys.executable,
     "prefix": sys.prefix,
     "base_prefix": getattr(sys, "base_prefix", sys.prefix),
     "libdir": v("LIBDIR"),
@@ -79,6 +81,7 @@ sys.stdout.write("` + infoMarker + `" + json.dumps({
 type rawInfo struct {
 	Version        []int  `json:"version"`
 	Implementation string `json:"implementation"`
+	Executable     string `json:"executable"`
 	Prefix         string `json:"prefix"`
 	BasePrefix     string `json:"base_prefix"`
 	LibDir         any    `json:"libdir"`
@@ -169,6 +172,7 @@ func parseInfo(exe string, out []byte) (rawInfo, error) {
 func checkInfo(exe string, raw rawInfo) (Python, error) {
 	p := Python{
 		Executable: exe,
+		Program:    raw.Executable,
 		Version:    fmt.Sprintf("%d.%d.%d", raw.Version[0], raw.Version[1], raw.Version[2]),
 		Major:      raw.Version[0],
 		Minor:      raw.Version[1],
@@ -187,8 +191,9 @@ func checkInfo(exe string, raw rawInfo) (Python, error) {
 	case truthy(raw.TraceRefs):
 		return Python{}, fmt.Errorf("%w: %s is a Py_TRACE_REFS build of Python %s, whose objects have another memory layout; %s without --with-trace-refs",
 			ErrUnsupportedPython, exe, p.Version, needs)
-	case p.Prefix == "" || p.BasePrefix == "":
-		return Python{}, fmt.Errorf("%w: %s (Python %s) reported no sys.prefix", ErrUnsupportedPython, exe, p.Version)
+	case p.Prefix == "" || p.BasePrefix == "" || !filepath.IsAbs(p.Program):
+		return Python{}, fmt.Errorf("%w: %s (Python %s) reported no absolute sys.executable, sys.prefix or sys.base_prefix (%q, %q, %q)",
+			ErrUnsupportedPython, exe, p.Version, p.Program, p.Prefix, p.BasePrefix)
 	}
 	lib, err := findLibpython(raw, p)
 	if err != nil {
