@@ -38,7 +38,8 @@ import (
 
 var (
 	// ErrAlreadyStarted is returned by every Start after the first one that
-	// reached interpreter initialization.
+	// got past Inspect (whether or not that one succeeded: a process loads at
+	// most one libpython).
 	ErrAlreadyStarted = errors.New("bridge: python was already started in this process (CPython can be initialized once)")
 	// ErrClosed is returned by Call after Close.
 	ErrClosed = errors.New("bridge: interpreter is closed")

@@ -23,6 +23,7 @@ int p0_load(const char *path, const char *want_version, char *err, size_t errlen
 	sym = dlsym(h, #name);                                                             \
 	if (sym == NULL) {                                                                 \
 		snprintf(err, errlen, "%s has no symbol %s (the bridge needs it)", path, #name); \
+		dlclose(h);                                                                    \
 		return -1;                                                                     \
 	}                                                                                  \
 	memcpy(&api.name, &sym, sizeof sym);
@@ -32,6 +33,7 @@ int p0_load(const char *path, const char *want_version, char *err, size_t errlen
 	api.name = (int *)dlsym(h, #name);                                                 \
 	if (api.name == NULL) {                                                            \
 		snprintf(err, errlen, "%s has no symbol %s (the bridge needs it)", path, #name); \
+		dlclose(h);                                                                    \
 		return -1;                                                                     \
 	}
 	P0_FLAGS(P0_RESOLVE_FLAG)
@@ -39,6 +41,7 @@ int p0_load(const char *path, const char *want_version, char *err, size_t errlen
 	api.None = (PyObject *)dlsym(h, "_Py_NoneStruct");
 	if (api.None == NULL) {
 		snprintf(err, errlen, "%s has no symbol _Py_NoneStruct (the bridge needs it)", path);
+		dlclose(h);
 		return -1;
 	}
 	// The file found from sysconfig could belong to another build (a stale
@@ -46,6 +49,7 @@ int p0_load(const char *path, const char *want_version, char *err, size_t errlen
 	const char *v = api.Py_GetVersion();
 	if (v == NULL || strncmp(v, want_version, strlen(want_version)) != 0) {
 		snprintf(err, errlen, "%s is Python %.40s, want %s*", path, v ? v : "?", want_version);
+		dlclose(h);
 		return -1;
 	}
 	py = api;
