@@ -1,7 +1,10 @@
 package bridge
 
 import (
+	"debug/elf"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -30,4 +33,30 @@ func FuzzInspectAnswer(f *testing.F) {
 			t.Fatalf("accepted %+v from %q", p, out)
 		}
 	})
+}
+
+// TestNoLibpythonLinked checks this test binary, which contains the bridge:
+// libpython must come from dlopen at run time, never from the link.
+func TestNoLibpythonLinked(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	libs, err := f.ImportedLibraries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, lib := range libs {
+		if strings.Contains(lib, "python") {
+			t.Errorf("%s is linked against %s (all: %v)", exe, lib, libs)
+		}
+	}
+	if len(libs) == 0 {
+		t.Errorf("%s imports no shared library; want at least libc (cgo)", exe)
+	}
 }
