@@ -3,51 +3,75 @@
 
 SHELL        := /bin/bash
 GO           ?= go
-PYTHON3      ?= python3
 BIN          := bin/phase0
 CACHE_DIR    ?= $(HOME)/.cache/phase0
 REQ_HASH     := $(shell sha256sum requirements.txt | cut -c1-12)
-VENV         ?= $(CACHE_DIR)/venv-$(REQ_HASH)
-VENV_PY      := $(VENV)/bin/python
+MIN_HASH     := $(shell sha256sum requirements-min.txt | cut -c1-12)
 MODEL        ?= default
 NAME         ?=
 LLMS_DIR     ?= $(CURDIR)/workspace
 FUZZTIME     ?= 15s
 
-# libpython is linked the way python3-config says (it carries the rpath);
-# pkg-config would pick Debian's 3.11.2 here and load the wrong library.
-export CGO_CFLAGS  := $(shell $(PYTHON3)-config --includes)
-export CGO_LDFLAGS := $(shell $(PYTHON3)-config --embed --ldflags)
+# phase0 loads libpython at run time from the python it is given, so it builds
+# without Python headers or libraries. The venv it finds by itself is made
+# from the newest CPython 3.10–3.14 here with a shared libpython (PATH, then
+# pyenv); BASE_PYTHON=/path/to/python3.N picks another. Found once, on first use.
+PY_FOUND      = $(eval PY_FOUND := $$(shell scripts/find-python 3.10 3.14))$(PY_FOUND)
+BASE_PYTHON  ?= $(word 2,$(PY_FOUND))
+PY_MINOR     ?= $(if $(filter command line environment,$(origin BASE_PYTHON)),$(shell $(BASE_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])'),$(word 1,$(PY_FOUND)))
+# Keyed by requirements.txt and the Python minor: a changed requirement or
+# another Python gets a fresh venv, an unchanged one is reused by every clone.
+VENV         ?= $(CACHE_DIR)/venv-$(REQ_HASH)-py$(PY_MINOR)
+VENV_PY       = $(VENV)/bin/python
 
-.PHONY: help build test test-go test-py bench fuzz venv print-python phase0 clean check-xrt
+# The other supported minors, each in a NumPy-only venv, for the bridge tests.
+ALL_MINORS   := 3.10 3.11 3.12 3.13 3.14
+TEST_MINORS  ?= $(filter-out $(PY_MINOR),$(ALL_MINORS))
+TEST_VENVS    = $(foreach m,$(TEST_MINORS),$(CACHE_DIR)/venv-min-$(MIN_HASH)-py$(m))
+TEST_PYTHONS  = $(subst $(eval) ,:,$(strip $(foreach v,$(TEST_VENVS),$(if $(wildcard $(v)/.phase0-installed),$(v)/bin/python))))
+
+# The binary finds make's venv by itself (internal/pyenv); --python and
+# PHASE0_PYTHON still take precedence.
+LDFLAGS       = -X phase0/internal/pyenv.makeVenv=$(VENV)
+
+.PHONY: help build test test-go test-py bench fuzz venv pyvenvs print-python phase0 clean check-xrt
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
 
 build: ## build bin/phase0
-	$(GO) build -o $(BIN) ./cmd/phase0
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/phase0
 
-VENV_STAMP   := $(VENV)/.phase0-installed
-
-# The venv is keyed by the hash of requirements.txt, so a changed requirement
-# gets a fresh venv and an unchanged one is reused by every clone and CI run
-# (no file prerequisite: a fresh clone's mtimes must not trigger a reinstall).
-$(VENV_STAMP):
-	@echo "phase0: preparing the Python environment in $(VENV) (first time only: torch is large)"
-	$(PYTHON3) -m venv $(VENV)
-	$(VENV_PY) -m pip install --quiet --upgrade pip
-	$(VENV_PY) -m pip install --quiet -r requirements.txt
+# No file prerequisite on the stamps: a fresh clone's mtimes must not trigger
+# a reinstall.
+$(CACHE_DIR)/venv-$(REQ_HASH)-py%/.phase0-installed:
+	@test -n "$(BASE_PYTHON)" || { echo "phase0: no CPython 3.10–3.14 with a shared libpython on PATH or in pyenv;" \
+	  "install one (pyenv: PYTHON_CONFIGURE_OPTS=--enable-shared pyenv install 3.12) or pass BASE_PYTHON=/path/to/python3" >&2; exit 2; }
+	@echo "phase0: preparing the Python environment in $(@D) from $(BASE_PYTHON) (first time only: torch is large)"
+	$(BASE_PYTHON) -m venv $(@D)
+	$(@D)/bin/python -m pip install --quiet --upgrade pip
+	$(@D)/bin/python -m pip install --quiet -r requirements.txt
 	@touch $@
 
-venv: $(VENV_STAMP) ## create or reuse the Python venv (outside the clone)
+# A minor that is not on this machine is reported and left out; the bridge
+# test then fails if fewer than three minors remain.
+$(CACHE_DIR)/venv-min-$(MIN_HASH)-py%/.phase0-installed:
+	@if found=$$(scripts/find-python $* $*); then \
+	  set -e; py=$${found#* }; echo "phase0: NumPy-only test venv $(@D) from $$py"; \
+	  $$py -m venv $(@D); $(@D)/bin/python -m pip install --quiet -r requirements-min.txt; touch $@; \
+	else echo "phase0: no CPython $* with a shared libpython here: the bridge is not tested with $*"; fi
+
+venv: $(VENV)/.phase0-installed ## create or reuse the Python venv (outside the clone)
+
+pyvenvs: $(foreach v,$(TEST_VENVS),$(v)/.phase0-installed) ## create or reuse the NumPy-only venvs of the other Python minors
 
 print-python: ## print the venv's python (use with make -s)
 	@echo $(VENV_PY)
 
-test: venv build ## run every test (Go incl. fuzz seeds, mypy --strict, pytest, the XRT build check)
+test: venv pyvenvs build ## run every test (Go incl. fuzz seeds, the bridge in every Python minor, mypy --strict, pytest, the XRT build check)
 	$(GO) vet ./...
 	./npu/check-xrt.sh --skip-if-unavailable
-	PHASE0_PYTHON=$(VENV_PY) $(GO) test -count=1 -timeout 60m ./...
+	PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) $(GO) test -count=1 -timeout 60m ./...
 	cd pyshim && $(VENV_PY) -m mypy
 	cd pyshim && $(VENV_PY) -m pytest -q
 	$(VENV_PY) -m pytest -q scaffold/pytests

@@ -1,87 +1,103 @@
 // C half of package bridge. Every function that touches Python objects runs
 // with the GIL held on the OS thread that initialized the interpreter; the Go
-// side guarantees that by serving all calls from one locked goroutine.
+// side guarantees that by serving all calls from one locked goroutine. Python
+// is reached only through the function table py (capi.h).
 #include "bridge.h"
 
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 // The interpreter's main thread state while the GIL is released between calls.
 static PyThreadState *p0_saved;
 
-int p0_linked_major(void) { return PY_MAJOR_VERSION; }
-int p0_linked_minor(void) { return PY_MINOR_VERSION; }
+#define P0_XDECREF(o) py.Py_DecRef(o) // Py_DecRef accepts NULL
+#define P0_CLEAR(o)          \
+	do {                     \
+		PyObject *t_ = (o);  \
+		(o) = NULL;          \
+		py.Py_DecRef(t_);    \
+	} while (0)
 
-static void status_message(PyStatus st, char *err, size_t errlen) {
-	if (PyStatus_IsExit(st)) {
-		snprintf(err, errlen, "python asked to exit with status %d during initialization", st.exitcode);
-		return;
-	}
-	snprintf(err, errlen, "%s%s%s", st.func ? st.func : "", st.func ? ": " : "",
-	         st.err_msg ? st.err_msg : "unknown initialization error");
+static unsigned long type_flags(PyObject *o) {
+	PyObject *t = py.PyObject_Type(o);
+	unsigned long f = t ? py.PyType_GetFlags(t) : 0;
+	P0_XDECREF(t);
+	return f;
 }
 
-int p0_init(const char *exe, char *err, size_t errlen) {
-	PyPreConfig pre;
-	PyConfig cfg;
-	PyStatus st;
+static int is_str(PyObject *o) { return (type_flags(o) & P0_TPFLAGS_UNICODE_SUBCLASS) != 0; }
+static int is_tuple(PyObject *o) { return (type_flags(o) & P0_TPFLAGS_TUPLE_SUBCLASS) != 0; }
+static int is_list(PyObject *o) { return (type_flags(o) & P0_TPFLAGS_LIST_SUBCLASS) != 0; }
 
-	// UTF-8 mode: the isolated configuration leaves the C locale alone, which
-	// would make file names and stdio ASCII-only.
-	PyPreConfig_InitIsolatedConfig(&pre);
-	pre.utf8_mode = 1;
-	st = Py_PreInitialize(&pre);
-	if (PyStatus_Exception(st)) {
-		status_message(st, err, errlen);
-		return -1;
-	}
+// Copies type.__name__ into out ("?" when it cannot be had); leaves no exception set.
+static void class_name(PyObject *type, char *out, size_t outlen) {
+	snprintf(out, outlen, "?");
+	PyObject *name = type ? py.PyObject_GetAttrString(type, "__name__") : NULL;
+	const char *s = name && is_str(name) ? py.PyUnicode_AsUTF8AndSize(name, NULL) : NULL;
+	if (s != NULL) snprintf(out, outlen, "%s", s);
+	if (s == NULL) py.PyErr_Clear();
+	P0_XDECREF(name);
+}
 
-	// Isolated: PYTHON* variables, user site-packages and the current directory
-	// cannot change what gets imported; the venv is found from `executable`.
-	PyConfig_InitIsolatedConfig(&cfg);
-	cfg.install_signal_handlers = 0; // the Go runtime owns signals
-	cfg.parse_argv = 0;
-	cfg.buffered_stdio = 0;  // progress output reaches the parent live and survives crashes
-	cfg.write_bytecode = 0;  // never litter __pycache__ next to the shim
+// The name of o's type.
+static void type_name_of(PyObject *o, char *out, size_t outlen) {
+	PyObject *t = py.PyObject_Type(o);
+	class_name(t, out, outlen);
+	P0_XDECREF(t);
+}
 
-	st = PyConfig_SetBytesString(&cfg, &cfg.program_name, exe);
-	if (PyStatus_Exception(st)) goto fail;
-	st = PyConfig_SetBytesString(&cfg, &cfg.executable, exe);
-	if (PyStatus_Exception(st)) goto fail;
-	st = Py_InitializeFromConfig(&cfg);
-	if (PyStatus_Exception(st)) goto fail;
-	PyConfig_Clear(&cfg);
-	p0_saved = PyEval_SaveThread();
+// Initializes the interpreter the way `program -I` would find it: isolated
+// (PYTHON* variables, user site-packages and the current directory cannot
+// change what gets imported), the venv found from program's pyvenv.cfg, no
+// Python signal handlers (the Go runtime owns signals), UTF-8 mode (the C
+// locale the Go process runs in would make file names and stdio ASCII-only),
+// unbuffered stdio (progress reaches the parent live and survives crashes),
+// no __pycache__ next to the shim.
+//
+// Py_InitializeEx reports a failure by printing "Fatal Python error" and
+// aborting the process; the Go side checks the interpreter beforehand
+// (Inspect), and Python runs in a disposable child (package worker).
+int p0_init(const wchar_t *program, size_t program_len) {
+	// Py_SetProgramName keeps the pointer: the copy lives as long as the process.
+	wchar_t *name = calloc(program_len + 1, sizeof(wchar_t));
+	if (name == NULL) return -1;
+	memcpy(name, program, program_len * sizeof(wchar_t));
+
+	*py.Py_IsolatedFlag = 1;
+	*py.Py_IgnoreEnvironmentFlag = 1;
+	*py.Py_NoUserSiteDirectory = 1;
+	*py.Py_DontWriteBytecodeFlag = 1;
+	*py.Py_UnbufferedStdioFlag = 1;
+	*py.Py_UTF8Mode = 1;
+	py.Py_SetProgramName(name);
+	py.Py_InitializeEx(0);
+	p0_saved = py.PyEval_SaveThread();
 	return 0;
-
-fail:
-	status_message(st, err, errlen);
-	PyConfig_Clear(&cfg);
-	return -1;
 }
 
-void p0_enter(void) { PyEval_RestoreThread(p0_saved); }
-void p0_leave(void) { p0_saved = PyEval_SaveThread(); }
+void p0_enter(void) { py.PyEval_RestoreThread(p0_saved); }
+void p0_leave(void) { p0_saved = py.PyEval_SaveThread(); }
 
 // Called with the GIL held.
 int p0_prepend_sys_path(const char *dir, char *err, size_t errlen) {
-	PyObject *path = PySys_GetObject("path"); // borrowed
-	if (path == NULL || !PyList_Check(path)) {
+	PyObject *path = py.PySys_GetObject("path"); // borrowed
+	if (path == NULL || !is_list(path)) {
 		snprintf(err, errlen, "sys.path is missing or not a list");
 		return -1;
 	}
-	PyObject *item = PyUnicode_DecodeFSDefault(dir);
+	PyObject *item = py.PyUnicode_DecodeFSDefault(dir);
 	if (item == NULL) {
-		PyErr_Clear();
+		py.PyErr_Clear();
 		snprintf(err, errlen, "cannot decode path %s", dir);
 		return -1;
 	}
-	int rc = PyList_Insert(path, 0, item);
-	Py_DECREF(item);
+	int rc = py.PyList_Insert(path, 0, item);
+	py.Py_DecRef(item);
 	if (rc != 0) {
-		PyErr_Clear();
+		py.PyErr_Clear();
 		snprintf(err, errlen, "cannot insert %s into sys.path", dir);
 		return -1;
 	}
@@ -90,12 +106,12 @@ int p0_prepend_sys_path(const char *dir, char *err, size_t errlen) {
 
 // Called with the GIL held. Copies str(sys.<name>) into out.
 int p0_sys_str(const char *name, char *out, size_t outlen) {
-	PyObject *v = PySys_GetObject(name); // borrowed
-	if (v == NULL || !PyUnicode_Check(v)) return -1;
+	PyObject *v = py.PySys_GetObject(name); // borrowed
+	if (v == NULL || !is_str(v)) return -1;
 	Py_ssize_t n = 0;
-	const char *s = PyUnicode_AsUTF8AndSize(v, &n);
+	const char *s = py.PyUnicode_AsUTF8AndSize(v, &n);
 	if (s == NULL) {
-		PyErr_Clear();
+		py.PyErr_Clear();
 		return -1;
 	}
 	snprintf(out, outlen, "%s", s);
@@ -112,72 +128,75 @@ static void set_bridge_err(p0_result *r, const char *fmt, ...) {
 }
 
 // "ValueError" for builtins, "package.module.Error" otherwise.
-static PyObject *type_name(PyObject *type) {
-	PyObject *qual = PyObject_GetAttrString(type, "__qualname__");
-	PyObject *mod = PyObject_GetAttrString(type, "__module__");
+static PyObject *qualified_type_name(PyObject *type) {
+	PyObject *qual = py.PyObject_GetAttrString(type, "__qualname__");
+	PyObject *mod = py.PyObject_GetAttrString(type, "__module__");
 	PyObject *name = NULL;
-	if (qual != NULL && PyUnicode_Check(qual)) {
-		if (mod != NULL && PyUnicode_Check(mod) && PyUnicode_CompareWithASCIIString(mod, "builtins") != 0) {
-			name = PyUnicode_FromFormat("%U.%U", mod, qual);
+	if (qual != NULL && is_str(qual)) {
+		if (mod != NULL && is_str(mod) && py.PyUnicode_CompareWithASCIIString(mod, "builtins") != 0) {
+			name = py.PyUnicode_FromFormat("%U.%U", mod, qual);
 		} else {
-			name = Py_NewRef(qual);
+			py.Py_IncRef(qual);
+			name = qual;
 		}
 	}
-	Py_XDECREF(qual);
-	Py_XDECREF(mod);
+	P0_XDECREF(qual);
+	P0_XDECREF(mod);
 	if (name == NULL) {
-		PyErr_Clear();
-		name = PyUnicode_FromString(((PyTypeObject *)type)->tp_name);
+		py.PyErr_Clear();
+		char buf[256];
+		class_name(type, buf, sizeof buf);
+		name = py.PyUnicode_FromString(buf);
 	}
 	return name;
 }
 
 static PyObject *format_traceback(PyObject *type, PyObject *value, PyObject *tb) {
-	PyObject *mod = PyImport_ImportModule("traceback");
+	PyObject *mod = py.PyImport_ImportModule("traceback");
 	if (mod == NULL) return NULL;
-	PyObject *lines = PyObject_CallMethod(mod, "format_exception", "OOO", type,
-	                                      value ? value : Py_None, tb ? tb : Py_None);
-	Py_DECREF(mod);
+	PyObject *lines = py.PyObject_CallMethod(mod, "format_exception", "OOO", type,
+	                                         value ? value : py.None, tb ? tb : py.None);
+	py.Py_DecRef(mod);
 	if (lines == NULL) return NULL;
-	PyObject *empty = PyUnicode_FromString("");
-	PyObject *text = empty ? PyUnicode_Join(empty, lines) : NULL;
-	Py_XDECREF(empty);
-	Py_DECREF(lines);
+	PyObject *empty = py.PyUnicode_FromString("");
+	PyObject *text = empty ? py.PyUnicode_Join(empty, lines) : NULL;
+	P0_XDECREF(empty);
+	py.Py_DecRef(lines);
 	return text;
 }
 
 // Moves the pending Python exception into r as three strings.
 static void fetch_error(p0_result *r) {
 	PyObject *type = NULL, *value = NULL, *tb = NULL;
-	PyErr_Fetch(&type, &value, &tb);
+	py.PyErr_Fetch(&type, &value, &tb);
 	if (type == NULL) {
 		set_bridge_err(r, "python signalled an error without setting an exception");
 		return;
 	}
-	PyErr_NormalizeException(&type, &value, &tb);
-	if (value != NULL && tb != NULL) PyException_SetTraceback(value, tb);
+	py.PyErr_NormalizeException(&type, &value, &tb);
+	if (value != NULL && tb != NULL) py.PyException_SetTraceback(value, tb);
 
 	r->failed = 1;
 	r->is_py_error = 1;
-	r->err_type = type_name(type);
-	if (r->err_type == NULL) PyErr_Clear();
-	r->err_msg = value ? PyObject_Str(value) : PyUnicode_FromString("");
+	r->err_type = qualified_type_name(type);
+	if (r->err_type == NULL) py.PyErr_Clear();
+	r->err_msg = value ? py.PyObject_Str(value) : py.PyUnicode_FromString("");
 	if (r->err_msg == NULL) {
-		PyErr_Clear();
-		r->err_msg = PyUnicode_FromString("<exception str() failed>");
+		py.PyErr_Clear();
+		r->err_msg = py.PyUnicode_FromString("<exception str() failed>");
 	}
 	r->err_tb = format_traceback(type, value, tb);
-	if (r->err_tb == NULL) PyErr_Clear();
+	if (r->err_tb == NULL) py.PyErr_Clear();
 
-	Py_XDECREF(type);
-	Py_XDECREF(value);
-	Py_XDECREF(tb);
+	P0_XDECREF(type);
+	P0_XDECREF(value);
+	P0_XDECREF(tb);
 }
 
 static int is_native_float32_format(const char *f) {
 	if (f == NULL) return 0;
 	if (strcmp(f, "f") == 0 || strcmp(f, "=f") == 0 || strcmp(f, "@f") == 0) return 1;
-#if PY_BIG_ENDIAN
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 	return strcmp(f, ">f") == 0 || strcmp(f, "!f") == 0;
 #else
 	return strcmp(f, "<f") == 0;
@@ -187,64 +206,69 @@ static int is_native_float32_format(const char *f) {
 // Describes the pending exception in one line and clears it.
 static void take_error_line(char *out, size_t outlen) {
 	PyObject *type = NULL, *value = NULL, *tb = NULL;
-	PyErr_Fetch(&type, &value, &tb);
-	PyErr_NormalizeException(&type, &value, &tb);
+	py.PyErr_Fetch(&type, &value, &tb);
+	py.PyErr_NormalizeException(&type, &value, &tb);
+	char name[128];
+	class_name(type, name, sizeof name);
 	const char *s = NULL;
-	PyObject *str = value ? PyObject_Str(value) : NULL;
-	if (str != NULL) s = PyUnicode_AsUTF8(str);
-	if (s == NULL) PyErr_Clear();
-	snprintf(out, outlen, "%s: %s", type ? ((PyTypeObject *)type)->tp_name : "error", s ? s : "?");
-	Py_XDECREF(str);
-	Py_XDECREF(type);
-	Py_XDECREF(value);
-	Py_XDECREF(tb);
+	PyObject *str = value ? py.PyObject_Str(value) : NULL;
+	if (str != NULL) s = py.PyUnicode_AsUTF8AndSize(str, NULL);
+	if (s == NULL) py.PyErr_Clear();
+	snprintf(out, outlen, "%s: %s", type ? name : "error", s ? s : "?");
+	P0_XDECREF(str);
+	P0_XDECREF(type);
+	P0_XDECREF(value);
+	P0_XDECREF(tb);
 }
 
 void p0_call(const char *module, const char *fn, const char *arg, Py_ssize_t arg_len, p0_result *r) {
 	PyObject *mod = NULL, *func = NULL, *argobj = NULL, *ret = NULL;
+	char tname[128];
 	memset(r, 0, sizeof *r);
 
-	mod = PyImport_ImportModule(module);
+	mod = py.PyImport_ImportModule(module);
 	if (mod == NULL) {
 		fetch_error(r);
 		goto done;
 	}
-	func = PyObject_GetAttrString(mod, fn);
+	func = py.PyObject_GetAttrString(mod, fn);
 	if (func == NULL) {
 		fetch_error(r);
 		goto done;
 	}
-	if (!PyCallable_Check(func)) {
-		set_bridge_err(r, "%s.%s is a %s, not a function", module, fn, Py_TYPE(func)->tp_name);
+	if (!py.PyCallable_Check(func)) {
+		type_name_of(func, tname, sizeof tname);
+		set_bridge_err(r, "%s.%s is a %s, not a function", module, fn, tname);
 		goto done;
 	}
-	argobj = PyUnicode_DecodeUTF8(arg, arg_len, "strict");
+	argobj = py.PyUnicode_DecodeUTF8(arg, arg_len, "strict");
 	if (argobj == NULL) {
 		fetch_error(r);
 		goto done;
 	}
-	ret = PyObject_CallOneArg(func, argobj);
+	ret = py.PyObject_CallFunctionObjArgs(func, argobj, NULL);
 	if (ret == NULL) {
 		fetch_error(r);
 		goto done;
 	}
 
 	PyObject *json = ret, *buf = NULL; // borrowed from ret
-	if (PyTuple_Check(ret)) {
-		if (PyTuple_GET_SIZE(ret) != 2) {
-			set_bridge_err(r, "%s.%s returned a tuple of %zd items, want (str, float32 buffer)",
-			               module, fn, PyTuple_GET_SIZE(ret));
+	if (is_tuple(ret)) {
+		Py_ssize_t n = py.PyTuple_Size(ret);
+		if (n != 2) {
+			set_bridge_err(r, "%s.%s returned a tuple of %zd items, want (str, float32 buffer)", module, fn, n);
 			goto done;
 		}
-		json = PyTuple_GET_ITEM(ret, 0);
-		buf = PyTuple_GET_ITEM(ret, 1);
+		json = py.PyTuple_GetItem(ret, 0);
+		buf = py.PyTuple_GetItem(ret, 1);
 	}
-	if (!PyUnicode_Check(json)) {
+	if (!is_str(json)) {
+		type_name_of(json, tname, sizeof tname);
 		set_bridge_err(r, "%s.%s returned %s%s, want str (JSON) or (str, float32 buffer)",
-		               module, fn, Py_TYPE(json)->tp_name, json == ret ? "" : " as the first tuple item");
+		               module, fn, tname, json == ret ? "" : " as the first tuple item");
 		goto done;
 	}
-	r->json = PyUnicode_AsUTF8AndSize(json, &r->json_len);
+	r->json = py.PyUnicode_AsUTF8AndSize(json, &r->json_len);
 	if (r->json == NULL) {
 		char line[512];
 		take_error_line(line, sizeof line);
@@ -252,11 +276,12 @@ void p0_call(const char *module, const char *fn, const char *arg, Py_ssize_t arg
 		goto done;
 	}
 	if (buf != NULL) {
-		if (PyObject_GetBuffer(buf, &r->view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS | PyBUF_ND) != 0) {
+		if (py.PyObject_GetBuffer(buf, &r->view, P0_PyBUF_FORMAT | P0_PyBUF_C_CONTIGUOUS) != 0) {
 			char line[512];
 			take_error_line(line, sizeof line);
+			type_name_of(buf, tname, sizeof tname);
 			set_bridge_err(r, "%s.%s returned a %s that does not export a C-contiguous buffer (%s), want a float32 array",
-			               module, fn, Py_TYPE(buf)->tp_name, line);
+			               module, fn, tname, line);
 			goto done;
 		}
 		r->has_view = 1;
@@ -272,36 +297,36 @@ void p0_call(const char *module, const char *fn, const char *arg, Py_ssize_t arg
 	ret = NULL; // kept alive until p0_result_clear
 
 done:
-	Py_XDECREF(ret);
-	Py_XDECREF(argobj);
-	Py_XDECREF(func);
-	Py_XDECREF(mod);
+	P0_XDECREF(ret);
+	P0_XDECREF(argobj);
+	P0_XDECREF(func);
+	P0_XDECREF(mod);
 }
 
 const char *p0_str(PyObject *s, Py_ssize_t *len) {
 	*len = 0;
 	if (s == NULL) return NULL;
-	const char *p = PyUnicode_AsUTF8AndSize(s, len);
+	const char *p = py.PyUnicode_AsUTF8AndSize(s, len);
 	if (p == NULL) {
-		PyErr_Clear();
+		py.PyErr_Clear();
 		*len = 0;
 	}
 	return p;
 }
 
 void p0_result_clear(p0_result *r) {
-	if (r->has_view) PyBuffer_Release(&r->view);
+	if (r->has_view) py.PyBuffer_Release(&r->view);
 	r->has_view = 0;
-	Py_CLEAR(r->ret);
-	Py_CLEAR(r->err_type);
-	Py_CLEAR(r->err_msg);
-	Py_CLEAR(r->err_tb);
+	P0_CLEAR(r->ret);
+	P0_CLEAR(r->err_type);
+	P0_CLEAR(r->err_msg);
+	P0_CLEAR(r->err_tb);
 }
 
 int p0_finalize(void) {
-	PyEval_RestoreThread(p0_saved);
+	py.PyEval_RestoreThread(p0_saved);
 	p0_saved = NULL;
-	return Py_FinalizeEx();
+	return py.Py_FinalizeEx();
 }
 
 // Gives the fatal signals back to the kernel's default action, so a crash in

@@ -1,12 +1,19 @@
 // Package bridge embeds CPython in the Go process through a thin cgo layer
 // over the C API. It is the only package in phase0 with cgo or Python code.
 //
+// phase0 is not linked against libpython: Start asks the given python for
+// its version and shared library (Inspect), loads that libpython with dlopen
+// and reaches the C API through a table of function pointers (capi.h), so one
+// binary embeds any CPython 3.10–3.14 built with --enable-shared, in the venv
+// the user chose.
+//
 // CPython can be initialized only once per process: extension modules such as
 // NumPy and torch do not survive Py_FinalizeEx followed by a second
-// initialization. Start therefore succeeds at most once per process, and a
-// second call (even after Close) returns ErrAlreadyStarted. Code that needs a
-// fresh interpreter, or that must survive a crash in native code, runs Python
-// in a child process through package worker.
+// initialization, and a process holds one libpython. Start therefore succeeds
+// at most once per process, and a second call (even after Close) returns
+// ErrAlreadyStarted. Code that needs a fresh interpreter, another Python
+// version, or that must survive a crash in native code, runs Python in a
+// child process through package worker.
 //
 // All Python work happens on one goroutine locked to the OS thread that
 // initialized the interpreter; the GIL is released while that goroutine waits
@@ -14,6 +21,7 @@
 package bridge
 
 /*
+#cgo LDFLAGS: -ldl
 #include <stdlib.h>
 #include "bridge.h"
 */
@@ -22,19 +30,17 @@ import "C"
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"runtime"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 )
 
 var (
 	// ErrAlreadyStarted is returned by every Start after the first one that
-	// reached interpreter initialization.
+	// got past Inspect (whether or not that one succeeded: a process loads at
+	// most one libpython).
 	ErrAlreadyStarted = errors.New("bridge: python was already started in this process (CPython can be initialized once)")
-	// ErrVersionMismatch is returned when the requested python's major.minor
-	// differs from the libpython this binary is linked against.
-	ErrVersionMismatch = errors.New("bridge: python version mismatch")
 	// ErrClosed is returned by Call after Close.
 	ErrClosed = errors.New("bridge: interpreter is closed")
 	// ErrResult is wrapped by errors about a value a Python function returned
@@ -93,28 +99,15 @@ var (
 	started bool
 )
 
-// LinkedVersion is the "major.minor" of the libpython this binary is built
-// against, e.g. "3.11".
-func LinkedVersion() string {
-	return fmt.Sprintf("%d.%d", int(C.p0_linked_major()), int(C.p0_linked_minor()))
-}
-
-// Start checks that opts.Executable is the same Python major.minor as the
-// linked libpython, then initializes the interpreter as that python would
-// (isolated mode: PYTHON* environment variables and user site-packages are
-// ignored), and prepends opts.ExtraPath to sys.path.
+// Start inspects opts.Executable (see Inspect, whose refusals wrap
+// ErrUnsupportedPython), loads its libpython, initializes the interpreter as
+// that python would start (isolated mode: PYTHON* environment variables and
+// user site-packages are ignored; sys.executable, sys.prefix and
+// site-packages are the venv's), and prepends opts.ExtraPath to sys.path.
 func Start(opts Options) (*Interp, error) {
-	if !filepath.IsAbs(opts.Executable) {
-		return nil, fmt.Errorf("bridge: python executable %q is not an absolute path", opts.Executable)
-	}
-	env, err := inspectPython(opts.Executable)
+	env, err := Inspect(opts.Executable)
 	if err != nil {
 		return nil, err
-	}
-	if linked := LinkedVersion(); env.version != linked {
-		return nil, fmt.Errorf("%w: %s is python %s (from %s) but phase0 is linked against libpython %s; "+
-			"create the venv with python%s or rebuild phase0 against python%s",
-			ErrVersionMismatch, opts.Executable, env.version, env.versionSource, linked, linked, env.version)
 	}
 
 	startMu.Lock()
@@ -141,7 +134,7 @@ func (it *Interp) Prefix() string { return it.prefix }
 // serve owns the interpreter for the life of the process. The OS thread stays
 // locked and is discarded by the Go runtime when serve returns, because
 // CPython remembers it as the main thread.
-func (it *Interp) serve(opts Options, env pythonEnv, ready chan<- error) {
+func (it *Interp) serve(opts Options, env Python, ready chan<- error) {
 	runtime.LockOSThread()
 	defer close(it.done)
 
@@ -164,12 +157,21 @@ func (it *Interp) serve(opts Options, env pythonEnv, ready chan<- error) {
 	}
 }
 
-func initialize(opts Options, env pythonEnv, prefix *string) error {
+func initialize(opts Options, env Python, prefix *string) error {
 	var errbuf [1024]C.char
-	exe := C.CString(opts.Executable)
-	defer C.free(unsafe.Pointer(exe))
-	if C.p0_init(exe, &errbuf[0], C.size_t(len(errbuf))) != 0 {
-		return fmt.Errorf("bridge: initializing python from %s: %s", opts.Executable, C.GoString(&errbuf[0]))
+	lib := C.CString(env.Library)
+	defer C.free(unsafe.Pointer(lib))
+	want := C.CString(fmt.Sprintf("%d.%d.", env.Major, env.Minor))
+	defer C.free(unsafe.Pointer(want))
+	if C.p0_load(lib, want, &errbuf[0], C.size_t(len(errbuf))) != 0 {
+		return fmt.Errorf("bridge: python %s: %s", opts.Executable, C.GoString(&errbuf[0]))
+	}
+	// The program name is what the interpreter reported as sys.executable
+	// (for a venv, the venv's bin/python; for a pyenv shim, the real binary),
+	// so the embedded one finds the same pyvenv.cfg and prefix.
+	program := wideString(env.Program)
+	if C.p0_init(&program[0], C.size_t(len(program)-1)) != 0 {
+		return errors.New("bridge: out of memory initializing python")
 	}
 
 	C.p0_enter()
@@ -182,18 +184,46 @@ func initialize(opts Options, env pythonEnv, prefix *string) error {
 			return fmt.Errorf("bridge: adding %s to sys.path: %s", opts.ExtraPath[i], C.GoString(&errbuf[0]))
 		}
 	}
-	var buf [4096]C.char
-	name := C.CString("prefix")
-	defer C.free(unsafe.Pointer(name))
-	if C.p0_sys_str(name, &buf[0], C.size_t(len(buf))) != 0 {
-		return errors.New("bridge: python started without sys.prefix")
+	got := map[string]string{}
+	for _, name := range []string{"prefix", "executable"} {
+		var buf [4096]C.char
+		cname := C.CString(name)
+		rc := C.p0_sys_str(cname, &buf[0], C.size_t(len(buf)))
+		C.free(unsafe.Pointer(cname))
+		if rc != 0 {
+			return fmt.Errorf("bridge: python from %s started without sys.%s", opts.Executable, name)
+		}
+		got[name] = C.GoString(&buf[0])
 	}
-	*prefix = C.GoString(&buf[0])
-	if env.venv != "" && !samePath(*prefix, env.venv) {
-		return fmt.Errorf("bridge: python from %s started with sys.prefix %s, want the venv %s; "+
-			"its site-packages would not be used", opts.Executable, *prefix, env.venv)
+	*prefix = got["prefix"]
+	// The same python run as a program reported env.Prefix: anything else
+	// means another site-packages would be imported.
+	if !samePath(got["prefix"], env.Prefix) {
+		return fmt.Errorf("bridge: python from %s started with sys.prefix %s, but running it reports %s; "+
+			"its site-packages would not be used", opts.Executable, got["prefix"], env.Prefix)
+	}
+	if got["executable"] != env.Program {
+		return fmt.Errorf("bridge: python from %s started with sys.executable %s, but running it reports %s",
+			opts.Executable, got["executable"], env.Program)
 	}
 	return nil
+}
+
+// wideString converts a path to the NUL-terminated wchar_t (UTF-32 on Linux)
+// string Py_SetProgramName takes. Bytes that are not UTF-8 become lone
+// surrogates U+DC80..U+DCFF, as Python's own decoding (surrogateescape) does,
+// so they turn back into the same bytes when Python opens the file.
+func wideString(s string) []C.wchar_t {
+	out := make([]C.wchar_t, 0, len(s)+1)
+	for len(s) > 0 {
+		r, n := utf8.DecodeRuneInString(s)
+		if r == utf8.RuneError && n == 1 {
+			r = 0xDC00 | rune(s[0])
+		}
+		out = append(out, C.wchar_t(r))
+		s = s[n:]
+	}
+	return append(out, 0)
 }
 
 // invoke runs on the interpreter thread.

@@ -2,8 +2,7 @@
 #ifndef PHASE0_BRIDGE_H
 #define PHASE0_BRIDGE_H
 
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "capi.h"
 
 // The outcome of one call. Everything it points to stays valid until
 // p0_result_clear, so Go copies it once and never owns Python memory.
@@ -12,7 +11,7 @@ typedef struct {
 	int is_py_error;   // 1 when failed because Python raised (err_* are set)
 	PyObject *err_type;   // str: qualified exception type name
 	PyObject *err_msg;    // str: str(exception)
-	PyObject *err_tb;     // str: traceback.format_exception(...) joined
+	PyObject *err_tb;     // str: traceback.format_exception output joined
 	char bridge_err[1024]; // set when failed && !is_py_error
 
 	PyObject *ret;       // the function's return value (owns the JSON string)
@@ -25,7 +24,7 @@ typedef struct {
 	Py_ssize_t n_floats;
 } p0_result;
 
-int p0_init(const char *exe, char *err, size_t errlen);
+int p0_init(const wchar_t *program, size_t program_len);
 int p0_prepend_sys_path(const char *dir, char *err, size_t errlen);
 int p0_sys_str(const char *name, char *out, size_t outlen);
 void p0_enter(void);
@@ -35,7 +34,5 @@ const char *p0_str(PyObject *s, Py_ssize_t *len);
 void p0_result_clear(p0_result *r);
 int p0_finalize(void);
 int p0_reset_fatal_signals(void);
-int p0_linked_major(void);
-int p0_linked_minor(void);
 
 #endif

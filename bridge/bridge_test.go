@@ -4,14 +4,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"phase0/internal/testenv"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // CPython starts once per process, so every test shares one interpreter.
@@ -38,7 +42,32 @@ func interp(tb testing.TB) *Interp {
 	return shared.it
 }
 
+// Environment the tests run Python under: a PYTHONPATH folder holding a
+// module isolation must hide, and a PYTHONHOME that would break the start.
+const (
+	probeModule = "p0_pythonpath_probe"
+	envChild    = "PHASE0_BRIDGE_TEST_START" // child mode: Start this python, print the error
+)
+
+var pythonPathDir string
+
 func TestMain(m *testing.M) {
+	if py := os.Getenv(envChild); py != "" {
+		os.Exit(startChild(py))
+	}
+	dir, err := os.MkdirTemp("", "p0-pythonpath-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	pythonPathDir = dir
+	if err := os.WriteFile(filepath.Join(dir, probeModule+".py"), []byte("LEAKED = True\n"), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("PYTHONPATH", dir)
+	os.Setenv("PYTHONHOME", filepath.Join(dir, "no-such-home"))
+
 	code := m.Run()
 	if shared.it != nil {
 		if err := shared.it.Close(); err != nil {
@@ -54,21 +83,20 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
+	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-func TestLinkedVersion(t *testing.T) {
-	if v := LinkedVersion(); !regexp.MustCompile(`^3\.\d+$`).MatchString(v) {
-		t.Fatalf("LinkedVersion() = %q, want 3.N", v)
+// startChild runs Start in a process of its own, for failures that happen
+// after libpython is loaded (which would spoil the test process).
+func startChild(py string) int {
+	it, err := Start(Options{Executable: py})
+	if err != nil {
+		fmt.Println("start error:", err)
+		return 0
 	}
-}
-
-func otherVersion(t *testing.T) string {
-	var major, minor int
-	if _, err := fmt.Sscanf(LinkedVersion(), "%d.%d", &major, &minor); err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("%d.%d", major, minor-1)
+	fmt.Println("started:", it.Prefix())
+	return 1
 }
 
 func writeExecutable(t *testing.T, path, script string) {
@@ -81,33 +109,70 @@ func writeExecutable(t *testing.T, path, script string) {
 	}
 }
 
-func TestStartRefusesBadPython(t *testing.T) {
-	other := otherVersion(t)
-	dir := t.TempDir()
-
-	plain := filepath.Join(dir, "plain", "python3")
-	writeExecutable(t, plain, "#!/bin/sh\necho "+other+"\n")
-
-	venv := filepath.Join(dir, "venv")
-	venvPy := filepath.Join(venv, "bin", "python")
-	writeExecutable(t, venvPy, "#!/bin/sh\nexit 1\n")
-	cfg := "home = /usr/bin\ninclude-system-site-packages = false\nversion = " + other + ".4\n"
-	if err := os.WriteFile(filepath.Join(venv, "pyvenv.cfg"), []byte(cfg), 0o644); err != nil {
+// fakePython writes a script that answers Inspect's query with info.
+func fakePython(t *testing.T, path string, info map[string]any) string {
+	t.Helper()
+	line, err := json.Marshal(info)
+	if err != nil {
 		t.Fatal(err)
 	}
+	writeExecutable(t, path, "#!/bin/sh\ncat <<'EOF'\n"+infoMarker+string(line)+"\nEOF\n")
+	return path
+}
 
-	tests := []struct {
-		name     string
-		exe      string
-		sentinel error
-		want     []string
-	}{
-		{"python reports another minor", plain, ErrVersionMismatch,
-			[]string{plain, "is python " + other, "libpython " + LinkedVersion()}},
-		{"venv built from another minor", venvPy, ErrVersionMismatch,
-			[]string{venvPy, "is python " + other, filepath.Join(venv, "pyvenv.cfg"), "libpython " + LinkedVersion()}},
-		{"relative path", "bin/python", nil, []string{`"bin/python" is not an absolute path`}},
-		{"missing", filepath.Join(dir, "nope", "python"), nil, []string{"no such file"}},
+func cpythonInfo(version []int, libdir string) map[string]any {
+	return map[string]any{
+		"version": version, "implementation": "cpython", "executable": "/opt/py/bin/python3", "prefix": "/opt/py", "base_prefix": "/opt/py",
+		"libdir": libdir, "ldlibrary": fmt.Sprintf("libpython%d.%d.so", version[0], version[1]),
+		"instsoname": fmt.Sprintf("libpython%d.%d.so.1.0", version[0], version[1]),
+		"multiarch":  nil, "gil_disabled": 0, "trace_refs": nil,
+	}
+}
+
+func TestStartRefusesBadPython(t *testing.T) {
+	dir := t.TempDir()
+	py2Banner := filepath.Join(dir, "banner", "python")
+	writeExecutable(t, py2Banner, "#!/bin/sh\necho 'Python 2.7.18'\n")
+	chatty := filepath.Join(dir, "chatty", "python")
+	writeExecutable(t, chatty, "#!/bin/sh\nyes phase0\n")
+
+	static := cpythonInfo([]int{3, 12, 1}, dir)
+	static["ldlibrary"], static["instsoname"] = "libpython3.12.a", nil
+	freeThreaded := cpythonInfo([]int{3, 13, 0}, dir)
+	freeThreaded["gil_disabled"] = 1
+	pypy := cpythonInfo([]int{3, 10, 14}, dir)
+	pypy["implementation"] = "pypy"
+	py315 := cpythonInfo([]int{3, 15, 0}, dir)
+
+	type row struct {
+		name        string
+		exe         string
+		unsupported bool // wraps ErrUnsupportedPython
+		want        []string
+	}
+	tests := []row{
+		{"not a python: /bin/true", "/bin/true", true, []string{"/bin/true is not a Python interpreter", "it answered nothing"}},
+		{"not a python: /bin/false", "/bin/false", true, []string{"/bin/false is not a working Python interpreter", "exit status 1"}},
+		{"python 2 wrapper", py2Banner, true, []string{py2Banner, "says it is Python 2.7.18", "3.10 to 3.14"}},
+		{"endless output", chatty, true, []string{chatty, "printed more than"}},
+		{"static only", fakePython(t, filepath.Join(dir, "static", "python3"), static), true,
+			[]string{"static/python3 (Python 3.12.1) has no shared libpython", "LDLIBRARY is libpython3.12.a", "--enable-shared"}},
+		{"free-threaded", fakePython(t, filepath.Join(dir, "ft", "python3"), freeThreaded), true, []string{"free-threaded build of Python 3.13.0"}},
+		{"pypy", fakePython(t, filepath.Join(dir, "pypy", "python3"), pypy), true, []string{"is pypy 3.10.14, not CPython"}},
+		{"too new", fakePython(t, filepath.Join(dir, "new", "python3"), py315), true, []string{"is Python 3.15.0; phase0 needs CPython 3.10 to 3.14"}},
+		{"relative path", "bin/python", false, []string{`"bin/python" is not an absolute path`}},
+		{"missing", filepath.Join(dir, "nope", "python"), false, []string{"no such file"}},
+		{"directory", dir, false, []string{"is a directory"}},
+	}
+	// Real old interpreters, where pyenv has them.
+	home, _ := os.UserHomeDir()
+	for _, v := range []string{"2.7.18", "3.9.18"} {
+		py := filepath.Join(home, ".pyenv", "versions", v, "bin", "python")
+		if _, err := os.Stat(py); err != nil {
+			t.Logf("no %s: the real Python %s row is not run", py, v)
+			continue
+		}
+		tests = append(tests, row{"real python " + v, py, true, []string{py + " is Python " + v + "; phase0 needs CPython 3.10 to 3.14"}})
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,8 +180,12 @@ func TestStartRefusesBadPython(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Start(%s) succeeded (prefix %s), want an error", tc.exe, it.Prefix())
 			}
-			if tc.sentinel != nil && !errors.Is(err, tc.sentinel) {
-				t.Errorf("error %v does not wrap %v", err, tc.sentinel)
+			t.Log(err)
+			if errors.Is(err, ErrAlreadyStarted) {
+				t.Fatalf("Start(%s): %v; a refused python must not use up the process's one start", tc.exe, err)
+			}
+			if tc.unsupported != errors.Is(err, ErrUnsupportedPython) {
+				t.Errorf("errors.Is(%v, ErrUnsupportedPython) = %v, want %v", err, !tc.unsupported, tc.unsupported)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -127,9 +196,54 @@ func TestStartRefusesBadPython(t *testing.T) {
 	}
 }
 
+func TestInspectTimeout(t *testing.T) {
+	slow := filepath.Join(t.TempDir(), "python")
+	writeExecutable(t, slow, "#!/bin/sh\nexec sleep 30\n")
+	defer func(d time.Duration) { inspectTimeout = d }(inspectTimeout)
+	inspectTimeout = 300 * time.Millisecond
+	start := time.Now()
+	_, err := Inspect(slow)
+	if err == nil || !strings.Contains(err.Error(), "did not describe itself within 300ms") {
+		t.Fatalf("Inspect(sleeper) = %v, want a timeout error", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Inspect took %s to give up", d)
+	}
+}
+
+// A libpython of another version where sysconfig says this one is: refused
+// after dlopen, so in a child process.
+func TestStartRefusesWrongLibrary(t *testing.T) {
+	real, err := Inspect(testenv.Python(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	other := []int{3, real.Minor - 1, 0}
+	if real.Minor == minMinor {
+		other[1] = real.Minor + 1
+	}
+	name := fmt.Sprintf("libpython3.%d.so.1.0", other[1])
+	if err := os.Symlink(real.Library, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+	fake := fakePython(t, filepath.Join(dir, "bin", "python3"), cpythonInfo(other, dir))
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChild+"="+fake)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+	want := fmt.Sprintf("python %s: %s is Python %d.%d.", fake, filepath.Join(dir, name), real.Major, real.Minor)
+	if !strings.Contains(string(out), want) || !strings.Contains(string(out), fmt.Sprintf("want 3.%d.*", other[1])) {
+		t.Errorf("child output %q, want the version mismatch %q", out, want)
+	}
+}
+
 func TestInterpreterUsesVenv(t *testing.T) {
 	it := interp(t)
-	out, floats, err := it.Call("p0bridge", "interpreter", []byte("{}"))
+	py := testenv.Python(t)
+	out, floats, err := it.Call("p0bridge", "interpreter", []byte(`{"probe": "`+probeModule+`"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +251,10 @@ func TestInterpreterUsesVenv(t *testing.T) {
 		t.Errorf("floats = %v, want nil for a str result", floats)
 	}
 	var info struct {
+		Version            []int
+		ProbeFound         bool `json:"probe_found"`
 		Prefix, BasePrefix string
+		Executable         string
 		Isolated           int
 		UTF8Mode           int `json:"utf8_mode"`
 		Encodings          []string
@@ -146,13 +263,26 @@ func TestInterpreterUsesVenv(t *testing.T) {
 	if err := json.Unmarshal(out, &info); err != nil {
 		t.Fatalf("result %s: %v", out, err)
 	}
-	venv := filepath.Dir(filepath.Dir(testenv.Python(t)))
+	venv := filepath.Dir(filepath.Dir(py))
 	if !samePath(info.Prefix, venv) {
 		t.Errorf("sys.prefix = %s, want the venv %s", info.Prefix, venv)
 	}
 	if it.Prefix() != info.Prefix {
 		t.Errorf("Prefix() = %s, sys.prefix = %s", it.Prefix(), info.Prefix)
 	}
+	if info.Executable != py {
+		t.Errorf("sys.executable = %s, want %s", info.Executable, py)
+	}
+	// The version the venv was made with, read from the file CPython reads.
+	cfg, err := os.ReadFile(filepath.Join(venv, "pyvenv.cfg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprintf("%d.%d.%d", info.Version[0], info.Version[1], info.Version[2])
+	if m := regexp.MustCompile(`(?m)^version(_info)?\s*=\s*(\d+\.\d+\.\d+)`).FindSubmatch(cfg); m == nil || string(m[2]) != got {
+		t.Errorf("sys.version_info = %s, pyvenv.cfg says %q", got, m)
+	}
+	t.Logf("embedded python %s from %s", got, venv)
 	if info.Isolated != 1 {
 		t.Errorf("sys.flags.isolated = %d, want 1", info.Isolated)
 	}
@@ -163,6 +293,9 @@ func TestInterpreterUsesVenv(t *testing.T) {
 	if len(info.Path) == 0 || info.Path[0] != testdata {
 		t.Errorf("sys.path = %v, want %s first", info.Path, testdata)
 	}
+	if info.ProbeFound || slices.Contains(info.Path, pythonPathDir) {
+		t.Errorf("PYTHONPATH=%s reached the interpreter (sys.path %v, %s importable: %v)", pythonPathDir, info.Path, probeModule, info.ProbeFound)
+	}
 	sitePackages := false
 	for _, p := range info.Path {
 		if strings.HasPrefix(p, info.Prefix) && strings.HasSuffix(p, "site-packages") {
@@ -171,6 +304,50 @@ func TestInterpreterUsesVenv(t *testing.T) {
 	}
 	if !sitePackages {
 		t.Errorf("sys.path = %v has no site-packages inside the venv", info.Path)
+	}
+}
+
+// perPython are the tests TestEveryPython runs again in a child process per
+// interpreter: CPython starts once per process, and one process can hold
+// only one libpython.
+var perPython = []string{"TestInterpreterUsesVenv", "TestStartTwice", "TestCallEcho", "TestCallFloatsBitExact", "TestCallErrors"}
+
+// TestEveryPython runs the bridge in every interpreter make test prepared
+// ($PHASE0_TEST_PYTHONS: small NumPy venvs of other Python minors), with this
+// one test binary.
+func TestEveryPython(t *testing.T) {
+	pys := testenv.Pythons(t)
+	minors := map[string]bool{}
+	for _, py := range pys {
+		p, err := Inspect(py)
+		if err != nil {
+			t.Fatal(err)
+		}
+		minors[fmt.Sprintf("%d.%d", p.Major, p.Minor)] = true
+	}
+	if _, set := os.LookupEnv("PHASE0_TEST_PYTHONS"); set && len(minors) < 3 {
+		t.Errorf("PHASE0_TEST_PYTHONS and PHASE0_PYTHON give Python minors %v, want at least 3", slices.Sorted(maps.Keys(minors)))
+	}
+	if len(pys) == 1 {
+		t.Skip("PHASE0_TEST_PYTHONS is unset: only the default python is tested (in this process)")
+	}
+	for _, py := range pys[1:] {
+		t.Run(filepath.Base(filepath.Dir(filepath.Dir(py))), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^("+strings.Join(perPython, "|")+")$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), "PHASE0_PYTHON="+py)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("bridge tests with %s: %v\n%s", py, err, out)
+			}
+			for _, name := range perPython {
+				if !strings.Contains(string(out), "--- PASS: "+name+" ") {
+					t.Errorf("%s did not pass with %s:\n%s", name, py, out)
+				}
+			}
+			if m := regexp.MustCompile(`embedded python \S+ from \S+`).Find(out); m != nil {
+				t.Log(string(m))
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"phase0/bridge"
 	"phase0/judge"
 	"phase0/model"
 	"phase0/verdict"
@@ -189,5 +190,9 @@ func pythonStage(_ context.Context, st *state) (verdict.Status, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	return verdict.Pass, py, nil
+	info, err := bridge.Inspect(py)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %w", ErrNoPython, err)
+	}
+	return verdict.Pass, fmt.Sprintf("%s (Python %s)", py, info.Version), nil
 }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import sys
 
@@ -13,9 +14,12 @@ def echo(arg_json: str) -> str:
 
 
 def interpreter(arg_json: str) -> str:
-    """Describe the running interpreter."""
+    """Describe the running interpreter, and whether module `probe` can be imported."""
+    probe = json.loads(arg_json).get("probe", "")
     return json.dumps(
         {
+            "version": list(sys.version_info[:3]),
+            "probe_found": bool(probe) and importlib.util.find_spec(probe) is not None,
             "prefix": sys.prefix,
             "base_prefix": sys.base_prefix,
             "executable": sys.executable,

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/term"
 
 	"phase0/configs"
+	"phase0/internal/pyenv"
 	"phase0/modellist"
 	"phase0/orchestrator"
 	"phase0/verdict"
@@ -277,7 +278,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 	p := parser{v: v, cmd: cmd}
 	s := &orchestrator.Settings{
 		LLMSDir:           p.str("llms_dir"),
-		Python:            p.str("python"),
+		Python:            defaultPython(p.str("python")),
 		Name:              p.str("name"),
 		PromptStyle:       p.str("prompt_style"),
 		Prompt:            p.str("prompt"),
@@ -310,6 +311,20 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 		return nil, fmt.Errorf("decode %d does not fit max_seq %d: the prompt and the continuation share the runner's sequence", s.Decode, s.MaxSeq)
 	}
 	return s, nil
+}
+
+// defaultPython is the python setting, else the venv make built this binary
+// for (internal/pyenv); "" when neither exists, which the commands that need
+// Python report as could-not-evaluate.
+func defaultPython(setting string) string {
+	if setting != "" {
+		return setting
+	}
+	py, err := pyenv.DefaultPython()
+	if err != nil {
+		return ""
+	}
+	return py
 }
 
 // parser reads settings strictly and keeps the first error.

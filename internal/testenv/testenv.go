@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,8 +18,8 @@ import (
 )
 
 // Python returns the venv python: $PHASE0_PYTHON (make test sets it), else
-// the Makefile's ~/.cache/phase0/venv-<sha256(requirements.txt)[:12]>. It
-// skips the test, saying why, when neither exists.
+// the newest of the Makefile's ~/.cache/phase0/venv-<sha256(requirements.txt)[:12]>-py<minor>
+// that finished installing. It skips the test, saying why, when neither exists.
 func Python(t testing.TB) string {
 	t.Helper()
 	if py := os.Getenv("PHASE0_PYTHON"); py != "" {
@@ -36,11 +37,42 @@ func Python(t testing.TB) string {
 	if err != nil {
 		t.Skipf("PHASE0_PYTHON unset and no home directory: %v", err)
 	}
-	py := filepath.Join(home, ".cache", "phase0", "venv-"+hex.EncodeToString(sum[:])[:12], "bin", "python")
-	if _, err := os.Stat(py); err != nil {
-		t.Skipf("PHASE0_PYTHON unset and no venv at %s: run `make venv` or `make test`", py)
+	pattern := filepath.Join(home, ".cache", "phase0", "venv-"+hex.EncodeToString(sum[:])[:12]+"-py3.*", ".phase0-installed")
+	stamps, _ := filepath.Glob(pattern)
+	if len(stamps) == 0 {
+		t.Skipf("PHASE0_PYTHON unset and no finished venv matches %s: run `make venv` or `make test`", pattern)
 	}
-	return py
+	// "py3.9" sorts after "py3.12": compare the minor as a number.
+	minor := func(stamp string) int {
+		var m int
+		fmt.Sscanf(filepath.Base(filepath.Dir(stamp))[len("venv-")+12+len("-py3."):], "%d", &m)
+		return m
+	}
+	newest := stamps[0]
+	for _, s := range stamps[1:] {
+		if minor(s) > minor(newest) {
+			newest = s
+		}
+	}
+	return filepath.Join(filepath.Dir(newest), "bin", "python")
+}
+
+// Pythons returns Python(t) followed by every interpreter in
+// $PHASE0_TEST_PYTHONS (a PATH-style list; make test sets it to small venvs
+// of other Python minors), without duplicates.
+func Pythons(t testing.TB) []string {
+	t.Helper()
+	pys := []string{Python(t)}
+	for _, py := range filepath.SplitList(os.Getenv("PHASE0_TEST_PYTHONS")) {
+		if py == "" || slices.Contains(pys, py) {
+			continue
+		}
+		if _, err := os.Stat(py); err != nil {
+			t.Fatalf("PHASE0_TEST_PYTHONS names %s: %v", py, err)
+		}
+		pys = append(pys, py)
+	}
+	return pys
 }
 
 // RepoRoot is the module root (this file lives in internal/testenv).
