@@ -7,7 +7,9 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func analyzeFile(t *testing.T, name string) *Analysis {
@@ -298,4 +300,28 @@ func FuzzAnalyze(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestReadRawRefusesNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "config.json"), 0o644); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ReadRaw(os.DirFS(dir)); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("error %v, want ErrConfig naming a non-regular file", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("ReadRaw hung on a named pipe")
+	}
+	dir = t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "config.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadRaw(os.DirFS(dir)); !errors.Is(err, ErrConfig) {
+		t.Errorf("a directory named config.json: %v", err)
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"math"
-	"sort"
 )
 
 // MaxConfigBytes bounds config.json: real ones are a few KiB.
@@ -26,6 +25,14 @@ type Raw struct {
 
 // ReadRaw reads and parses config.json from fsys.
 func ReadRaw(fsys fs.FS) (*Raw, error) {
+	// Stat before opening: opening a named pipe blocks until a writer comes.
+	fi, err := fs.Stat(fsys, "config.json")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: config.json is not a regular file (%s)", ErrConfig, fi.Mode().Type())
+	}
 	f, err := fsys.Open("config.json")
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -93,16 +100,6 @@ func (r *Raw) IsNull(key string) bool {
 
 // Set reports whether key is present and not null.
 func (r *Raw) Set(key string) bool { return r.Has(key) && !r.IsNull(key) }
-
-// Keys returns the top-level keys, sorted.
-func (r *Raw) Keys() []string {
-	keys := make([]string, 0, len(r.fields))
-	for k := range r.fields {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
 
 // Int returns an integer field. ok is false when the key is absent or null.
 func (r *Raw) Int(key string) (v int, ok bool, err error) {
