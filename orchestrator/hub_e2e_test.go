@@ -91,7 +91,7 @@ func TestHubDownloadThenOffline(t *testing.T) {
 	ctx := context.Background()
 
 	t.Setenv("HF_HUB_OFFLINE", "1")
-	r := Inspect(ctx, s, hubRepoID, "test")
+	r := inspectDownloading(ctx, s, hubRepoID, "test")
 	if r.Status != verdict.Error || !strings.Contains(r.Error, "HF_HUB_OFFLINE") || !strings.Contains(r.Error, "not in the cache") {
 		t.Fatalf("offline with an empty cache: status %s, error %q", r.Status, r.Error)
 	}
@@ -100,7 +100,7 @@ func TestHubDownloadThenOffline(t *testing.T) {
 	}
 
 	t.Setenv("HF_HUB_OFFLINE", "")
-	r = Inspect(ctx, s, hubRepoID, "test")
+	r = inspectDownloading(ctx, s, hubRepoID, "test")
 	mustPass(t, r)
 	want := []string{"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}
 	if r.Revision != mainSHA || r.ModelDir != snapshotDir(cache, mainSHA) || r.ModelID != hubRepoID || r.Family != "qwen3" {
@@ -121,7 +121,7 @@ func TestHubDownloadThenOffline(t *testing.T) {
 		{"true", hubRepoID + "@" + mainSHA},
 	} {
 		t.Setenv("HF_HUB_OFFLINE", tt.offline)
-		r := Inspect(ctx, s, tt.arg, "test")
+		r := inspectDownloading(ctx, s, tt.arg, "test")
 		mustPass(t, r)
 		if r.Revision != mainSHA || r.ModelDir != snapshotDir(cache, mainSHA) {
 			t.Errorf("%s (HF_HUB_OFFLINE=%q) from the cache: revision %s at %s", tt.arg, tt.offline, r.Revision, r.ModelDir)
@@ -140,7 +140,7 @@ func TestHubPinnedRevision(t *testing.T) {
 	s := settingsFor(t, "")
 	arg := hubRepoID + "@" + v1SHA
 
-	r := Inspect(context.Background(), s, arg, "test")
+	r := inspectDownloading(context.Background(), s, arg, "test")
 	mustPass(t, r)
 	if r.Revision != v1SHA || r.ModelDir != snapshotDir(cache, v1SHA) {
 		t.Fatalf("%s: revision %s at %s, want %s", arg, r.Revision, r.ModelDir, snapshotDir(cache, v1SHA))
@@ -151,12 +151,12 @@ func TestHubPinnedRevision(t *testing.T) {
 
 	requests := len(hub.Requests())
 	t.Setenv("HF_HUB_OFFLINE", "1")
-	r = Inspect(context.Background(), s, arg, "test")
+	r = inspectDownloading(context.Background(), s, arg, "test")
 	mustPass(t, r)
 	if r.Revision != v1SHA || r.ModelDir != snapshotDir(cache, v1SHA) || len(hub.Requests()) != requests {
 		t.Errorf("%s offline: revision %s at %s, %d new requests", arg, r.Revision, r.ModelDir, len(hub.Requests())-requests)
 	}
-	r = Inspect(context.Background(), s, hubRepoID, "test")
+	r = inspectDownloading(context.Background(), s, hubRepoID, "test")
 	if r.Status != verdict.Error || !strings.Contains(r.Error, "not in the cache") {
 		t.Errorf("main was never downloaded, yet offline it resolved: status %s, error %q", r.Status, r.Error)
 	}
@@ -202,7 +202,7 @@ func TestHubErrors(t *testing.T) {
 			hubEnv(t, hub)
 			t.Setenv("HF_TOKEN", tt.token)
 			before := len(hub.Requests())
-			r := Inspect(context.Background(), settingsFor(t, ""), tt.arg, "test")
+			r := inspectDownloading(context.Background(), settingsFor(t, ""), tt.arg, "test")
 			if tt.want == nil {
 				mustPass(t, r)
 				return
@@ -223,4 +223,11 @@ func TestHubErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// inspectDownloading is inspect with the download path: these tests exercise
+// resolution through huggingface_hub in the worker, which baseline and run
+// use; the inspect command itself reads uncached models from headers only.
+func inspectDownloading(ctx context.Context, s *Settings, arg, version string) *Report {
+	return runChain(ctx, s, "inspect", arg, version, withoutSkippedScan(inspectStages, s))
 }
