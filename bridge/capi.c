@@ -23,7 +23,7 @@ int p0_load(const char *path, const char *want_version, char *err, size_t errlen
 	sym = dlsym(h, #name);                                                             \
 	if (sym == NULL) {                                                                 \
 		snprintf(err, errlen, "%s has no symbol %s (the bridge needs it)", path, #name); \
-		dlclose(h);                                                                    \
+		/* no dlclose: see the version check below */                                     \
 		return -1;                                                                     \
 	}                                                                                  \
 	memcpy(&api.name, &sym, sizeof sym);
@@ -33,7 +33,7 @@ int p0_load(const char *path, const char *want_version, char *err, size_t errlen
 	api.name = (int *)dlsym(h, #name);                                                 \
 	if (api.name == NULL) {                                                            \
 		snprintf(err, errlen, "%s has no symbol %s (the bridge needs it)", path, #name); \
-		dlclose(h);                                                                    \
+		/* no dlclose: see the version check below */                                     \
 		return -1;                                                                     \
 	}
 	P0_FLAGS(P0_RESOLVE_FLAG)
@@ -41,7 +41,7 @@ int p0_load(const char *path, const char *want_version, char *err, size_t errlen
 	api.None = (PyObject *)dlsym(h, "_Py_NoneStruct");
 	if (api.None == NULL) {
 		snprintf(err, errlen, "%s has no symbol _Py_NoneStruct (the bridge needs it)", path);
-		dlclose(h);
+		// no dlclose: see the version check below
 		return -1;
 	}
 	// The file found from sysconfig could belong to another build (a stale
@@ -49,7 +49,9 @@ int p0_load(const char *path, const char *want_version, char *err, size_t errlen
 	const char *v = api.Py_GetVersion();
 	if (v == NULL || strncmp(v, want_version, strlen(want_version)) != 0) {
 		snprintf(err, errlen, "%s is Python %.40s, want %s*", path, v ? v : "?", want_version);
-		dlclose(h);
+		// No dlclose: unloading a libpython that was mapped RTLD_GLOBAL runs
+		// its destructors, which crashed intermittently (3.13); the handle of
+		// a library that is refused is left for the failing process to drop.
 		return -1;
 	}
 	py = api;
