@@ -7,14 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"phase0/configgate"
-	"phase0/hfcache"
-	"phase0/hubmeta"
-	"phase0/internal/parallel"
 	"phase0/internal/testenv"
-	"phase0/model"
+	"phase0/modellist"
+	"phase0/orchestrator"
 	"phase0/verdict"
-	"phase0/weights"
 )
 
 const (
@@ -42,75 +38,56 @@ func (b *bench) triage() error {
 	}
 	defer os.RemoveAll(cache)
 	models := testenv.UpstreamModels()
+	entries := make([]modellist.Entry, len(models))
+	for i, m := range models {
+		entries[i] = modellist.Entry{Arg: m.ID, Source: fmt.Sprintf("model %d", i+1)}
+	}
+	env := map[string]string{"HF_ENDPOINT": hub.URL(), "HF_TOKEN": testenv.HubToken, "HF_HOME": cache, "HF_HUB_CACHE": cache + "/hf-empty"}
+	s := &orchestrator.Settings{MaxSeq: 64, CacheDir: cache, Env: func(k string) string { return env[k] }}
 
-	run := func() (time.Duration, hubmeta.Stats, error) {
-		c, err := hubmeta.New(hubmeta.Options{Endpoint: hub.URL(), Token: testenv.HubToken, CacheDir: cache})
-		if err != nil {
-			return 0, hubmeta.Stats{}, err
-		}
+	// run is the whole `phase0 inspect MODEL...` path in-process, as the CLI runs it.
+	run := func() (time.Duration, int, error) {
+		before := len(hub.Requests())
 		start := time.Now()
-		got, _ := parallel.Map(context.Background(), models, triageWorkers, func(ctx context.Context, _ int, m testenv.HubModel) string {
-			v, err := triageOne(ctx, c, m.ID)
-			if err != nil {
-				return "error: " + err.Error()
-			}
-			return v
-		})
+		t := orchestrator.InspectMany(context.Background(), s, entries, "bench", triageWorkers)
 		wall := time.Since(start)
 		for i, m := range models {
-			if got[i] != m.Want {
-				return 0, hubmeta.Stats{}, fmt.Errorf("%s: triaged %s, want %s", m.ID, got[i], m.Want)
+			if got := verdictOf(t.Models[i].Report); got != m.Want {
+				return 0, 0, fmt.Errorf("%s: triaged %s, want %s (%s)", m.ID, got, m.Want, t.Models[i].Error)
 			}
 		}
-		return wall, c.Stats(), nil
+		return wall, len(hub.Requests()) - before, nil
 	}
-	cold, st, err := run()
+	cold, requests, err := run()
 	if err != nil {
 		return err
 	}
 	b.add(fmt.Sprintf("triage %d hub models, %s/request", len(models), triageLatency), ms(cold), "< "+triageWall.String(), cold < triageWall)
-	b.note("triage: %d requests, %d body bytes (%.1f KiB/model) for %d models on the first run", st.Requests, st.Bytes, float64(st.Bytes)/1024/float64(len(models)), len(models))
-	warm, st2, err := run()
+	b.note("triage: %d requests for %d models on the first run", requests, len(models))
+	warm, again, err := run()
 	if err != nil {
 		return err
 	}
-	b.add("triage re-run (metadata cache)", fmt.Sprintf("%d requests, %s", st2.Requests, ms(warm)), "0 requests", st2.Requests == 0)
+	b.add("triage re-run (metadata cache)", fmt.Sprintf("%d requests, %s", again, ms(warm)), "0 requests", again == 0)
 	return nil
 }
 
-// triageOne is the verdict phase0 inspect reaches for one hub model:
-// the architecture gate on config.json, then gate 1 on the header-only
-// inventory.
-func triageOne(ctx context.Context, c *hubmeta.Client, id string) (string, error) {
-	ref, err := hfcache.ParseID(id)
-	if err != nil {
-		return "", err
-	}
-	m, err := c.Resolve(ctx, ref)
-	if err != nil {
-		return "", err
-	}
-	raw, err := model.ParseRaw(m.Config)
-	if err != nil {
-		return "", err
-	}
-	a := model.Analyze(raw)
-	if a.Rejected() {
-		codes := make([]string, len(a.Rejections))
-		for i, r := range a.Rejections {
-			codes[i] = r.Code
+// verdictOf spells a report's outcome as the fixture's Want does.
+func verdictOf(r *orchestrator.Report) string {
+	switch r.Status {
+	case verdict.Pass:
+		return "pass"
+	case verdict.Rejected:
+		codes := make([]string, len(r.Rejections))
+		for i, x := range r.Rejections {
+			codes[i] = x.Code
 		}
-		return "reject:" + strings.Join(codes, ","), nil
+		return "reject:" + strings.Join(codes, ",")
+	case verdict.Fail:
+		if r.Gates.Weights != nil && r.Gates.Weights.Status.Failed() {
+			return "fail:weights"
+		}
+		return "fail:consistency"
 	}
-	inv, err := c.Weights(ctx, m)
-	if err != nil {
-		return "", err
-	}
-	if weights.Check(a.Config, inv).Status != verdict.Pass {
-		return "fail:weights", nil
-	}
-	if configgate.CrossCheck(a.Config, inv, nil).Status != verdict.Pass {
-		return "fail:consistency", nil
-	}
-	return "pass", nil
+	return "error: " + r.Error
 }
