@@ -1,6 +1,8 @@
 package hfcache
 
 import (
+	"io"
+	"os"
 	"os/user"
 	"path/filepath"
 	"strings"
@@ -16,25 +18,65 @@ import (
 // env is os.Getenv in production; a variable set to "" counts as unset (Python
 // would take the empty string literally and cache into the working directory).
 func CacheDir(env func(string) string) string {
-	home := func() string { return homeDir(env) }
-	hfHome := env("HF_HOME")
-	if hfHome == "" {
-		base := env("XDG_CACHE_HOME")
-		if base == "" {
-			base = filepath.Join(home(), ".cache")
-		}
-		hfHome = filepath.Join(base, "huggingface")
-	}
-	hfHome = expandVars(expandUser(hfHome, env), env)
-
 	hub := env("HF_HUB_CACHE")
 	if hub == "" {
 		hub = env("HUGGINGFACE_HUB_CACHE")
 	}
 	if hub == "" {
-		hub = filepath.Join(hfHome, "hub")
+		hub = filepath.Join(Home(env), "hub")
 	}
 	return expandVars(expandUser(hub, env), env)
+}
+
+// Home is HF_HOME as huggingface_hub computes it: $HF_HOME, else
+// $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface, expanded.
+func Home(env func(string) string) string {
+	hfHome := env("HF_HOME")
+	if hfHome == "" {
+		base := env("XDG_CACHE_HOME")
+		if base == "" {
+			base = filepath.Join(homeDir(env), ".cache")
+		}
+		hfHome = filepath.Join(base, "huggingface")
+	}
+	return expandVars(expandUser(hfHome, env), env)
+}
+
+// TokenPath is where huggingface_hub keeps the login token: $HF_TOKEN_PATH,
+// else HF_HOME/token.
+func TokenPath(env func(string) string) string {
+	if p := env("HF_TOKEN_PATH"); p != "" {
+		return expandVars(expandUser(p, env), env)
+	}
+	return filepath.Join(Home(env), "token")
+}
+
+// maxTokenBytes bounds the token file read: real tokens are ~40 bytes.
+const maxTokenBytes = 4096
+
+// Token finds the hub token in huggingface_hub's order: $HF_TOKEN, the older
+// $HUGGING_FACE_HUB_TOKEN, then the token file. source names where it came
+// from ("$HF_TOKEN" or the file's path); both are "" when there is none.
+func Token(env func(string) string) (token, source string) {
+	for _, name := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"} {
+		if v := strings.TrimSpace(env(name)); v != "" {
+			return v, "$" + name
+		}
+	}
+	path := TokenPath(env)
+	f, err := os.Open(path)
+	if err != nil {
+		return "", ""
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return "", ""
+	}
+	b, _ := io.ReadAll(io.LimitReader(f, maxTokenBytes))
+	if v := strings.TrimSpace(string(b)); v != "" {
+		return v, path
+	}
+	return "", ""
 }
 
 // homeDir mirrors Python's expanduser("~"): $HOME, else the passwd entry.

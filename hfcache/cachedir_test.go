@@ -1,7 +1,9 @@
 package hfcache
 
 import (
+	"os"
 	"os/user"
+	"path/filepath"
 	"testing"
 )
 
@@ -37,5 +39,34 @@ func TestCacheDir(t *testing.T) {
 				t.Errorf("CacheDir(%v) = %q, want %q", tt.env, got, tt.want)
 			}
 		})
+	}
+}
+
+func TestToken(t *testing.T) {
+	home := t.TempDir()
+	file := filepath.Join(home, ".cache", "huggingface", "token")
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte("hf_from_file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(t.TempDir(), "tok")
+	os.WriteFile(other, []byte("  hf_from_path  "), 0o600)
+	for _, tc := range []struct {
+		env          map[string]string
+		token, where string
+	}{
+		{map[string]string{"HOME": home, "HF_TOKEN": "hf_env", "HUGGING_FACE_HUB_TOKEN": "hf_old"}, "hf_env", "$HF_TOKEN"},
+		{map[string]string{"HOME": home, "HUGGING_FACE_HUB_TOKEN": "hf_old"}, "hf_old", "$HUGGING_FACE_HUB_TOKEN"},
+		{map[string]string{"HOME": home}, "hf_from_file", file},
+		{map[string]string{"HOME": home, "HF_TOKEN_PATH": other}, "hf_from_path", other},
+		{map[string]string{"HOME": home, "HF_HOME": t.TempDir()}, "", ""},
+		{map[string]string{"HOME": home, "HF_TOKEN_PATH": home}, "", ""}, // a directory is no token
+	} {
+		tok, where := Token(func(k string) string { return tc.env[k] })
+		if tok != tc.token || where != tc.where {
+			t.Errorf("%v: token %q from %q, want %q from %q", tc.env, tok, where, tc.token, tc.where)
+		}
 	}
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"phase0/hfcache"
@@ -116,28 +113,8 @@ func resolveRemote(ctx context.Context, s *Settings, ref hfcache.Ref) (*resolved
 	return &resolvedModel{Dir: "hf://" + ref.ID + "@" + m.Commit, Revision: m.Commit, ID: ref.ID, Remote: true, FS: fsys}, nil
 }
 
-// hfToken finds the token as huggingface_hub does: HF_TOKEN, then the
-// older HUGGING_FACE_HUB_TOKEN, then the token file under HF_HOME.
+// hfToken is the hub token, found as huggingface_hub finds it.
 func (s *Settings) hfToken() string {
-	for _, k := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"} {
-		if v := strings.TrimSpace(s.getenv(k)); v != "" {
-			return v
-		}
-	}
-	home := s.getenv("HF_HOME")
-	if home == "" {
-		if h, err := os.UserHomeDir(); err == nil {
-			home = filepath.Join(h, ".cache", "huggingface")
-		}
-	}
-	if home == "" {
-		return ""
-	}
-	f, err := os.Open(filepath.Join(home, "token"))
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	b, _ := io.ReadAll(io.LimitReader(f, 4096))
-	return strings.TrimSpace(string(b))
+	tok, _ := hfcache.Token(s.getenv)
+	return tok
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"phase0/hfcache"
 	"phase0/npu"
 	"phase0/verdict"
 )
@@ -263,10 +264,9 @@ func orMissing(s string) string {
 	return s
 }
 
-// checkToken looks where huggingface_hub looks, in its order: HF_TOKEN, then
-// the token file (HF_TOKEN_PATH, else $HF_HOME/token, else
-// $XDG_CACHE_HOME/huggingface/token, else ~/.cache/huggingface/token). The
-// token itself is never read into the report.
+// checkToken looks where huggingface_hub looks, in its order (hfcache):
+// HF_TOKEN, then the token file. The token itself is never read into the
+// report.
 func (r *Report) checkToken(in Input) verdict.Section {
 	for _, name := range []string{"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"} {
 		if strings.TrimSpace(in.Getenv(name)) != "" {
@@ -291,17 +291,14 @@ func (r *Report) checkToken(in Input) verdict.Section {
 	}
 }
 
+// tokenPath is hfcache.TokenPath with HOME answered by the injected home.
 func tokenPath(in Input) string {
-	if p := in.Getenv("HF_TOKEN_PATH"); p != "" {
-		return p
-	}
-	if h := in.Getenv("HF_HOME"); h != "" {
-		return filepath.Join(h, "token")
-	}
-	if x := in.Getenv("XDG_CACHE_HOME"); x != "" {
-		return filepath.Join(x, "huggingface", "token")
-	}
-	return filepath.Join(in.HomeDir, ".cache", "huggingface", "token")
+	return hfcache.TokenPath(func(k string) string {
+		if k == "HOME" && in.HomeDir != "" {
+			return in.HomeDir
+		}
+		return in.Getenv(k)
+	})
 }
 
 // treeParts are what Phase 0 uses from the mlir-air llms tree: the
