@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"phase0/internal/stformat"
 	"phase0/internal/sttest"
 	"strings"
 	"testing"
@@ -64,7 +65,7 @@ func FuzzReadHeader(f *testing.F) {
 				t.Fatalf("tensor %q begins at %d, previous ended at %d", tn.Name, tn.Begin, next)
 			}
 			esize, ok := DTypeSize(tn.DType)
-			n, okn := elementCount(tn.Shape)
+			n, okn := stformat.ElementCount(tn.Shape)
 			if !ok || !okn || int64(n)*esize != tn.End-tn.Begin {
 				t.Fatalf("tensor %+v: size does not match shape", tn)
 			}

@@ -325,7 +325,7 @@ func layout(raws []rawTensor, file string, size, dataStart int64) ([]Tensor, err
 		if t.begin > t.end {
 			return nil, bad("data_offsets [%d, %d]: begin is after end", t.begin, t.end)
 		}
-		elems, ok := elementCount(t.shape)
+		elems, ok := stformat.ElementCount(t.shape)
 		if !ok {
 			return nil, bad("shape %v: element count overflows", t.shape)
 		}
@@ -371,15 +371,3 @@ func layout(raws []rawTensor, file string, size, dataStart int64) ([]Tensor, err
 	return out, nil
 }
 
-// elementCount multiplies the dims, reporting false on overflow.
-func elementCount(shape []int64) (uint64, bool) {
-	n := uint64(1)
-	for _, d := range shape {
-		hi, lo := bits.Mul64(n, uint64(d))
-		if hi != 0 {
-			return 0, false
-		}
-		n = lo
-	}
-	return n, true
-}

@@ -1,8 +1,11 @@
 // Package stformat holds the fixed facts of the safetensors format that both
 // the reader (package safetensors) and the test writer (package sttest) need:
-// dtype sizes and reserved names. It imports nothing, so test helpers can use
-// it without importing the reader they test.
+// dtype sizes, reserved names and element counts. It imports only the
+// standard library, so test helpers can use it without importing the reader
+// they test.
 package stformat
+
+import "math/bits"
 
 // File names of a HuggingFace checkpoint folder.
 const (
@@ -29,4 +32,17 @@ func DTypeSize(dtype string) (int64, bool) {
 		return 8, true
 	}
 	return 0, false
+}
+
+// ElementCount multiplies a shape's dims, reporting false on overflow.
+func ElementCount(shape []int64) (uint64, bool) {
+	n := uint64(1)
+	for _, d := range shape {
+		hi, lo := bits.Mul64(n, uint64(d))
+		if hi != 0 {
+			return 0, false
+		}
+		n = lo
+	}
+	return n, true
 }

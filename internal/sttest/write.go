@@ -101,7 +101,7 @@ func EncodeHeader(tensors []WriteTensor, metadata map[string]string) ([]byte, []
 				return nil, nil, fmt.Errorf("tensor %q: shape %v has a negative dim", t.Name, t.Shape)
 			}
 		}
-		elems, ok := elementCount(t.Shape)
+		elems, ok := stformat.ElementCount(t.Shape)
 		hi, nbytes := bits.Mul64(elems, uint64(esize))
 		if !ok || hi != 0 || nbytes > math.MaxInt64-uint64(off) {
 			return nil, nil, fmt.Errorf("tensor %q: shape %v of %s is too large", t.Name, t.Shape, t.DType)
@@ -184,15 +184,3 @@ func WriteSharded(dir string, tensors []WriteTensor, shards int) error {
 	return WriteIndex(filepath.Join(dir, stformat.IndexFile), weightMap, total)
 }
 
-// elementCount multiplies the dims, reporting false on overflow.
-func elementCount(shape []int64) (uint64, bool) {
-	n := uint64(1)
-	for _, d := range shape {
-		hi, lo := bits.Mul64(n, uint64(d))
-		if hi != 0 {
-			return 0, false
-		}
-		n = lo
-	}
-	return n, true
-}
