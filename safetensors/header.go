@@ -370,4 +370,3 @@ func layout(raws []rawTensor, file string, size, dataStart int64) ([]Tensor, err
 	}
 	return out, nil
 }
-

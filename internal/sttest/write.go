@@ -183,4 +183,3 @@ func WriteSharded(dir string, tensors []WriteTensor, shards int) error {
 	}
 	return WriteIndex(filepath.Join(dir, stformat.IndexFile), weightMap, total)
 }
-
