@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 
 	"phase0/preflight"
@@ -12,45 +13,44 @@ import (
 // after it: NPU and XRT, memory and disk, the Python environment, the HF
 // token and the mlir-air tree. Informational: it never fails a run.
 func Preflight(ctx context.Context, s *Settings) *preflight.Report {
-	in := preflight.Input{LLMsDir: s.LLMSDir, Getenv: s.getenv, Python: pythonEnv(ctx, s)}
-	if cache, err := s.cacheRoot(); err == nil {
-		in.DiskPath = cache
-	}
+	in := machineInput(s, func(out any) error { return s.callOnce(ctx, "environment", nil, out) })
 	return preflight.Run(in)
 }
 
-// pythonEnv asks the configured interpreter for its versions (facts only).
-func pythonEnv(ctx context.Context, s *Settings) *preflight.PythonEnv {
+// machineInput is the preflight input from the settings; environment asks
+// the configured interpreter for its versions (facts only) into its argument.
+func machineInput(s *Settings, environment func(out any) error) preflight.Input {
+	in := preflight.Input{LLMsDir: s.LLMSDir, Getenv: s.getenv}
+	if cache, err := s.cacheRoot(); err == nil {
+		in.DiskPath = cache
+	}
+	if s.Python == "" {
+		return in // the python check says it was not given
+	}
 	env := &preflight.PythonEnv{Executable: s.Python}
-	if err := s.callOnce(ctx, "environment", nil, env); err != nil {
+	if err := environment(env); err != nil {
 		env.Err = err.Error()
 	}
-	if env.Executable != "" {
-		env.Executable = filepath.Clean(env.Executable)
-	}
-	return env
+	env.Executable = filepath.Clean(env.Executable)
+	in.Python = env
+	return in
 }
 
 // preflightSectionStage records the machine-readiness section in the run
-// report. It is informational: its status never changes the run's verdict.
+// report, asking the run's own worker for the Python facts.
 func preflightSectionStage(ctx context.Context, st *state) (verdict.Status, string, error) {
-	in := preflight.Input{LLMsDir: st.s.LLMSDir, Getenv: st.s.getenv}
+	in := machineInput(st.s, func(out any) error {
+		sess, err := st.worker(ctx)
+		if err == nil {
+			_, err = sess.Call("environment", nil, out)
+		}
+		return err
+	})
+	if ctx.Err() != nil {
+		return "", "", fmt.Errorf("%w in the machine check: %w", errInterrupted, ctx.Err())
+	}
 	if st.inv != nil {
 		_, in.NeedRAM = referenceBytes(st.inv)
-	}
-	if st.session != nil || st.s.Python != "" {
-		sess, err := st.worker(ctx)
-		env := &preflight.PythonEnv{Executable: st.s.Python}
-		if err == nil {
-			_, err = sess.Call("environment", nil, env)
-		}
-		if err != nil {
-			if stop := workerFailure(err); stop != nil && ctx.Err() != nil {
-				return "", "", stop
-			}
-			env.Err = err.Error()
-		}
-		in.Python = env
 	}
 	st.preflight = preflight.Run(in)
 	// Informational: a machine that is not ready for the later phases is a
