@@ -142,12 +142,8 @@ func referenceStage(ctx context.Context, st *state) (verdict.Status, string, err
 		module = st.weightsModule()
 	}
 	args := baselineRequest(st.s, st.ref, st.analysis.Config, module)
-	sess, err := st.worker(ctx)
 	var res baselineResult
-	var logits []float32
-	if err == nil {
-		logits, err = sess.Call("baseline", args, &res)
-	}
+	logits, err := st.call(ctx, "baseline", args, &res)
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return "", "", stop

@@ -18,12 +18,8 @@ var inspectStages = []stage{
 	{name: "resolve", run: resolveStage},
 	{name: "config", run: configStage},
 	{name: "weights", run: weightsStage},
-	{name: "scan", when: func(st *state) (bool, string) {
-		if !st.s.Scan {
-			return false, ""
-		}
-		return st.inv != nil, "no inventory to scan"
-	}, run: scanStage},
+	// Listed only when --scan is given (withoutSkippedScan).
+	{name: "scan", when: func(st *state) (bool, string) { return st.inv != nil, "no inventory to scan" }, run: scanStage},
 }
 
 // Inspect runs everything that needs no Python. A hub model that is not in

@@ -40,10 +40,7 @@ func machineInput(s *Settings, environment func(out any) error) preflight.Input 
 // report, asking the run's own worker for the Python facts.
 func preflightSectionStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 	in := machineInput(st.s, func(out any) error {
-		sess, err := st.worker(ctx)
-		if err == nil {
-			_, err = sess.Call("environment", nil, out)
-		}
+		_, err := st.call(ctx, "environment", nil, out)
 		return err
 	})
 	if ctx.Err() != nil {

@@ -90,11 +90,8 @@ func workspaceFor(s *Settings, st *state, version string) (string, scaffold.Spec
 // real checkpoint in Python, and Go judges what came back.
 func loaderStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 	st.loader = weights.NewLoader()
-	sess, err := st.worker(ctx)
 	var facts weights.LoaderFacts
-	if err == nil {
-		_, err = sess.Call("loader_facts", map[string]string{"weights_module": st.weightsModule(), "model_dir": st.ref.Dir}, &facts)
-	}
+	_, err := st.call(ctx, "loader_facts", map[string]string{"weights_module": st.weightsModule(), "model_dir": st.ref.Dir}, &facts)
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return "", "", stop
@@ -116,11 +113,8 @@ type configFacts struct {
 // transformers resolves, each compared with the extracted Config.
 func configFactsStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 	cc := st.consistency
-	sess, err := st.worker(ctx)
 	var facts configFacts
-	if err == nil {
-		_, err = sess.Call("config_facts", map[string]string{"weights_module": st.weightsModule(), "model_dir": st.ref.Dir}, &facts)
-	}
+	_, err := st.call(ctx, "config_facts", map[string]string{"weights_module": st.weightsModule(), "model_dir": st.ref.Dir}, &facts)
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return "", "", stop

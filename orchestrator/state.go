@@ -107,8 +107,8 @@ func (st *state) record(sg Stage) {
 	}
 }
 
-// worker returns the run's Python session, starting it on first use.
-func (st *state) worker(ctx context.Context) (*worker.Session, error) {
+// call runs one op in the run's Python session, starting it on first use.
+func (st *state) call(ctx context.Context, op string, args, out any) ([]float32, error) {
 	if st.session == nil {
 		sess, err := st.s.startWorker(ctx)
 		if err != nil {
@@ -116,7 +116,7 @@ func (st *state) worker(ctx context.Context) (*worker.Session, error) {
 		}
 		st.session = sess
 	}
-	return st.session, nil
+	return st.session.Call(op, args, out)
 }
 
 func (st *state) closeWorker() {
