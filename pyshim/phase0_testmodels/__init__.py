@@ -217,7 +217,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     print(path)
     return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -87,3 +87,20 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "no such tensor" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--family", "gpt2", "--out", str(tmp_path / "y")])
+
+
+def test_runs_as_a_module(tmp_path: Path) -> None:
+    """``python -m phase0_testmodels`` is how make bench builds its model."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "m"
+    done = subprocess.run(
+        [sys.executable, "-m", "phase0_testmodels", "--family", "qwen2", "--out", str(out)],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
