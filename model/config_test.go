@@ -179,6 +179,8 @@ func TestRules(t *testing.T) {
 		{"llama3 incomplete", `, "rope_scaling": {"rope_type": "llama3", "factor": 8}`, CodeInvalidConfig, "needs low_freq_factor"},
 		{"string dim", `, "num_hidden_layers": "2"`, CodeInvalidConfig, "num_hidden_layers must be an integer"},
 		{"moe zero experts is dense", `, "num_experts": 0`, "", ""},
+		{"llama attention bias", `, "attention_bias": true`, CodeOutputBias, "LlamaForCausalLM then adds a bias to o_proj"},
+		{"llama attention bias false", `, "attention_bias": false`, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
