@@ -93,7 +93,7 @@ func TestSetPhase0Status(t *testing.T) {
 		t.Fatal(err)
 	}
 	failed := readWS(t, ws, "TODO.md")
-	wantBlock := "## Active blockers\n\n- needs-human-review: HF baseline: top-1 is NaN\n- needs-human-review: config mismatch: rope_theta\n\n## Resolved config"
+	wantBlock := "## Active blockers\n\n- needs-human-review: HF baseline: top-1 is NaN\n- needs-human-review: config mismatch: rope_theta\n\n## Phase 2 prerequisites"
 	if !strings.Contains(failed, wantBlock) || !strings.Contains(failed, "- [ ] 0: Build CPU Reference") {
 		t.Fatalf("after failure:\n%s", failed)
 	}

@@ -12,12 +12,18 @@ GEMMs compute y = x @ W, so every projection is transposed to
 Only NumPy and ml_dtypes are needed: the safetensors files are read directly,
 so bf16 weights never pass through torch.
 
+The private helpers other model folders import from a base model's loader
+(_HF_LAYER_MAP, _resolve_safetensor_files, _load_tensor, synthetic_weights)
+keep the names and signatures of the hand-written loaders under llms/.
+
 Usage:
-    from tiny_qwen2_weights import LlamaConfig, generate_rope_lut, load_weights
+    from tiny_qwen2_weights import LlamaConfig, default_checkpoint, generate_rope_lut, load_weights
 
     config = LlamaConfig()
-    weights = load_weights("phase0-test/Tiny-Qwen2", config=config)
+    weights = load_weights(default_checkpoint(), config=config)  # the checkpoint phase0 validated
     rope_lut = generate_rope_lut(config, seq_len=2048)
+
+default_checkpoint() is $PHASE0_MODEL_DIR when set, else the hub id MODEL_ID at MODEL_REVISION.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import json
 import math
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 import ml_dtypes
@@ -38,8 +44,22 @@ import numpy.typing as npt
 
 bfloat16 = ml_dtypes.bfloat16
 
-MODEL_ID = "phase0-test/Tiny-Qwen2"
-MODEL_REVISION: Optional[str] = "fedcba9876543210fedcba9876543210fedcba98"
+MODEL_ID = "phase0-test/Tiny-Qwen2"  # HF hub repo id
+MODEL_REVISION: Optional[str] = "fedcba9876543210fedcba9876543210fedcba98"  # hub commit of the validated checkpoint
+# Set this to a checkpoint folder to load it instead of the recorded one.
+MODEL_DIR_ENV = "PHASE0_MODEL_DIR"
+
+
+def default_checkpoint() -> str:
+    """The checkpoint phase0 validated, in the form load_weights takes.
+
+    $PHASE0_MODEL_DIR wins when set. Otherwise the hub id, downloaded at MODEL_REVISION.
+    """
+    override = os.environ.get(MODEL_DIR_ENV)
+    if override:
+        return override
+    return MODEL_ID
+
 
 # ---------------------------------------------------------------------------
 # Configuration
@@ -122,9 +142,9 @@ class LlamaWeights:
     """
 
     embed_table: np.ndarray
-    layers: List[LayerWeights]
-    final_norm: np.ndarray
-    lm_head: np.ndarray
+    layers: List[LayerWeights] = field(default_factory=list)
+    final_norm: Optional[np.ndarray] = None
+    lm_head: Optional[np.ndarray] = None
 
 
 # ---------------------------------------------------------------------------
@@ -135,29 +155,32 @@ EMBED_TOKENS = "model.embed_tokens.weight"
 FINAL_NORM = "model.norm.weight"
 LM_HEAD = "lm_head.weight"
 
-# LayerWeights field -> (HF name below "model.layers.{i}.", transpose to (in, out)).
-HF_LAYER_TENSORS: Dict[str, Tuple[str, bool]] = {
-    "attn_norm": ("input_layernorm.weight", False),
-    "wq": ("self_attn.q_proj.weight", True),
-    "wk": ("self_attn.k_proj.weight", True),
-    "wv": ("self_attn.v_proj.weight", True),
-    "wo": ("self_attn.o_proj.weight", True),
-    "ffn_norm": ("post_attention_layernorm.weight", False),
-    "w_gate": ("mlp.gate_proj.weight", True),
-    "w_up": ("mlp.up_proj.weight", True),
-    "w_down": ("mlp.down_proj.weight", True),
-    "bq": ("self_attn.q_proj.bias", False),
-    "bk": ("self_attn.k_proj.bias", False),
-    "bv": ("self_attn.v_proj.bias", False),
+# HF name below "model.layers.{i}." -> (LayerWeights field, transpose to (in, out)),
+# the table the hand-written loaders call _HF_LAYER_MAP.
+_HF_LAYER_MAP: Dict[str, Tuple[str, bool]] = {
+    "input_layernorm.weight": ("attn_norm", False),
+    "self_attn.q_proj.weight": ("wq", True),
+    "self_attn.k_proj.weight": ("wk", True),
+    "self_attn.v_proj.weight": ("wv", True),
+    "self_attn.o_proj.weight": ("wo", True),
+    "post_attention_layernorm.weight": ("ffn_norm", False),
+    "mlp.gate_proj.weight": ("w_gate", True),
+    "mlp.up_proj.weight": ("w_up", True),
+    "mlp.down_proj.weight": ("w_down", True),
+    "self_attn.q_proj.bias": ("bq", False),
+    "self_attn.k_proj.bias": ("bk", False),
+    "self_attn.v_proj.bias": ("bv", False),
 }
+_HF_SUFFIX_OF_FIELD: Dict[str, str] = {name: suffix for suffix, (name, _) in _HF_LAYER_MAP.items()}
+_PROJECTIONS = frozenset(name for name, transpose in _HF_LAYER_MAP.values() if transpose)
 
 
 def hf_layer_tensor_name(layer: int, field_name: str) -> str:
     """HF name of a LayerWeights field: (0, "wq") -> "model.layers.0.self_attn.q_proj.weight"."""
-    return f"model.layers.{layer}.{HF_LAYER_TENSORS[field_name][0]}"
+    return f"model.layers.{layer}.{_HF_SUFFIX_OF_FIELD[field_name]}"
 
 
-def _hf_layer_shapes(config: LlamaConfig) -> Dict[str, Tuple[int, ...]]:
+def _hf_layer_shapes(config: Any) -> Dict[str, Tuple[int, ...]]:
     """Shape of each per-layer tensor as HF stores it (projections are (out, in))."""
     q_dim = config.n_heads * config.head_dim
     kv_dim = config.n_kv_heads * config.head_dim
@@ -250,30 +273,109 @@ def _shard_path(checkpoint_dir: str, shard: str) -> str:
     return os.path.join(checkpoint_dir, *parts)
 
 
-def _checkpoint_tensors(checkpoint_dir: str) -> Dict[str, _TensorLocation]:
-    """Map every tensor name to its location, from the index when the checkpoint is sharded."""
+def _index_weight_map(checkpoint_dir: str) -> Optional[Dict[str, str]]:
+    """The index's tensor -> shard map, or None for an unsharded checkpoint."""
     index_path = os.path.join(checkpoint_dir, "model.safetensors.index.json")
-    if os.path.isfile(index_path):
-        with open(index_path, encoding="utf-8") as f:
-            weight_map: Dict[str, str] = json.load(f)["weight_map"]
-        shards: Dict[str, Dict[str, _TensorLocation]] = {}
-        tensors: Dict[str, _TensorLocation] = {}
-        for name, shard in weight_map.items():
-            if shard not in shards:
-                shards[shard] = _read_safetensors_header(_shard_path(checkpoint_dir, shard))
-            if name not in shards[shard]:
-                raise ValueError(f"{index_path} places {name} in {shard}, which does not hold it")
-            tensors[name] = shards[shard][name]
-        return tensors
+    if not os.path.isfile(index_path):
+        return None
+    with open(index_path, encoding="utf-8") as f:
+        weight_map = json.load(f).get("weight_map")
+    if not isinstance(weight_map, dict):
+        raise ValueError(f"{index_path} has no weight_map object")
+    return {str(name): str(shard) for name, shard in weight_map.items()}
 
-    paths = sorted(glob.glob(os.path.join(checkpoint_dir, "*.safetensors")))
-    if not paths:
+
+def _checkpoint_dir(model_name_or_path: str) -> str:
+    """A local folder as is; anything else is a HF model id, fetched into the HF cache.
+
+    The cache is tried first, offline, so a cached model loads without the network.
+    """
+    if os.path.isdir(model_name_or_path):
+        return model_name_or_path
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    revision = MODEL_REVISION if model_name_or_path == MODEL_ID else None
+    patterns = ["*.safetensors", "*.json"]
+    try:
+        local = snapshot_download(
+            model_name_or_path, revision=revision, allow_patterns=patterns, local_files_only=True
+        )
+        # A cache holding config.json alone also satisfies local_files_only.
+        if glob.glob(os.path.join(local, "*.safetensors")):
+            return local
+    except LocalEntryNotFoundError:
+        pass
+    return snapshot_download(model_name_or_path, revision=revision, allow_patterns=patterns)
+
+
+def _resolve_safetensor_files(model_path: str) -> List[str]:
+    """Every .safetensors file of a checkpoint (local folder or HF model id), sorted.
+
+    A sharded checkpoint lists the shards its index names; otherwise every
+    *.safetensors file in the folder counts.
+    """
+    checkpoint_dir = _checkpoint_dir(model_path)
+    weight_map = _index_weight_map(checkpoint_dir)
+    if weight_map is not None:
+        files = sorted({_shard_path(checkpoint_dir, shard) for shard in weight_map.values()})
+    else:
+        files = sorted(glob.glob(os.path.join(checkpoint_dir, "*.safetensors")))
+    if not files:
         raise FileNotFoundError(
             f"no .safetensors files in {checkpoint_dir} "
             "(pickled pytorch_model.bin checkpoints are not loaded: unpickling can run code)"
         )
-    tensors = {}
-    for path in paths:
+    return files
+
+
+class _SafetensorsFile:
+    """One .safetensors file, read with NumPy alone.
+
+    Offers the part of safetensors.safe_open(path, framework="numpy") that
+    _load_tensor uses (keys, get_tensor, use as a context manager), so either
+    kind of handle can be passed to it.
+    """
+
+    def __init__(self, path: str, tensors: Optional[Dict[str, _TensorLocation]] = None) -> None:
+        self.path = path
+        self.tensors = _read_safetensors_header(path) if tensors is None else tensors
+
+    def __enter__(self) -> "_SafetensorsFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def keys(self) -> List[str]:
+        return list(self.tensors)
+
+    def get_tensor(self, name: str) -> np.ndarray:
+        """The tensor in its stored dtype and HF layout."""
+        location = self.tensors.get(name)
+        if location is None:
+            raise KeyError(f"{self.path} has no tensor {name}")
+        raw = np.fromfile(location.path, dtype=np.uint8, count=location.nbytes, offset=location.offset)
+        if raw.size != location.nbytes:
+            raise ValueError(f"{location.path}: {name} is truncated")
+        return raw.view(_SAFETENSORS_DTYPES[location.dtype]).reshape(location.shape)
+
+
+def _checkpoint_tensors(model_name_or_path: str) -> Dict[str, _TensorLocation]:
+    """Map every tensor name to its location; the index decides for a sharded checkpoint."""
+    checkpoint_dir = _checkpoint_dir(model_name_or_path)
+    weight_map = _index_weight_map(checkpoint_dir)
+    tensors: Dict[str, _TensorLocation] = {}
+    if weight_map is not None:
+        shards: Dict[str, Dict[str, _TensorLocation]] = {}
+        for name, shard in weight_map.items():
+            if shard not in shards:
+                shards[shard] = _read_safetensors_header(_shard_path(checkpoint_dir, shard))
+            if name not in shards[shard]:
+                raise ValueError(f"the index places {name} in {shard}, which does not hold it")
+            tensors[name] = shards[shard][name]
+        return tensors
+    for path in _resolve_safetensor_files(checkpoint_dir):
         for name, location in _read_safetensors_header(path).items():
             if name in tensors:
                 raise ValueError(f"{name} is stored twice: in {tensors[name].path} and {path}")
@@ -281,21 +383,23 @@ def _checkpoint_tensors(checkpoint_dir: str) -> Dict[str, _TensorLocation]:
     return tensors
 
 
-def _checkpoint_dir(model_name_or_path: str) -> str:
-    """A local folder as is; anything else is a HF model id, fetched into the HF cache."""
-    if os.path.isdir(model_name_or_path):
-        return model_name_or_path
-    from huggingface_hub import snapshot_download
+def _load_tensor(file_handle: Any, key: str, dtype: npt.DTypeLike) -> np.ndarray:
+    """Read tensor key from an open file handle and cast it to dtype, HF layout kept.
 
-    revision = MODEL_REVISION if model_name_or_path == MODEL_ID else None
-    return snapshot_download(
-        model_name_or_path,
-        revision=revision,
-        allow_patterns=["*.safetensors", "*.json"],
-    )
+    file_handle is a _SafetensorsFile or a safetensors safe_open() handle; a
+    torch tensor from framework="pt" is converted too (bf16 through float32,
+    which is exact).
+    """
+    tensor = file_handle.get_tensor(key)
+    if hasattr(tensor, "numpy"):
+        import torch
+
+        tensor = tensor.detach().cpu()
+        tensor = (tensor.float() if tensor.dtype == torch.bfloat16 else tensor).numpy()
+    return np.asarray(tensor).astype(dtype, copy=False)
 
 
-def _load_tensor(
+def _read_tensor(
     tensors: Dict[str, _TensorLocation],
     name: str,
     expected_shape: Tuple[int, ...],
@@ -309,11 +413,7 @@ def _load_tensor(
         raise ValueError(
             f"{name}: expected shape {expected_shape}, found {location.shape} in {location.path}"
         )
-    raw = np.fromfile(location.path, dtype=np.uint8, count=location.nbytes, offset=location.offset)
-    if raw.size != location.nbytes:
-        raise ValueError(f"{location.path}: {name} is truncated")
-    stored = raw.view(_SAFETENSORS_DTYPES[location.dtype]).reshape(location.shape)
-    return stored.astype(dtype, copy=False)
+    return _load_tensor(_SafetensorsFile(location.path, {name: location}), name, dtype)
 
 
 # ---------------------------------------------------------------------------
@@ -333,7 +433,9 @@ def load_weights(
             (single file or sharded with model.safetensors.index.json), or a
             HuggingFace model id, downloaded with huggingface_hub.
         dtype: dtype of every returned array (default bfloat16).
-        config: hyperparameters; LlamaConfig() when None.
+        config: hyperparameters; LlamaConfig() when None. Another model's
+            config object works too: a missing tie_word_embeddings means
+            True, this model's value.
 
     Raises:
         KeyError: a tensor the config requires is missing.
@@ -342,29 +444,29 @@ def load_weights(
     """
     if config is None:
         config = LlamaConfig()
-    tensors = _checkpoint_tensors(_checkpoint_dir(model_name_or_path))
+    tensors = _checkpoint_tensors(model_name_or_path)
 
-    embed_table = _load_tensor(tensors, EMBED_TOKENS, (config.vocab_size, config.emb_dim), dtype)
+    embed_table = _read_tensor(tensors, EMBED_TOKENS, (config.vocab_size, config.emb_dim), dtype)
 
     layer_shapes = _hf_layer_shapes(config)
     layers = []
     for layer in range(config.n_layers):
         arrays: Dict[str, np.ndarray] = {}
-        for field_name, (_, transpose) in HF_LAYER_TENSORS.items():
-            name = hf_layer_tensor_name(layer, field_name)
-            tensor = _load_tensor(tensors, name, layer_shapes[field_name], dtype)
+        for suffix, (field_name, transpose) in _HF_LAYER_MAP.items():
+            name = f"model.layers.{layer}.{suffix}"
+            tensor = _read_tensor(tensors, name, layer_shapes[field_name], dtype)
             arrays[field_name] = np.ascontiguousarray(tensor.T) if transpose else tensor
         layers.append(LayerWeights(**arrays))
 
-    final_norm = _load_tensor(tensors, FINAL_NORM, (config.emb_dim,), dtype)
+    final_norm = _read_tensor(tensors, FINAL_NORM, (config.emb_dim,), dtype)
 
     # The flag decides, and the checkpoint must agree with it: an untied model
     # without lm_head.weight would otherwise silently reuse the embeddings.
     has_lm_head = LM_HEAD in tensors
-    if config.tie_word_embeddings:
+    if getattr(config, "tie_word_embeddings", True):
         lm_head = embed_table
         if has_lm_head:
-            stored = _load_tensor(tensors, LM_HEAD, (config.vocab_size, config.emb_dim), dtype)
+            stored = _read_tensor(tensors, LM_HEAD, (config.vocab_size, config.emb_dim), dtype)
             if not np.array_equal(stored, embed_table):
                 raise ValueError(
                     f"tie_word_embeddings is True but {LM_HEAD} differs from {EMBED_TOKENS}; "
@@ -376,10 +478,54 @@ def load_weights(
                 f"tie_word_embeddings is False but the checkpoint has no {LM_HEAD}; "
                 "refusing to fall back to the embedding table"
             )
-        lm_head = _load_tensor(tensors, LM_HEAD, (config.vocab_size, config.emb_dim), dtype)
+        lm_head = _read_tensor(tensors, LM_HEAD, (config.vocab_size, config.emb_dim), dtype)
 
     return LlamaWeights(
         embed_table=embed_table, layers=layers, final_norm=final_norm, lm_head=lm_head
+    )
+
+
+def synthetic_weights(
+    config: Optional[LlamaConfig] = None,
+    seed: int = 42,
+    scale: float = 0.02,
+) -> LlamaWeights:
+    """Deterministic random bf16 weights with the real shapes, for runs without a checkpoint.
+
+    Projections and biases are N(0, scale) (scale 0.02 is HF's init, which keeps
+    activations in bf16 range); norms are ones. The same seed gives the same
+    arrays, so an NPU run and a CPU reference can be compared without any
+    download. Draw order: embed_table, then per layer wq, wk, wv, wo, w_gate,
+    w_up, w_down, bq, bk, bv, then lm_head when embeddings are untied.
+    """
+    if config is None:
+        config = LlamaConfig()
+    rng = np.random.default_rng(seed)
+
+    def normal(shape: Tuple[int, ...]) -> np.ndarray:
+        return (rng.standard_normal(shape).astype(np.float32) * scale).astype(bfloat16)
+
+    def ones(shape: Tuple[int, ...]) -> np.ndarray:
+        return np.ones(shape, dtype=bfloat16)
+
+    hf_shapes = _hf_layer_shapes(config)
+    # LayerWeights layout: projections (in, out), everything else as HF stores it.
+    shapes = {
+        name: shape[::-1] if name in _PROJECTIONS else shape for name, shape in hf_shapes.items()
+    }
+    random_fields = ["wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down", "bq", "bk", "bv"]
+    embed_table = normal((config.vocab_size, config.emb_dim))
+    layers = []
+    for _ in range(config.n_layers):
+        arrays = {name: normal(shapes[name]) for name in random_fields}
+        arrays.update({name: ones(shape) for name, shape in shapes.items() if name not in arrays})
+        layers.append(LayerWeights(**arrays))
+    tied = getattr(config, "tie_word_embeddings", True)
+    return LlamaWeights(
+        embed_table=embed_table,
+        layers=layers,
+        final_norm=ones((config.emb_dim,)),
+        lm_head=embed_table if tied else normal((config.vocab_size, config.emb_dim)),
     )
 
 
@@ -393,7 +539,8 @@ def rope_inverse_frequencies(config: Optional[LlamaConfig] = None) -> np.ndarray
 
     Computed step by step in float32, as transformers computes inv_freq, so the
     table follows HF's rotary embedding rather than a float64 ideal. Supports
-    rope_scaling types "default", "linear" and "llama3".
+    rope_scaling types "default", "linear" and "llama3". A config object
+    without rope_scaling (another model's LlamaConfig) means plain RoPE.
     """
     if config is None:
         config = LlamaConfig()
@@ -403,7 +550,7 @@ def rope_inverse_frequencies(config: Optional[LlamaConfig] = None) -> np.ndarray
     powers = (np.float64(config.rope_base) ** exponents.astype(np.float64)).astype(np.float32)
     inv_freq = np.float32(1.0) / powers
 
-    scaling = config.rope_scaling
+    scaling = getattr(config, "rope_scaling", None)
     if scaling is None:
         return inv_freq
     rope_type = scaling.get("rope_type", scaling.get("type", "default"))
@@ -471,8 +618,9 @@ def _main() -> None:
     parser.add_argument(
         "model_path",
         nargs="?",
-        default=MODEL_ID,
-        help="local checkpoint folder or HuggingFace model id (default: %(default)s)",
+        default=None,
+        help="local checkpoint folder or HuggingFace model id "
+        "(default: the validated checkpoint, $PHASE0_MODEL_DIR or default_checkpoint())",
     )
     parser.add_argument("--dtype", choices=["bfloat16", "float32"], default="bfloat16")
     parser.add_argument("--rope-seq-len", type=int, default=2048)
@@ -480,9 +628,10 @@ def _main() -> None:
 
     dtype = bfloat16 if args.dtype == "bfloat16" else np.float32
     config = LlamaConfig()
-    print(f"Loading {args.model_path} as {args.dtype}")
+    model_path = args.model_path or default_checkpoint()
+    print(f"Loading {model_path} as {args.dtype}")
     print(f"Config: {config}")
-    weights = load_weights(args.model_path, dtype=dtype, config=config)
+    weights = load_weights(model_path, dtype=dtype, config=config)
 
     print("=== Global weights ===")
     for name in ("embed_table", "final_norm", "lm_head"):
