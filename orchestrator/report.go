@@ -72,6 +72,7 @@ type Report struct {
 	ModelID      string            `json:"model_id"`
 	ModelDir     string            `json:"model_dir"`
 	Revision     string            `json:"revision,omitempty"`
+	Source       string            `json:"source,omitempty"` // where a checkpoint that is not a hub snapshot came from
 	Status       verdict.Status    `json:"status"`
 	Error        string            `json:"error,omitempty"`
 	Interrupted  bool              `json:"interrupted,omitempty"`

@@ -95,6 +95,9 @@ func (r *Report) Markdown(chart string) string {
 	if r.Revision != "" {
 		fmt.Fprintf(&b, "| Revision | `%s` |\n", r.Revision)
 	}
+	if r.Source != "" {
+		fmt.Fprintf(&b, "| Source | %s |\n", r.Source)
+	}
 	fmt.Fprintf(&b, "| Architecture | %s (%s) |\n", r.Architecture, orDash(r.Family))
 	if r.Config != nil {
 		fmt.Fprintf(&b, "| Config | %s |\n", ConfigLine(r.Config))

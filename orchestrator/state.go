@@ -159,7 +159,7 @@ func (st *state) report() *Report {
 		r.Interrupted = errors.Is(st.err, errInterrupted)
 	}
 	if st.ref != nil {
-		r.ModelID, r.ModelDir, r.Revision = st.ref.ID, st.ref.Dir, st.ref.Revision
+		r.ModelID, r.ModelDir, r.Revision, r.Source = st.ref.ID, st.ref.Dir, st.ref.Revision, st.ref.Source
 	}
 	if a := st.analysis; a != nil {
 		r.Architecture, r.Config = a.Architecture, a.Config

@@ -21,6 +21,9 @@ func (r *Report) Text() string {
 		if r.Revision != "" {
 			fmt.Fprintf(&b, " (revision %s)", r.Revision)
 		}
+		if r.Source != "" {
+			fmt.Fprintf(&b, " (%s)", r.Source)
+		}
 		b.WriteString("\n")
 	}
 	if r.Architecture != "" {
