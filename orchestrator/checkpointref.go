@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"fmt"
 	"path/filepath"
+	"sort"
+	"strings"
 
 	"phase0/scaffold"
 )
@@ -34,4 +36,35 @@ func runnerShown(path, llms string) string {
 		return filepath.ToSlash(rel)
 	}
 	return filepath.Base(path)
+}
+
+// withoutLocalPaths rewrites the blockers that go into TODO.md and
+// phase_timing.md (files meant to be committed) so that they name the
+// checkpoint, the workspace and the llms folder instead of their absolute
+// paths, which error messages from the loader and the runner carry.
+func withoutLocalPaths(lines []string, st *state) []string {
+	names := map[string]string{}
+	if st.ref != nil && st.ref.Dir != "" {
+		names[st.ref.Dir] = "<checkpoint>"
+	}
+	if st.wsDir != "" {
+		names[st.wsDir] = "<workspace>"
+		names[filepath.Dir(st.wsDir)] = "<llms>"
+	}
+	paths := make([]string, 0, len(names))
+	for p := range names {
+		if filepath.IsAbs(p) && p != "/" {
+			paths = append(paths, p)
+		}
+	}
+	// Longest first: the workspace lies inside the llms folder.
+	sort.Slice(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		for _, p := range paths {
+			l = strings.ReplaceAll(l, p, names[p])
+		}
+		out[i] = l
+	}
+	return out
 }

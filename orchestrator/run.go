@@ -170,7 +170,8 @@ func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
 		return "", "", fmt.Errorf("recording the result: %w", err)
 	}
 	timing := filepath.Join(st.wsDir, "docs", "development_progress", scaffold.PhaseTimingName)
-	if err := scaffold.UpsertPhase0Entry(timing, scaffold.Phase0Timing(r.Started, time.Now(), string(r.Status), r.blockers())); err != nil {
+	blockers := withoutLocalPaths(r.blockers(), st)
+	if err := scaffold.UpsertPhase0Entry(timing, scaffold.Phase0Timing(r.Started, time.Now(), string(r.Status), blockers)); err != nil {
 		return "", "", fmt.Errorf("recording the result: %w", err)
 	}
 	todo := filepath.Join(st.wsDir, "TODO.md")
@@ -182,7 +183,7 @@ func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
 		if err := scaffold.SetPhase0Status(todo, true, nil); err != nil {
 			return "", "", fmt.Errorf("recording the result: %w", err)
 		}
-	} else if err := scaffold.SetPhase0Status(todo, false, r.blockers()); err != nil {
+	} else if err := scaffold.SetPhase0Status(todo, false, blockers); err != nil {
 		return "", "", fmt.Errorf("recording the result: %w", err)
 	}
 	return verdict.Pass, st.workspace.ReportMD, nil
