@@ -100,7 +100,10 @@ func (r *Report) Markdown(chart string) string {
 		fmt.Fprintf(&b, "| Config | %s |\n", ConfigLine(r.Config))
 	}
 	if r.Workspace != nil {
-		fmt.Fprintf(&b, "| Workspace | `%s` (helpers kept: %s) |\n", r.Workspace.Dir, strings.Join(r.Workspace.HelpersKept, ", "))
+		fmt.Fprintf(&b, "| Workspace | `%s` — %s (helpers kept: %s) |\n", r.Workspace.Dir, r.Workspace.modeText(), strings.Join(r.Workspace.HelpersKept, ", "))
+		for _, f := range r.Workspace.Foreign {
+			fmt.Fprintf(&b, "| Kept as found | `%s` |\n", f)
+		}
 	}
 	b.WriteString("\n## Gates\n\n| Gate | Status | Detail |\n|---|---|---|\n")
 	for _, g := range r.Gates.rows() {
