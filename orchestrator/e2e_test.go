@@ -27,6 +27,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == worker.Subcommand {
 		os.Exit(worker.Main())
 	}
+	if path := os.Getenv(holdLockEnv); path != "" {
+		os.Exit(holdLock(path))
+	}
 	os.Exit(m.Run())
 }
 

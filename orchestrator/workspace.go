@@ -42,11 +42,13 @@ func generateStage(_ context.Context, st *state) (verdict.Status, string, error)
 		return "", "", err
 	}
 	ws := filepath.Join(root, spec.Name)
-	if err := scaffold.CheckFolder(root, spec.Name); err != nil {
-		return "", "", err
-	}
 	files, err := scaffold.Render(spec)
 	if err != nil {
+		return "", "", err
+	}
+	// Refuse before creating anything (the lock file included) in a folder
+	// that is not this model's workspace.
+	if _, err := classify(root, spec, files); err != nil {
 		return "", "", err
 	}
 	if err := os.MkdirAll(ws, 0o755); err != nil {
@@ -57,26 +59,17 @@ func generateStage(_ context.Context, st *state) (verdict.Status, string, error)
 		return "", "", fmt.Errorf("workspace %s: %w; wait for that run to finish", ws, err)
 	}
 	st.lock, st.wsDir, st.spec = lock, ws, spec
-	// Re-check under the lock: another run may have filled the folder.
-	if err := scaffold.CheckFolder(root, spec.Name); err != nil {
+	// Decide again under the lock: another run may have changed the folder.
+	mode, err := classify(root, spec, files)
+	if err != nil {
 		return "", "", err
 	}
 	swept, err := st.sweep(lock.Acquired)
 	if err != nil {
 		st.warnings = append(st.warnings, err.Error())
 	}
-
-	mode := ModeGenerated
 	module := spec.Name + "_weights.py"
-	own, err := scaffold.Owner(ws, module)
-	if err != nil {
-		return "", "", err
-	}
-	if own == scaffold.Foreign {
-		if err := checkSameModel(st.weightsModule(), scaffold.ModelIDOf(files, spec), spec.Name); err != nil {
-			return "", "", err
-		}
-		mode = ModeValidatedExisting
+	if mode == ModeValidatedExisting {
 		files = documentsOnly(files)
 	}
 	res, err := scaffold.Write(ws, files)
@@ -107,6 +100,25 @@ func (w *Workspace) modeText() string {
 		return "validated existing " + w.Name + "_weights.py"
 	}
 	return w.Mode
+}
+
+// classify decides the workspace mode: validated_existing when
+// <name>_weights.py exists and its bytes are not phase0's, else generated.
+// It refuses a folder of the tree that is not a model workspace and a
+// module written for another model.
+func classify(root string, spec scaffold.Spec, files []scaffold.File) (string, error) {
+	if err := scaffold.CheckFolder(root, spec.Name); err != nil {
+		return "", err
+	}
+	ws := filepath.Join(root, spec.Name)
+	own, err := scaffold.Owner(ws, spec.Name+"_weights.py")
+	if err != nil || own != scaffold.Foreign {
+		return ModeGenerated, err
+	}
+	if err := checkSameModel(filepath.Join(ws, spec.Name+"_weights.py"), scaffold.ModelIDOf(files, spec), spec.Name); err != nil {
+		return "", err
+	}
+	return ModeValidatedExisting, nil
 }
 
 // checkSameModel refuses to validate a weights module written for another
