@@ -101,7 +101,7 @@ func CheckFolder(llmsDir, name string) error {
 			name, strings.Join(ReservedNames, ", "))
 	}
 	dir := filepath.Join(llmsDir, name)
-	st, err := os.Lstat(dir)
+	st, err := os.Stat(dir) // a symlink to a folder is that folder
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
