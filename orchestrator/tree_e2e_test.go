@@ -226,6 +226,11 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 	}
 	defer func() { stdin.Close(); child.Wait() }()
 
+	// A model folder whose name derives to a tree folder's.
+	docsModel := filepath.Join(t.TempDir(), "docs")
+	if err := os.Symlink(model, docsModel); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, wsName, model string
 		want                []string
@@ -235,6 +240,7 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 		{"name of the tree's shared folder", "shared", model, []string{"one of the llms tree's own folders"}},
 		{"existing folder that is not a workspace", "smolvla", model, []string{"is not a model workspace", "--name"}},
 		{"another model's module", "llama32_1b", tiny(t, "llama-llama3"), []string{"name collision", `"meta-llama/Llama-3.2-1B"`, "--name"}},
+		{"a derived name equal to a tree folder", "", docsModel, []string{`workspace name "docs"`, "--name"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := snapshotTree(t, llms)
@@ -255,6 +261,31 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOwnWorkspaceOfAnotherModel: phase0's own, unedited workspace of one
+// model is not regenerated for another model given the same name.
+func TestOwnWorkspaceOfAnotherModel(t *testing.T) {
+	out := t.TempDir()
+	s := settingsFor(t, out)
+	s.Name = "shared_name"
+	ws := filepath.Join(out, "shared_name")
+	// Only the workspace matters here: stop before the Python gates.
+	ctx, cancel := context.WithCancel(context.Background())
+	s.Progress = &cancelOn{stage: "generate", cancel: cancel}
+	first := Run(ctx, s, tiny(t, "qwen3"), "test")
+	cancel()
+	if first.Workspace == nil || first.Workspace.Mode != ModeGenerated {
+		t.Fatalf("first run did not generate: %+v (%s)", first.Workspace, first.Error)
+	}
+	before := snapshotTree(t, ws)
+	s = settingsFor(t, out)
+	s.Name = "shared_name"
+	r := Run(context.Background(), s, tiny(t, "llama-llama3"), "test")
+	if r.Status != verdict.Error || ExitCode(r) != 2 || !strings.Contains(r.Error, "name collision") || !strings.Contains(r.Error, "--name") {
+		t.Fatalf("status %s, exit %d, error %q", r.Status, ExitCode(r), r.Error)
+	}
+	unchangedExcept(t, before, snapshotTree(t, ws))
 }
 
 func mustReadString(t *testing.T, path string) string { return string(mustRead(t, path)) }

@@ -105,18 +105,23 @@ func (w *Workspace) modeText() string {
 // classify decides the workspace mode: validated_existing when
 // <name>_weights.py exists and its bytes are not phase0's, else generated.
 // It refuses a folder of the tree that is not a model workspace and a
-// module written for another model.
+// module (phase0's or not) written for another model.
 func classify(root string, spec scaffold.Spec, files []scaffold.File) (string, error) {
 	if err := scaffold.CheckFolder(root, spec.Name); err != nil {
 		return "", err
 	}
 	ws := filepath.Join(root, spec.Name)
 	own, err := scaffold.Owner(ws, spec.Name+"_weights.py")
-	if err != nil || own != scaffold.Foreign {
+	if err != nil || own == scaffold.Absent {
 		return ModeGenerated, err
 	}
+	// Even phase0's own module, if written for another model, is that
+	// model's workspace: regenerating it would strand its TODO and progress.
 	if err := checkSameModel(filepath.Join(ws, spec.Name+"_weights.py"), scaffold.ModelIDOf(files, spec), spec.Name); err != nil {
 		return "", err
+	}
+	if own == scaffold.Ours {
+		return ModeGenerated, nil
 	}
 	return ModeValidatedExisting, nil
 }
