@@ -158,7 +158,7 @@ func referenceStage(ctx context.Context, st *state) (verdict.Status, string, err
 }
 
 // baselineStages are inspect, the memory preflight and gate 2.
-var baselineStages = append(append([]stage{{name: "python", run: pythonStage}}, inspectStages...),
+var baselineStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "python", run: pythonStage}}, inspectStages...),
 	stage{name: "preflight", when: preflightApplies, run: preflightStage},
 	stage{name: "hf_baseline", when: pythonReady, run: referenceStage},
 )

@@ -18,7 +18,7 @@ import (
 
 // runStages are all of Phase 0: inspect, preflight, generate, the Python
 // facts judged as gates 1 and 3, gate 2, and the record.
-var runStages = append(append([]stage{{name: "python", run: pythonStage}}, inspectStages...),
+var runStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "python", run: pythonStage}}, inspectStages...),
 	stage{name: "preflight", when: preflightApplies, run: preflightStage},
 	stage{name: "generate", run: generateStage},
 	stage{name: "python_weights", when: pythonReady, run: loaderStage},
@@ -31,63 +31,6 @@ var runStages = append(append([]stage{{name: "python", run: pythonStage}}, inspe
 // Run is all of Phase 0 for one model.
 func Run(ctx context.Context, s *Settings, modelArg, version string) *Report {
 	return runChain(ctx, s, "run", modelArg, version, withoutSkippedScan(runStages, s))
-}
-
-// weightsModule is the generated <name>_weights.py of this run.
-func (st *state) weightsModule() string {
-	return filepath.Join(st.wsDir, st.spec.Name+"_weights.py")
-}
-
-func generateStage(_ context.Context, st *state) (verdict.Status, string, error) {
-	ws, spec, err := workspaceFor(st.s, st, st.version)
-	if err != nil {
-		return "", "", err
-	}
-	st.wsDir, st.spec = ws, spec
-	res, err := scaffold.Generate(ws, spec, st.s.Force)
-	if err != nil {
-		if errors.Is(err, scaffold.ErrUserEdited) {
-			err = fmt.Errorf("%w; rerun with --force to overwrite", err)
-		}
-		return "", "", err
-	}
-	st.workspace = &Workspace{Dir: ws, Name: spec.Name, Written: nonNil(res.Written), Unchanged: nonNil(res.Unchanged),
-		Kept: nonNil(res.Kept), HelpersKept: nonNil(res.HelpersKept)}
-	return verdict.Pass, fmt.Sprintf("%s: %d written, %d unchanged", ws, len(res.Written), len(res.Unchanged)), nil
-}
-
-func nonNil(list []string) []string {
-	if list == nil {
-		return []string{}
-	}
-	return list
-}
-
-// workspaceFor picks <llms>/<name> and builds the scaffold spec around the
-// one Config.
-func workspaceFor(s *Settings, st *state, version string) (string, scaffold.Spec, error) {
-	llms := s.LLMSDir
-	if llms == "" {
-		llms = "workspace"
-	}
-	llms, err := filepath.Abs(llms)
-	if err != nil {
-		return "", scaffold.Spec{}, err
-	}
-	name := s.Name
-	if name == "" {
-		name = scaffold.DeriveName(st.ref.ID)
-	}
-	ws := filepath.Join(llms, name)
-	spec := scaffold.Spec{
-		Config: *st.analysis.Config, Family: st.analysis.Family,
-		Name: name, ModelID: st.ref.ID, OnHub: !st.ref.Local, Revision: st.ref.Revision, Source: st.ref.Source,
-		ToolVersion: version, AttentionFallback: s.AttentionFallback,
-	}
-	if err := recordCheckpoint(&spec, st.ref, ws); err != nil {
-		return "", scaffold.Spec{}, err
-	}
-	return ws, spec, nil
 }
 
 // loaderStage is gate 1 from the user's side: the generated loader loads the
@@ -227,7 +170,11 @@ func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string) 
 		}
 		fmt.Fprintf(&sb, "- Defaulted (absent from config.json): %s\n", strings.Join(d, "; "))
 	}
-	fmt.Fprintf(&sb, "- cpu_helpers kept: %s\n", strings.Join(r.Workspace.HelpersKept, ", "))
+	if r.Workspace.Mode == ModeValidatedExisting {
+		fmt.Fprintf(&sb, "- Workspace: validated existing `%s_weights.py` (not written by phase0; nothing generated over it)\n", r.Workspace.Name)
+	} else {
+		fmt.Fprintf(&sb, "- cpu_helpers kept: %s\n", strings.Join(r.Workspace.HelpersKept, ", "))
+	}
 	fmt.Fprintf(&sb, "- Gates: weights %s (%d tensors), config consistency %s (%d checks), HF bf16 baseline %s\n",
 		r.Gates.Weights.Status, r.Gates.Weights.Tensors, r.Gates.ConfigConsistency.Status, len(r.Gates.ConfigConsistency.Checked), b.Status)
 	fmt.Fprintf(&sb, "- Canonical prompt (%s, %s runner `%s`): %q → token ids %v\n", b.PromptStyle, b.Runner, runnerShown(b.RunnerPath, llms), b.Prompt, b.Tokens)

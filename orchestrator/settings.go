@@ -9,6 +9,7 @@ import (
 // Settings are the resolved configuration of one phase0 invocation.
 type Settings struct {
 	LLMSDir           string
+	OutDir            string // holds <name>/ without an llms tree ("" = ./workspace); exclusive with LLMSDir
 	Python            string
 	Name              string
 	PromptStyle       string

@@ -32,6 +32,12 @@ func (r *Report) Text() string {
 	if c := r.Config; c != nil {
 		fmt.Fprintf(&b, "  config: %s\n", ConfigLine(c))
 	}
+	if w := r.Workspace; w != nil {
+		fmt.Fprintf(&b, "  workspace: %s (%s)\n", w.Dir, w.modeText())
+		for _, f := range w.Foreign {
+			fmt.Fprintf(&b, "  kept as found: %s\n", f)
+		}
+	}
 	for _, rej := range r.Rejections {
 		fmt.Fprintf(&b, "  rejected [%s]: %s\n", rej.Code, rej.Message)
 	}

@@ -59,11 +59,11 @@ func execute(args []string, stdout, stderr io.Writer) int {
 		c.Flags().Bool("scan", false, "read every tensor and count NaN/Inf (touches all bytes)")
 		c.Flags().String("workers", "", "scan workers (0 = one per CPU)")
 		if python {
-			c.Flags().String("llms-dir", "", "mlir-air programming_examples/llms folder (its verify/ runner and prompts are used)")
+			c.Flags().String("llms-dir", "", "mlir-air programming_examples/llms folder; must hold verify/runners/hf_runner.py and verify/prompts/")
 			c.Flags().String("prompt-style", "", "base or instruct (default: from the model id)")
 			c.Flags().String("prompt", "", "prompt text (overrides the canonical prompt file)")
 			c.Flags().String("decode", "", "greedy continuation tokens to show after the prefill")
-			c.Flags().Bool("force", false, "proceed despite a low-memory preflight warning; overwrite user-edited files (run)")
+			c.Flags().Bool("force", false, "proceed despite a low-memory preflight warning (files phase0 did not write are never overwritten)")
 		}
 	}
 	add := func(use, short string, python bool, run command) *cobra.Command {
@@ -121,6 +121,7 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	add("baseline", "Inspect, then confirm the HF transformers bf16 reference on the canonical prompt", true, orchestrator.BaselineRun)
 	runCmd := add("run", "All of Phase 0: inspect, generate the workspace, Python gates, baseline, record", true, orchestrator.Run)
 	runCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
+	runCmd.Flags().String("out-dir", "", "folder for <name>/ when there is no --llms-dir (default ./workspace; bundled runner)")
 	runCmd.Flags().String("report-dir", "", "where report.json and report.md go (default: <workspace>/docs/development_progress/phase0)")
 
 	pre := &cobra.Command{
@@ -267,7 +268,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 	for key, flag := range map[string]string{
 		"python": "python", "timeout": "timeout", "scan": "scan", "workers": "workers", "llms_dir": "llms-dir",
 		"prompt_style": "prompt-style", "prompt": "prompt", "decode": "decode", "force": "force", "name": "name",
-		"report_dir": "report-dir",
+		"report_dir": "report-dir", "out_dir": "out-dir",
 	} {
 		if f := cmd.Flags().Lookup(flag); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
@@ -278,6 +279,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 	p := parser{v: v, cmd: cmd}
 	s := &orchestrator.Settings{
 		LLMSDir:           p.str("llms_dir"),
+		OutDir:            p.str("out_dir"),
 		Python:            defaultPython(p.str("python")),
 		Name:              p.str("name"),
 		PromptStyle:       p.str("prompt_style"),
@@ -425,6 +427,7 @@ var knownKeys = map[string]bool{
 	"llms_dir": true, "python": true, "name": true, "prompt_style": true, "prompt": true, "decode": true,
 	"max_seq": true, "timeout": true, "scan": true, "workers": true, "report_dir": true, "force": true,
 	"memory_check": true, "cpu_helpers": true, "cpu_helpers.attention_fallback": true, "cache": true, "pyshim": true,
+	"out_dir": true,
 }
 
 // checkKeys refuses misspelt settings instead of silently ignoring them.
