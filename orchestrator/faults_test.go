@@ -89,3 +89,41 @@ func TestNoPythonIsCouldNotEvaluate(t *testing.T) {
 		t.Errorf("a run that could not evaluate wrote %d entries into the llms dir", len(entries))
 	}
 }
+
+// TestMessagesNameTheInput (issue 10 item 11, the cases that need a run): a
+// model folder whose name keeps no ASCII letter asks for --name before
+// anything is written; a tokenizer.json that is not JSON fails gate 2 naming
+// the file (Python's JSONDecodeError names none).
+func TestMessagesNameTheInput(t *testing.T) {
+	t.Run("non-ASCII folder name", func(t *testing.T) {
+		llms := t.TempDir()
+		dir := filepath.Join(t.TempDir(), "модель")
+		if err := os.CopyFS(dir, os.DirFS(tiny(t, "llama-llama3"))); err != nil {
+			t.Fatal(err)
+		}
+		r := Run(context.Background(), settingsFor(t, llms), dir, "test")
+		if r.Status != verdict.Error || ExitCode(r) != 2 || !strings.Contains(r.Error, `"модель"`) || !strings.Contains(r.Error, "pass --name") {
+			t.Fatalf("status %s, exit %d, error %q; want ERROR, 2, naming the folder and --name", r.Status, ExitCode(r), r.Error)
+		}
+		if entries, _ := os.ReadDir(llms); len(entries) != 0 {
+			t.Errorf("the refused run wrote %d entries into the llms dir", len(entries))
+		}
+	})
+	t.Run("broken tokenizer.json", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "model")
+		if err := os.CopyFS(dir, os.DirFS(tiny(t, "qwen3"))); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(`{"version": `), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := BaselineRun(context.Background(), settingsFor(t, ""), dir, "test")
+		b := r.Gates.HFBaseline
+		if b == nil || !b.Status.Failed() {
+			t.Fatalf("status %s, baseline %+v; want gate 2 failed", r.Status, b)
+		}
+		if why := strings.Join(b.Reasons, "\n"); !strings.Contains(why, filepath.Join(dir, "tokenizer.json")+" is not valid JSON") {
+			t.Errorf("reasons do not name tokenizer.json:\n%s", why)
+		}
+	})
+}
