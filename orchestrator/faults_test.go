@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"phase0/verdict"
 )
@@ -132,13 +133,21 @@ func TestMessagesNameTheInput(t *testing.T) {
 // the reference step fails gate 2 only; the loader and config facts it had
 // already answered stay PASS, and TODO.md's blockers name gate 2 alone.
 func TestWorkerDeathKeepsEarlierResults(t *testing.T) {
-	for _, tc := range []struct{ name, body, reason string }{
-		{"abort", "        import os\n        os.abort()", "SIGABRT"},
-		{"killed as by the OOM killer", "        import os, signal\n        os.kill(os.getpid(), signal.SIGKILL)", "killed (likely out of memory)"},
+	for _, tc := range []struct {
+		name, body, reason string
+		timeout            time.Duration
+	}{
+		{"abort", "        import os\n        os.abort()", "SIGABRT", 0},
+		{"killed as by the OOM killer", "        import os, signal\n        os.kill(os.getpid(), signal.SIGKILL)", "killed (likely out of memory)", 0},
+		{"timeout", "        import time\n        time.sleep(600)", "timed out", 20 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			llms := fakeVerify(t, tc.body)
-			r := Run(context.Background(), settingsFor(t, llms), tiny(t, "qwen3"), "test")
+			s := settingsFor(t, llms)
+			if tc.timeout > 0 {
+				s.Timeout = tc.timeout
+			}
+			r := Run(context.Background(), s, tiny(t, "qwen3"), "test")
 			g := r.Gates
 			if ExitCode(r) != 1 || g.HFBaseline == nil || !g.HFBaseline.Status.Failed() || !strings.Contains(strings.Join(g.HFBaseline.Reasons, "\n"), tc.reason) {
 				t.Fatalf("exit %d, status %s, baseline %+v; want exit 1 with gate 2 failed naming %s", ExitCode(r), r.Status, g.HFBaseline, tc.reason)
