@@ -55,7 +55,10 @@ func resolveModel(ctx context.Context, s *Settings, arg string) (*resolvedModel,
 		}
 		return &resolvedModel{Dir: abs, ID: abs, Local: true}, nil
 	}
-	if strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, ".") || strings.HasPrefix(arg, "~") || strings.Count(arg, "/") > 1 {
+	// Only the part before '@' counts: a revision such as refs/pr/1 has
+	// slashes of its own.
+	id, _, _ := strings.Cut(arg, "@")
+	if strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, ".") || strings.HasPrefix(arg, "~") || strings.Count(id, "/") > 1 {
 		return nil, fmt.Errorf("%w: no such folder %s", ErrNoModel, arg)
 	}
 	return resolveHub(ctx, s, arg)

@@ -200,6 +200,9 @@ func workspaceFor(s *Settings, st *state, version string) (string, scaffold.Spec
 	name := s.Name
 	if name == "" {
 		name = scaffold.DeriveName(st.ref.ID)
+		if name == "" {
+			return "", scaffold.Spec{}, fmt.Errorf("no workspace name can be derived from %q (only ASCII letters and digits are kept); pass --name", filepath.Base(st.ref.ID))
+		}
 	}
 	spec := scaffold.Spec{
 		Config: *st.analysis.Config, Family: st.analysis.Family,

@@ -250,7 +250,9 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 	if err := v.ReadConfig(bytes.NewReader(configs.DefaultYAML)); err != nil {
 		return nil, fmt.Errorf("built-in configs/default.yaml: %w", err)
 	}
-	if path, _ := cmd.Flags().GetString("config"); path != "" {
+	var fileKeys map[string]bool // the keys the --config file sets, for messages
+	path, _ := cmd.Flags().GetString("config")
+	if path != "" {
 		data, err := readConfigFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("--config: %w", err)
@@ -261,6 +263,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 		if err := checkKeys(v); err != nil {
 			return nil, fmt.Errorf("--config %s: %w", path, err)
 		}
+		fileKeys = yamlKeys(data)
 	}
 	v.SetEnvPrefix("PHASE0")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
@@ -276,7 +279,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 			}
 		}
 	}
-	p := parser{v: v, cmd: cmd}
+	p := parser{v: v, cmd: cmd, configPath: path, fileKeys: fileKeys}
 	s := &orchestrator.Settings{
 		LLMSDir:           p.str("llms_dir"),
 		OutDir:            p.str("out_dir"),
@@ -331,9 +334,24 @@ func defaultPython(setting string) string {
 
 // parser reads settings strictly and keeps the first error.
 type parser struct {
-	v   *viper.Viper
-	cmd *cobra.Command
-	err error
+	v          *viper.Viper
+	cmd        *cobra.Command
+	configPath string
+	fileKeys   map[string]bool
+	err        error
+}
+
+// yamlKeys lists the keys a --config file sets (it already parsed once).
+func yamlKeys(data []byte) map[string]bool {
+	f := viper.New()
+	f.SetConfigType("yaml")
+	keys := map[string]bool{}
+	if f.ReadConfig(bytes.NewReader(data)) == nil {
+		for _, k := range f.AllKeys() {
+			keys[k] = true
+		}
+	}
+	return keys
 }
 
 // origin names where a key's value came from, for messages.
@@ -345,6 +363,9 @@ func (p *parser) origin(key string) string {
 	env := "PHASE0_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))
 	if _, ok := os.LookupEnv(env); ok {
 		return env
+	}
+	if p.fileKeys[key] {
+		return "--config " + p.configPath + ": " + key
 	}
 	return "setting " + key
 }

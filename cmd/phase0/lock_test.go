@@ -15,15 +15,6 @@ import (
 	"phase0/internal/testenv"
 )
 
-// TestMain lets a copy of this test binary act as the phase0 command (and
-// as its worker, which phase0 re-executes itself for).
-func TestMain(m *testing.M) {
-	if os.Getenv("PHASE0_TEST_AS_MAIN") == "1" {
-		main()
-	}
-	os.Exit(m.Run())
-}
-
 // phase0Cmd is a real phase0 process (this test binary acting as main).
 func phase0Cmd(args ...string) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], args...)

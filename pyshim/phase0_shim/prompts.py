@@ -57,7 +57,7 @@ def tokenize(model_dir: Path | str, prompt: str) -> list[int]:
     ``AutoTokenizer.encode`` with the tokenizer's default special tokens and no
     chat template, even for instruct models.
     """
-    from transformers import AutoTokenizer
+    from phase0_shim.tokens import load_tokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    tokenizer = load_tokenizer(model_dir)
     return [int(t) for t in tokenizer.encode(prompt)]
