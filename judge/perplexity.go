@@ -71,7 +71,7 @@ func Perplexity(in PassageInput) (c Calibration, reason string) {
 	c.Perplexity = math.Min(math.Exp(c.MeanNLL), math.MaxFloat64)
 	c.Ratio = c.Perplexity / float64(in.VocabSize)
 	if c.Perplexity > c.Limit {
-		return c, fmt.Sprintf("calibration passage perplexity %.4g exceeds the limit %.4g (%g × vocab_size %d; ratio %.3g): the model does not predict plain English, as random or scrambled weights do",
+		return c, fmt.Sprintf("calibration passage perplexity %.4g exceeds the limit %.4g (%g × vocab_size %d; ratio %.3g): the model does not predict plain English (random or scrambled weights, or a tokenizer that is not the model's)",
 			c.Perplexity, c.Limit, ratio, in.VocabSize, c.Ratio)
 	}
 	c.Pass = true
