@@ -127,6 +127,10 @@ func (r *Report) Markdown(chart string) string {
 		}
 		l := g.Logits
 		fmt.Fprintf(&b, "\nLogits: n=%d, NaN=%d, Inf=%d, min=%.3f, max=%.3f, mean=%.3f, std=%.3f, entropy=%.3f of max %.3f nats\n", l.N, l.NaN, l.Inf, l.Min, l.Max, l.Mean, l.Std, l.Entropy, l.MaxEntr)
+		if c := g.Calibration; c != nil {
+			fmt.Fprintf(&b, "\nCalibration passage (%d tokens, %d predicted): %q\n\n| Perplexity | Limit | V | Max ratio | Perplexity / V |\n|---|---|---|---|---|\n| %.4g | %.4g | %d | %g | %.3g |\n",
+				c.Tokens, c.Predicted, c.Passage, c.Perplexity, c.Limit, c.VocabSize, c.MaxRatio, c.Ratio)
+		}
 		if chart != "" {
 			fmt.Fprintf(&b, "\n![top-10 next-token probabilities](%s)\n", chart)
 		}

@@ -23,6 +23,10 @@ type Settings struct {
 	Force             bool
 	MemoryCheck       bool
 	AttentionFallback bool
+	// MaxPerplexityRatio: gate 2 fails when the calibration passage's
+	// perplexity exceeds this × vocab_size (0 = judge.DefaultMaxPerplexityRatio).
+	// Setting max_perplexity_ratio / PHASE0_MAX_PERPLEXITY_RATIO.
+	MaxPerplexityRatio float64
 	// PyShimDir is a folder holding a working copy of phase0_shim ("" = the
 	// copy built into the binary). Setting pyshim / PHASE0_PYSHIM.
 	PyShimDir string

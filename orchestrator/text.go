@@ -93,6 +93,9 @@ func (r *Report) findings() string {
 	if g := r.Gates.HFBaseline; g != nil && g.Decode != nil {
 		fmt.Fprintf(&b, "  continuation: %q\n", g.Decode.Text)
 	}
+	if g := r.Gates.HFBaseline; g != nil && g.Calibration != nil {
+		fmt.Fprintf(&b, "  %s\n", calibrationLine(g.Calibration))
+	}
 	return b.String()
 }
 

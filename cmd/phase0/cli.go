@@ -63,6 +63,7 @@ func execute(args []string, stdout, stderr io.Writer) int {
 			c.Flags().String("prompt-style", "", "base or instruct (default: from the model id)")
 			c.Flags().String("prompt", "", "prompt text (overrides the canonical prompt file)")
 			c.Flags().String("decode", "", "greedy continuation tokens to show after the prefill")
+			c.Flags().String("max-perplexity-ratio", "", "gate 2 fails when the calibration passage's perplexity exceeds this × vocab_size (default 0.1)")
 			c.Flags().Bool("force", false, "proceed despite a low-memory preflight warning (files phase0 did not write are never overwritten)")
 		}
 	}
@@ -271,7 +272,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 	for key, flag := range map[string]string{
 		"python": "python", "timeout": "timeout", "scan": "scan", "workers": "workers", "llms_dir": "llms-dir",
 		"prompt_style": "prompt-style", "prompt": "prompt", "decode": "decode", "force": "force", "name": "name",
-		"report_dir": "report-dir", "out_dir": "out-dir",
+		"report_dir": "report-dir", "out_dir": "out-dir", "max_perplexity_ratio": "max-perplexity-ratio",
 	} {
 		if f := cmd.Flags().Lookup(flag); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
@@ -301,6 +302,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 		Env:               os.Getenv,
 		Progress:          stderr,
 	}
+	s.MaxPerplexityRatio = p.ratio("max_perplexity_ratio")
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -417,6 +419,20 @@ func (p *parser) count(key string, least int) int {
 	return int(n)
 }
 
+// ratio reads a positive, finite fraction; "" means the built-in default.
+func (p *parser) ratio(key string) float64 {
+	raw := p.v.Get(key)
+	if s, ok := raw.(string); ok && s == "" {
+		return defaultFloat(key)
+	}
+	x, err := cast.ToFloat64E(raw)
+	if _, isBool := raw.(bool); isBool || err != nil || x <= 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		p.fail(key, raw, "a positive number such as 0.1")
+		return 0
+	}
+	return x
+}
+
 func (p *parser) duration(key string) time.Duration {
 	raw := p.v.Get(key)
 	if s, ok := raw.(string); ok && s == "" {
@@ -443,12 +459,22 @@ func defaultInt(key string) int {
 	return d.GetInt(key)
 }
 
+// defaultFloat is the built-in default of a number key, for a flag given as "".
+func defaultFloat(key string) float64 {
+	d := viper.New()
+	d.SetConfigType("yaml")
+	if d.ReadConfig(bytes.NewReader(configs.DefaultYAML)) != nil {
+		return 0
+	}
+	return d.GetFloat64(key)
+}
+
 // knownKeys are the settings a --config file may set.
 var knownKeys = map[string]bool{
 	"llms_dir": true, "python": true, "name": true, "prompt_style": true, "prompt": true, "decode": true,
 	"max_seq": true, "timeout": true, "scan": true, "workers": true, "report_dir": true, "force": true,
 	"memory_check": true, "cpu_helpers": true, "cpu_helpers.attention_fallback": true, "cache": true, "pyshim": true,
-	"out_dir": true,
+	"out_dir": true, "max_perplexity_ratio": true,
 }
 
 // checkKeys refuses misspelt settings instead of silently ignoring them.

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from phase0_shim import facts
+from phase0_shim.calibration import passage_facts
 from phase0_shim.config import generated_config, runner_config
 from phase0_shim.prompts import canonical_prompt, style_from_model_id
 from phase0_shim.tokens import load_tokenizer, special_ids, special_token_ids, token_info, top_tokens
@@ -143,6 +144,13 @@ def baseline(args_json: str) -> tuple[str, np.ndarray]:
             ids.append(int(out.top1_token))
         result["seconds_decode"] = time.perf_counter() - start
         result["decode"] = {"ids": ids, "text": tokenizer.decode(ids)}
+    # Perplexity facts on the fixed passage, through the very model the runner loaded.
+    model = getattr(runner, "model", None)
+    if model is None:
+        raise ValueError(f"{resolved.path}: HfRunner keeps no .model, which the calibration passage needs")
+    start = time.perf_counter()
+    result["calibration"] = passage_facts(model, tokenizer)
+    result["seconds_calibration"] = time.perf_counter() - start
     return _dumps(result), logits
 
 
