@@ -3,8 +3,12 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
 
+	"phase0/internal/cli"
 	"phase0/worker"
 )
 
@@ -15,5 +19,8 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == worker.Subcommand {
 		os.Exit(worker.Main())
 	}
-	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	code := cli.Execute(ctx, os.Args[1:], os.Stdout, os.Stderr, cli.Options{Version: version})
+	stop()
+	os.Exit(code)
 }

@@ -1,7 +1,8 @@
-package main
+package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -47,7 +48,7 @@ const tinyLlama = `{"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "n
 func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := execute(args, &out, &errb)
+	code := Execute(context.Background(), args, &out, &errb, Options{Version: "test"})
 	return code, out.String(), errb.String()
 }
 
