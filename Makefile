@@ -98,6 +98,8 @@ PYPKG_SRC     := $(shell find . \( -path ./dist -o -path ./workspace -o -path ./
                    -o -name '*.txt' -o -name go.sum -o -name py.typed \) -print)
 # Headers of the oldest supported minor: Py_LIMITED_API 3.10 then cannot
 # reach anything newer. Nothing is linked: the host python provides the symbols.
+# pyext/ builds only with -tags pyext (and the headers), so `go build ./...`
+# and `go test ./...` need no Python.
 PYEXT_HDR_PY   = $(or $(word 2,$(shell scripts/find-python 3.10 3.10)),$(BASE_PYTHON))
 PYPKG_LDFLAGS  = $(LDFLAGS) -X main.version=$(PYPKG_VERSION)
 # The minors the package is tested in (each in its own pytest venv).
@@ -108,9 +110,10 @@ python-package: $(PYPKG_STAMP) ## build the abi3 wheel dist/phase0-*.whl (pip in
 $(PYPKG_STAMP): $(PYPKG_SRC) Makefile
 	@test -n "$(PYEXT_HDR_PY)" || { echo "phase0: no CPython 3.10+ for the extension's headers" >&2; exit 2; }
 	@mkdir -p dist/.build
-	CGO_CFLAGS="-I$$($(PYEXT_HDR_PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
-	  $(GO) build -buildmode=c-shared -ldflags "$(PYPKG_LDFLAGS)" -o dist/.build/_native.abi3.so ./pyext
-	$(GO) build -ldflags "$(PYPKG_LDFLAGS)" -o dist/.build/phase0 ./cmd/phase0
+	export CGO_CFLAGS="-I$$($(PYEXT_HDR_PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"; \
+	  $(GO) vet -tags pyext ./pyext && \
+	  $(GO) build -tags pyext -buildmode=c-shared -ldflags "$(PYPKG_LDFLAGS) -s -w" -o dist/.build/_native.abi3.so ./pyext
+	$(GO) build -ldflags "$(PYPKG_LDFLAGS) -s -w" -o dist/.build/phase0 ./cmd/phase0
 	rm -f dist/phase0-$(PYPKG_VERSION)-*.whl
 	$(PYEXT_HDR_PY) pyext/build_wheel.py --native dist/.build/_native.abi3.so --cli dist/.build/phase0 --version $(PYPKG_VERSION) --out dist
 	@touch $@

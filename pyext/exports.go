@@ -1,3 +1,5 @@
+//go:build pyext
+
 package main
 
 /*

@@ -263,9 +263,12 @@ def run(
 
 
 def _duration(v: str | float | timedelta | None) -> str | timedelta | None:
-    if isinstance(v, (int, float)) and not isinstance(v, bool):
-        return f"{float(v)}s"
-    return v
+    """timeout as the CLI takes it: a duration string; a number is seconds."""
+    if v is None or isinstance(v, (str, timedelta)):
+        return v
+    if isinstance(v, bool):
+        raise UsageError(f"option timeout: {v!r} is not a duration")
+    return f"{float(v)}s"
 
 
 _cli_lock = threading.Lock()
