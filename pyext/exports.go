@@ -105,7 +105,7 @@ func p0start(argv **C.char, argc C.int, overrides *C.char, mode C.int) C.longlon
 	go func() {
 		defer close(c.done)
 		defer cancel()
-		var stdout, stderr io.Writer = &limited{&c.stdout}, &limited{&c.stderr}
+		var stdout, stderr io.Writer = &limited{b: &c.stdout}, &limited{b: &c.stderr}
 		switch mode {
 		case streamStderr:
 			stderr = os.Stderr
@@ -126,10 +126,16 @@ func p0start(argv **C.char, argc C.int, overrides *C.char, mode C.int) C.longlon
 }
 
 // limited keeps at most maxCapturedMB of output, so a runaway child cannot
-// fill the caller's memory through the progress stream.
-type limited struct{ b *bytes.Buffer }
+// fill the caller's memory through the progress stream. Progress is written
+// from several goroutines (stages, the worker's output copier).
+type limited struct {
+	mu sync.Mutex
+	b  *bytes.Buffer
+}
 
 func (l *limited) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if room := maxCapturedMB<<20 - l.b.Len(); room < len(p) {
 		if room > 0 {
 			l.b.Write(p[:room])
@@ -190,7 +196,7 @@ func p0finish(h C.longlong, out **C.char, outLen *C.size_t, errOut **C.char, err
 	if c == nil {
 		return -1
 	}
-	<-c.done
+	<-c.done // the writers are done: the buffers are read without their locks
 	*out, *outLen = (*C.char)(C.CBytes(c.stdout.Bytes())), C.size_t(c.stdout.Len())
 	*errOut, *errLen = (*C.char)(C.CBytes(c.stderr.Bytes())), C.size_t(c.stderr.Len())
 	return C.int(c.code)

@@ -68,3 +68,32 @@ func TestCancelledContextIsInterrupted(t *testing.T) {
 		t.Fatalf("exit %d, want 130; stderr:\n%s", code, errb.String())
 	}
 }
+
+// The Python extension runs Execute from several threads at once; run with
+// -race this finds shared state in the command line (cobra, viper, flags).
+func TestConcurrentExecute(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	moe := writeModel(t, strings.Replace(tinyLlama, `"vocab_size"`, `"num_local_experts": 8, "vocab_size"`, 1))
+	done := make(chan string)
+	for i := range 8 {
+		go func() {
+			model, want := good, 0
+			if i%2 == 1 {
+				model, want = moe, 1
+			}
+			var out, errb bytes.Buffer
+			code := Execute(context.Background(), []string{"inspect", model, "--json"}, &out, &errb,
+				Options{Version: "test", Overrides: map[string]any{"scan": i%4 == 0}})
+			if code != want {
+				done <- strings.TrimSpace(errb.String())
+				return
+			}
+			done <- ""
+		}()
+	}
+	for range 8 {
+		if msg := <-done; msg != "" {
+			t.Error(msg)
+		}
+	}
+}
