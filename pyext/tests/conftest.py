@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -88,15 +89,22 @@ def copy_model(src: Path, dst: Path) -> Path:
 
 
 def drop_tensor(model_dir: Path, name: str) -> None:
-    """Remove one tensor from a single-file safetensors checkpoint's header (its bytes stay, unreferenced)."""
+    """Remove one tensor (header entry and bytes) from a single-file safetensors checkpoint."""
     path = model_dir / "model.safetensors"
     blob = path.read_bytes()
     (n,) = struct.unpack("<Q", blob[:8])
     header: dict[str, Any] = json.loads(blob[8 : 8 + n])
+    data = blob[8 + n :]
     del header[name]
+    tensors = sorted(((k, v) for k, v in header.items() if k != "__metadata__"), key=lambda kv: kv[1]["data_offsets"][0])
+    out = bytearray()
+    for _, v in tensors:
+        begin, end = v["data_offsets"]
+        v["data_offsets"] = [len(out), len(out) + end - begin]
+        out += data[begin:end]
     raw = json.dumps(header).encode()
     raw += b" " * (-len(raw) % 8)
-    path.write_bytes(struct.pack("<Q", len(raw)) + raw + blob[8 + n :])
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(out))
 
 
 @pytest.fixture
@@ -120,6 +128,8 @@ def runner_source(prefill_body: str) -> str:
 
 
 VOLATILE = {"started", "seconds", "seconds_load", "seconds_prefill", "preflight"}
+# Readings of the moment in stage details: a throughput, the free memory.
+_READINGS = re.compile(r"[0-9.]+ ([KMGT]i?B)(/s| available)")
 
 
 def normalise(v: Any, replace: dict[str, str] | None = None) -> Any:
@@ -128,7 +138,8 @@ def normalise(v: Any, replace: dict[str, str] | None = None) -> Any:
         return {k: normalise(x, replace) for k, x in v.items() if k not in VOLATILE}
     if isinstance(v, list):
         return [normalise(x, replace) for x in v]
-    if isinstance(v, str) and replace:
-        for old, new in replace.items():
+    if isinstance(v, str):
+        v = _READINGS.sub(r"N \1\2", v)
+        for old, new in (replace or {}).items():
             v = v.replace(old, new)
     return v

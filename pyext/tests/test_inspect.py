@@ -76,6 +76,14 @@ def test_malformed_checkpoint_fails_with_findings(tiny_models: Path, tmp_path: P
     assert any("model.layers.1.mlp.down_proj.weight" in f for f in w.findings), w.findings
     assert "model.layers.1.mlp.down_proj.weight" in w.raw["missing"]
 
+    truncated = copy_model(tiny_models / "llama", tmp_path / "truncated")
+    st = truncated / "model.safetensors"
+    st.write_bytes(st.read_bytes()[:-1000])
+    r = phase0.inspect(truncated)
+    w = r.gates.weights
+    assert r.status == "FAIL" and w is not None and w.status == "FAIL"
+    assert any("model.safetensors" in f for f in w.findings), w.findings
+
 
 def test_missing_folder_raises(tmp_path: Path) -> None:
     with pytest.raises(phase0.ModelNotFoundError) as e:
