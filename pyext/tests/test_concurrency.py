@@ -6,6 +6,7 @@ import os
 import sys
 import threading
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,45 +18,56 @@ import phase0
 def test_threads_calling_at_once(tiny_models: Path, torch_python: str) -> None:
     results: dict[str, str] = {}
     errors: list[BaseException] = []
-    progress = threading.Event()
 
-    def call(key: str, fn: object) -> None:
+    def call(key: str, fn: Callable[[], str]) -> None:
         try:
-            results[key] = fn()  # type: ignore[operator]
+            results[key] = fn()
         except BaseException as e:  # noqa: BLE001 - the test reports whatever a thread raised
             errors.append(e)
 
-    jobs: dict[str, object] = {f"inspect-{f}-{i}": (lambda f=f: phase0.inspect(tiny_models / f, scan=True).status)
-                               for f in FAMILIES for i in range(3)}
+    jobs: dict[str, Callable[[], str]] = {
+        f"inspect-{f}-{i}": (lambda f=f: phase0.inspect(tiny_models / f, scan=True).status)  # type: ignore[misc]
+        for f in FAMILIES for i in range(3)
+    }
     jobs["baseline"] = lambda: phase0.baseline(tiny_models / "llama", python=torch_python).status
     jobs["missing"] = lambda: type(_raises(lambda: phase0.inspect(tiny_models / "absent"))).__name__
 
-    def ticker() -> None:
-        # This thread only gets the GIL if the Go calls released it.
-        while not progress.is_set() and len(results) + len(errors) < len(jobs):
-            progress.wait(0.01)
-            results.setdefault("ticks-while-go-ran", "yes")
-
     threads = [threading.Thread(target=call, args=(k, fn)) for k, fn in jobs.items()]
-    t = threading.Thread(target=ticker)
-    t.start()
     for th in threads:
         th.start()
+    # This thread runs Python while the others are inside phase0: it can only
+    # see the baseline's worker child if those calls released the GIL.
+    saw_worker = False
+    while any(th.is_alive() for th in threads):
+        saw_worker = saw_worker or any("__worker" in cmd for cmd in _children_cmdlines())
+        threading.Event().wait(0.01)
     for th in threads:
         th.join()
-    progress.set()
-    t.join()
     assert not errors, errors
-    ticks = results.pop("ticks-while-go-ran", "no")
     assert results == {**{k: "PASS" for k in jobs if k.startswith("inspect")}, "baseline": "PASS",
                        "missing": "ModelNotFoundError"}
-    assert ticks == "yes"
+    assert saw_worker, "never ran while the calls were in Go: the GIL was not released"
     assert "torch" not in sys.modules
 
 
-def _raises(fn: object) -> BaseException:
+def _children_cmdlines() -> list[str]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == os.getpid():
+                out.append((d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _raises(fn: Callable[[], object]) -> BaseException:
     try:
-        fn()  # type: ignore[operator]
+        fn()
     except BaseException as e:  # noqa: BLE001
         return e
     raise AssertionError("no exception")
