@@ -93,7 +93,7 @@ phase0: venv build ## run all of Phase 0 on MODEL (default: the bundled SmolLM2-
 # Rebuilt only when a source changed (the stamp), so `make test` stays cheap.
 PYPKG_VERSION := 0.1.0.dev0
 PYPKG_STAMP   := dist/.phase0-$(PYPKG_VERSION)-wheel
-PYPKG_SRC     := $(shell find . \( -path ./dist -o -path ./workspace -o -path ./.git -o -name __pycache__ -o -name '.*cache' \) -prune -o \
+PYPKG_SRC     := $(shell find . \( -path ./dist -o -path ./workspace -o -path ./.git -o -path ./pyext/tests -o -name __pycache__ -o -name '.*cache' \) -prune -o \
                    -type f \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.py' -o -name '*.pyi' -o -name '*.yaml' \
                    -o -name '*.txt' -o -name go.sum -o -name py.typed \) -print)
 # Headers of the oldest supported minor: Py_LIMITED_API 3.10 then cannot

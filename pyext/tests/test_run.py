@@ -72,7 +72,10 @@ def test_missing_python_is_an_error(tiny_models: Path, tmp_path: Path) -> None:
 
 
 CTRL_C = """
-import os, sys, phase0
+import signal, sys, phase0
+# A shell that starts a job in the background makes it ignore SIGINT, and
+# Python then installs no handler: put the interactive one back.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 try:
     phase0.run(sys.argv[1], llms_dir=sys.argv[2], python=sys.argv[3])
 except KeyboardInterrupt:
@@ -98,7 +101,7 @@ def test_ctrl_c_interrupts_and_kills_the_worker(tiny_models: Path, torch_python:
         inotify_wait(started, p)
         worker_pid = int(started.read_text())
         p.send_signal(signal.SIGINT)
-        out, err = p.communicate()
+        out, err = p.communicate(timeout=300)  # a hang guard, not a speed check
     finally:
         if p.poll() is None:
             p.kill()

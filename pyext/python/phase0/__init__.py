@@ -192,6 +192,9 @@ def inspect(
     model is a local folder, a hub id ``org/name[@revision]`` (through the HF
     cache), or ``"default"``. progress=True shows phase0's progress on stderr.
     """
+    if os.fspath(model).startswith("@"):
+        raise UsageError(f"inspect takes one model, not the list {os.fspath(model)}: "
+                         "for a model list run `python -m phase0 inspect @FILE --json`")
     return _command("inspect", model, config, progress, {"scan": scan, "workers": workers, "cache": cache, **options})
 
 
