@@ -38,8 +38,9 @@ def test_threads_calling_at_once(tiny_models: Path, torch_python: str) -> None:
     # This thread runs Python while the others are inside phase0: it can only
     # see the baseline's worker child if those calls released the GIL.
     saw_worker = False
+    worker = f"{phase0.worker_binary()} __worker "  # the wheel's binary, not this python re-executed
     while any(th.is_alive() for th in threads):
-        saw_worker = saw_worker or any("__worker" in cmd for cmd in _children_cmdlines())
+        saw_worker = saw_worker or worker in _children_cmdlines()
         threading.Event().wait(0.01)
     for th in threads:
         th.join()
