@@ -136,5 +136,9 @@ def test_python_m_behaves_like_the_cli(tiny_models: Path, tmp_path: Path) -> Non
     assert p.returncode == 2 and "no such folder" in p.stdout + p.stderr
     p = python_m("inspect", model, "--no-such-flag")
     assert p.returncode == 2 and "unknown flag: --no-such-flag" in p.stderr
+    p = subprocess.run([sys.executable, "-c", f"import phase0; phase0.inspect({model!r}, progress=True)"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0 and "resolve" in p.stderr and p.stdout == ""
+    assert "resolve" in phase0.inspect(model).log  # captured when not shown
     p = python_m("--version")
     assert p.returncode == 0 and phase0.__version__ in p.stdout

@@ -76,16 +76,20 @@ import signal, sys, phase0
 # A shell that starts a job in the background makes it ignore SIGINT, and
 # Python then installs no handler: put the interactive one back.
 signal.signal(signal.SIGINT, signal.default_int_handler)
-try:
-    phase0.run(sys.argv[1], llms_dir=sys.argv[2], python=sys.argv[3])
-except KeyboardInterrupt:
-    print("KeyboardInterrupt", flush=True)
-    sys.exit(42)
-print("finished", flush=True)
+if sys.argv[1] == "api":
+    try:
+        phase0.run(sys.argv[2], llms_dir=sys.argv[3], python=sys.argv[4])
+    except KeyboardInterrupt:
+        print("KeyboardInterrupt", flush=True)
+        sys.exit(42)
+    print("finished", flush=True)
+else:  # python -m phase0, in this process so the handler above applies
+    sys.exit(phase0.main(["run", sys.argv[2], "--llms-dir", sys.argv[3], "--python", sys.argv[4], "--json"]))
 """
 
 
-def test_ctrl_c_interrupts_and_kills_the_worker(tiny_models: Path, torch_python: str, fake_verify: Path) -> None:
+@pytest.mark.parametrize("how", ["api", "cli"])
+def test_ctrl_c_interrupts_and_kills_the_worker(tiny_models: Path, torch_python: str, fake_verify: Path, how: str) -> None:
     started = fake_verify / "prefill-started"
     body = textwrap.indent(textwrap.dedent(f"""\
         import os, time
@@ -94,7 +98,7 @@ def test_ctrl_c_interrupts_and_kills_the_worker(tiny_models: Path, torch_python:
         os.rename({str(started)!r} + ".tmp", {str(started)!r})
         time.sleep(600)"""), "        ")
     (fake_verify / "verify" / "runners" / "hf_runner.py").write_text(runner_source(body))
-    p = subprocess.Popen([sys.executable, "-c", CTRL_C, str(tiny_models / "qwen3"), str(fake_verify), torch_python],
+    p = subprocess.Popen([sys.executable, "-c", CTRL_C, how, str(tiny_models / "qwen3"), str(fake_verify), torch_python],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # Wait for the runner to be in prefill: a file appears, no clock involved.
@@ -105,7 +109,11 @@ def test_ctrl_c_interrupts_and_kills_the_worker(tiny_models: Path, torch_python:
     finally:
         if p.poll() is None:
             p.kill()
-    assert p.returncode == 42 and "KeyboardInterrupt" in out, (out, err)
+    if how == "api":
+        assert p.returncode == 42 and "KeyboardInterrupt" in out, (out, err)
+    else:  # the CLI's own answer: exit 130 and one JSON report saying so
+        assert p.returncode == 130, (out, err)
+        assert json.loads(out)["interrupted"] is True
     assert not alive(worker_pid), "the worker child survived the interrupt"
     ws = fake_verify / "qwen3"
     assert not (ws / "docs" / "development_progress" / "phase0" / "report.json").exists()
