@@ -34,7 +34,7 @@ TEST_PYTHONS  = $(subst $(eval) ,:,$(strip $(foreach v,$(TEST_VENVS),$(if $(wild
 # PHASE0_PYTHON still take precedence.
 LDFLAGS       = -X phase0/internal/pyenv.makeVenv=$(VENV)
 
-.PHONY: help build test test-go test-py bench fuzz venv pyvenvs print-python phase0 clean check-xrt
+.PHONY: help build test test-go test-py bench fuzz venv pyvenvs print-python phase0 clean check-xrt python-package test-python-package
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -68,7 +68,7 @@ pyvenvs: $(foreach v,$(TEST_VENVS),$(v)/.phase0-installed) ## create or reuse th
 print-python: ## print the venv's python (use with make -s)
 	@echo $(VENV_PY)
 
-test: venv pyvenvs build ## run every test (Go incl. fuzz seeds, the bridge in every Python minor, mypy --strict, pytest, the XRT build check)
+test: venv pyvenvs build test-python-package ## run every test (Go incl. fuzz seeds, the bridge in every Python minor, mypy --strict, pytest, the XRT build check)
 	$(GO) vet ./...
 	./npu/check-xrt.sh --skip-if-unavailable
 	PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) $(GO) test -count=1 -timeout 60m ./...
@@ -87,6 +87,54 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=…)
 
 phase0: venv build ## run all of Phase 0 on MODEL (default: the bundled SmolLM2-135M-Instruct)
 	PHASE0_PYTHON=$(VENV_PY) ./$(BIN) run $(MODEL) $(if $(LLMS_DIR),--llms-dir $(LLMS_DIR)) $(if $(NAME),--name $(NAME))
+
+# `import phase0` (pyext/): the Go core as one abi3 CPython extension for every
+# Python 3.10+, plus the phase0 binary its worker child runs, in one wheel.
+# Rebuilt only when a source changed (the stamp), so `make test` stays cheap.
+PYPKG_VERSION := 0.1.0.dev0
+PYPKG_STAMP   := dist/.phase0-$(PYPKG_VERSION)-wheel
+PYPKG_SRC     := $(shell find . \( -path ./dist -o -path ./workspace -o -path ./.git -o -path ./pyext/tests -o -name __pycache__ -o -name '.*cache' \) -prune -o \
+                   -type f \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.py' -o -name '*.pyi' -o -name '*.yaml' \
+                   -o -name '*.txt' -o -name go.sum -o -name py.typed \) -print)
+# Headers of the oldest supported minor: Py_LIMITED_API 3.10 then cannot
+# reach anything newer. Nothing is linked: the host python provides the symbols.
+# pyext/ builds only with -tags pyext (and the headers), so `go build ./...`
+# and `go test ./...` need no Python.
+PYEXT_HDR_PY   = $(or $(word 2,$(shell scripts/find-python 3.10 3.10)),$(BASE_PYTHON))
+PYPKG_LDFLAGS  = $(LDFLAGS) -X main.version=$(PYPKG_VERSION)
+# The minors the package is tested in (each in its own pytest venv).
+PYPKG_MINORS  ?= 3.10 3.12
+
+python-package: $(PYPKG_STAMP) ## build the abi3 wheel dist/phase0-*.whl (pip install it into any Python 3.10+ venv)
+
+$(PYPKG_STAMP): $(PYPKG_SRC) Makefile
+	@test -n "$(PYEXT_HDR_PY)" || { echo "phase0: no CPython 3.10+ for the extension's headers" >&2; exit 2; }
+	@mkdir -p dist/.build
+	export CGO_CFLAGS="-I$$($(PYEXT_HDR_PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"; \
+	  $(GO) vet -tags pyext ./pyext && \
+	  $(GO) build -tags pyext -buildmode=c-shared -ldflags "$(PYPKG_LDFLAGS) -s -w" -o dist/.build/_native.abi3.so ./pyext
+	$(GO) build -ldflags "$(PYPKG_LDFLAGS) -s -w" -o dist/.build/phase0 ./cmd/phase0
+	rm -f dist/phase0-$(PYPKG_VERSION)-*.whl
+	$(PYEXT_HDR_PY) pyext/build_wheel.py --native dist/.build/_native.abi3.so --cli dist/.build/phase0 --version $(PYPKG_VERSION) --out dist
+	@touch $@
+
+# pytest runs inside venvs of two Python minors holding nothing but pytest
+# and the wheel; torch work goes to make's venv (PHASE0_PYTHON) in the worker.
+test-python-package: python-package venv ## test the wheel in fresh-installed venvs of several Python minors
+	@set -e; tested=0; whl=$$(ls dist/phase0-$(PYPKG_VERSION)-*.whl); \
+	for m in $(PYPKG_MINORS); do \
+	  if ! found=$$(scripts/find-python $$m $$m); then echo "phase0: no CPython $$m here: the package is not tested with it"; continue; fi; \
+	  v=$(CACHE_DIR)/venv-pytest-py$$m; \
+	  if [ ! -f $$v/.phase0-installed ]; then $${found#* } -m venv $$v; $$v/bin/python -m pip install --quiet pytest; touch $$v/.phase0-installed; fi; \
+	  $$v/bin/python -m pip install --quiet --no-deps --force-reinstall $$whl; \
+	  echo "phase0: pytest pyext/tests in $$v"; \
+	  (cd pyext/tests && PHASE0_PYTHON=$(VENV_PY) PHASE0_WHEEL=$(CURDIR)/$$whl PHASE0_REPO=$(CURDIR) \
+	    $$v/bin/python -m pytest -q -p no:cacheprovider .); \
+	  tested=$$((tested + 1)); \
+	done; \
+	[ $$tested -ge 2 ] || { echo "phase0: the package was tested in $$tested Python minor(s), need 2" >&2; exit 1; }
+	cd pyext/python && $(VENV_PY) -m mypy --strict phase0
+	cd pyext/tests && MYPYPATH=../python $(VENV_PY) -m mypy --strict .
 
 check-xrt: ## build, vet and test npu/ with -tags xrt against XRT 2.25 in a cached sid chroot
 	CACHE_DIR=$(CACHE_DIR) ./npu/check-xrt.sh

@@ -93,7 +93,7 @@ func Start(ctx context.Context, opts Options, module string) (*Session, error) {
 	}
 	argv := opts.Exe
 	if len(argv) == 0 {
-		exe, err := os.Executable()
+		exe, err := executable()
 		if err != nil {
 			return nil, &Error{Kind: KindNotStarted, Cause: "locating this executable to start the child", Err: err}
 		}

@@ -5,6 +5,7 @@ package main
 import (
 	"os"
 
+	"phase0/internal/cli"
 	"phase0/worker"
 )
 
@@ -15,5 +16,5 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == worker.Subcommand {
 		os.Exit(worker.Main())
 	}
-	os.Exit(execute(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(cli.Main(os.Args[1:], version))
 }

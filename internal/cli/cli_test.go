@@ -1,7 +1,8 @@
-package main
+package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"os"
@@ -51,7 +52,7 @@ const tinyLlama = `{"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "n
 func run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := execute(args, &out, &errb)
+	code := Execute(context.Background(), args, &out, &errb, Options{Version: "test"})
 	return code, out.String(), errb.String()
 }
 
@@ -234,7 +235,7 @@ func TestMaxPerplexityRatioLayers(t *testing.T) {
 		root := &cobra.Command{Use: "phase0", SilenceUsage: true, SilenceErrors: true}
 		root.PersistentFlags().String("config", "", "")
 		c := &cobra.Command{Use: "baseline", RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := settings(viper.New(), cmd, io.Discard)
+			s, err := settings(viper.New(), cmd, io.Discard, nil)
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,8 @@
-package main
+// Package cli is the phase0 command line: flags, PHASE0_* env and YAML
+// settings parsed strictly into orchestrator.Settings, the commands, and the
+// report rendering. cmd/phase0 runs it with the process's arguments; the
+// Python extension (pyext) runs it with a caller's options.
+package cli
 
 import (
 	"bytes"
@@ -8,9 +12,7 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cast"
@@ -35,7 +37,23 @@ const exitUsage = 2
 // command is one subcommand: it runs a stage chain and returns the report.
 type command func(ctx context.Context, s *orchestrator.Settings, model, version string) *orchestrator.Report
 
-func execute(args []string, stdout, stderr io.Writer) int {
+// Options are what the program embedding the command line supplies.
+type Options struct {
+	// Version is the tool version printed by --version and in reports.
+	Version string
+	// Overrides set settings by their YAML key ("max_seq",
+	// "cpu_helpers.attention_fallback") above every other layer: the Python
+	// API's keyword options. Unknown keys are a usage error.
+	Overrides map[string]any
+}
+
+// Execute runs one invocation and returns its exit code. ctx ends the run
+// (the caller turns SIGINT or a Python KeyboardInterrupt into a cancel).
+func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Options) int {
+	version := o.Version
+	if args == nil {
+		args = []string{} // cobra reads os.Args for nil
+	}
 	v := viper.New()
 	code := 0
 	ran := false
@@ -82,11 +100,11 @@ func execute(args []string, stdout, stderr io.Writer) int {
 				return nil
 			},
 			RunE: func(cmd *cobra.Command, args []string) error {
-				s, err := settings(v, cmd, stderr)
+				s, err := settings(v, cmd, stderr, o.Overrides)
 				if err != nil {
 					return err
 				}
-				ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+				ctx, stop := context.WithCancel(ctx)
 				defer stop()
 				if use == "inspect" && (len(args) > 1 || strings.HasPrefix(args[0], "@")) {
 					entries, err := modellist.Expand(args)
@@ -130,11 +148,11 @@ func execute(args []string, stdout, stderr io.Writer) int {
 		Short: "Is this machine ready: NPU and XRT, memory, disk, the Python env, HF token, the mlir-air tree (informational)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := settings(v, cmd, stderr)
+			s, err := settings(v, cmd, stderr, o.Overrides)
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+			ctx, stop := context.WithCancel(ctx)
 			defer stop()
 			rep := orchestrator.Preflight(ctx, s)
 			ran = true
@@ -246,7 +264,7 @@ func readConfigFile(path string) ([]byte, error) {
 // settings layers the configuration: flags > PHASE0_* env > --config file > defaults.
 // Every value is parsed strictly: garbage is an error naming the key and
 // where it came from, never a silent zero.
-func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrator.Settings, error) {
+func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer, overrides map[string]any) (*orchestrator.Settings, error) {
 	v.SetConfigType("yaml")
 	if err := v.ReadConfig(bytes.NewReader(configs.DefaultYAML)); err != nil {
 		return nil, fmt.Errorf("built-in configs/default.yaml: %w", err)
@@ -280,7 +298,10 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 			}
 		}
 	}
-	p := parser{v: v, cmd: cmd, configPath: path, fileKeys: fileKeys}
+	if err := override(v, overrides); err != nil {
+		return nil, err
+	}
+	p := parser{v: v, cmd: cmd, configPath: path, fileKeys: fileKeys, overrides: overrides}
 	s := &orchestrator.Settings{
 		LLMSDir:           p.str("llms_dir"),
 		OutDir:            p.str("out_dir"),
@@ -340,6 +361,7 @@ type parser struct {
 	cmd        *cobra.Command
 	configPath string
 	fileKeys   map[string]bool
+	overrides  map[string]any
 	err        error
 }
 
@@ -358,6 +380,9 @@ func yamlKeys(data []byte) map[string]bool {
 
 // origin names where a key's value came from, for messages.
 func (p *parser) origin(key string) string {
+	if _, ok := p.overrides[key]; ok {
+		return "option " + key
+	}
 	flag := strings.ReplaceAll(key, "_", "-")
 	if f := p.cmd.Flags().Lookup(flag); f != nil && f.Changed {
 		return "--" + flag

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"os"
@@ -14,8 +14,11 @@ const envAsMain = "PHASE0_TEST_AS_MAIN"
 // TestMain: the worker re-executes this test binary (os.Executable), which
 // must then act as the worker; with envAsMain it is phase0 itself.
 func TestMain(m *testing.M) {
-	if (len(os.Args) > 1 && os.Args[1] == worker.Subcommand) || os.Getenv(envAsMain) == "1" {
-		main()
+	if len(os.Args) > 1 && os.Args[1] == worker.Subcommand {
+		os.Exit(worker.Main())
+	}
+	if os.Getenv(envAsMain) == "1" {
+		os.Exit(Main(os.Args[1:], "test"))
 	}
 	os.Exit(m.Run())
 }

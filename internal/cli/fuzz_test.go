@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -35,7 +35,7 @@ func FuzzSettings(f *testing.F) {
 		}
 		cmd := &cobra.Command{}
 		cmd.Flags().String("config", path, "")
-		s, err := settings(viper.New(), cmd, io.Discard)
+		s, err := settings(viper.New(), cmd, io.Discard, nil)
 		if err == nil {
 			switch {
 			case s.MaxSeq < 1 || s.MaxSeq > 1<<31:

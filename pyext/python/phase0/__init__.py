@@ -1,0 +1,291 @@
+"""phase0 from Python: Phase 0 of bringing a HuggingFace LLM up on AMD NPU2 (mlir-air).
+
+    import phase0
+
+    report = phase0.run("Qwen/Qwen3-0.6B", llms_dir="/src/mlir-air/programming_examples/llms")
+    if not report.passed:
+        raise SystemExit(f"phase0: {report.status}: {report.rejection_codes or report.gates}")
+
+``inspect``, ``baseline`` and ``run`` are the CLI's commands, run in this
+process by phase0's Go core (the ``_native`` extension) with the GIL released.
+The torch work runs in phase0's isolated worker child, as with the CLI, so
+torch is never imported here. Each returns a :class:`Report` (the CLI's
+``--json`` object, typed) for PASS, WARN, FAIL and REJECTED, and raises a
+:class:`Phase0Error` subclass when the model could not be evaluated (the CLI's
+exit code 2). Ctrl-C stops the run (the worker is killed, nothing is recorded)
+and raises KeyboardInterrupt.
+
+Keyword options are the settings of configs/default.yaml under their YAML
+names (``llms_dir``, ``max_seq``, ``cpu_helpers={"attention_fallback": False}``
+…); ``config=`` names a YAML settings file like ``--config``. Layering is the
+CLI's: options > PHASE0_* environment > config file > defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Literal
+
+from phase0 import _native
+from phase0.errors import (
+    CouldNotEvaluateError,
+    ForkedProcessError,
+    ModelNotFoundError,
+    Phase0Error,
+    PythonEnvironmentError,
+    UsageError,
+)
+from phase0.report import (
+    Baseline,
+    Config,
+    Defaulted,
+    Gate,
+    Gates,
+    Rejection,
+    Report,
+    RopeScaling,
+    Stage,
+    Status,
+    Workspace,
+)
+
+__all__ = [
+    "Baseline",
+    "Config",
+    "CouldNotEvaluateError",
+    "Defaulted",
+    "ForkedProcessError",
+    "Gate",
+    "Gates",
+    "ModelNotFoundError",
+    "Phase0Error",
+    "PythonEnvironmentError",
+    "Rejection",
+    "Report",
+    "RopeScaling",
+    "Stage",
+    "Status",
+    "UsageError",
+    "Workspace",
+    "__version__",
+    "baseline",
+    "inspect",
+    "main",
+    "run",
+    "worker_binary",
+]
+
+__version__: str = _native.version
+
+PathArg = str | os.PathLike[str]
+Option = str | int | float | bool | os.PathLike[str] | timedelta | Mapping[str, object] | None
+
+# Output modes of _native.execute.
+_CAPTURE, _STREAM_STDERR, _STREAM_ALL = 0, 1, 2
+
+# The exit code of an interrupted command.
+_INTERRUPTED = 130
+
+
+def worker_binary() -> Path:
+    """The phase0 binary shipped in this package; the worker child runs it."""
+    return Path(__file__).resolve().parent / "bin" / "phase0"
+
+
+_forked = False
+
+
+def _after_fork_in_child() -> None:
+    global _forked
+    _forked = True
+
+
+# The Go runtime's threads do not survive fork(): mark the child so a call in
+# it raises ForkedProcessError instead of hanging. (The extension checks the
+# pid as well, for forks that bypass os.register_at_fork.)
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+if worker_binary().is_file():
+    _native.set_worker(str(worker_binary()))
+
+
+def _flatten(prefix: str, value: Option, out: dict[str, object]) -> None:
+    if value is None:
+        return
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}", v, out)  # type: ignore[arg-type]
+    elif isinstance(value, timedelta):
+        out[prefix] = f"{value.total_seconds()}s"
+    elif isinstance(value, os.PathLike):
+        out[prefix] = os.fspath(value)
+    elif isinstance(value, (str, bool, int, float)):
+        out[prefix] = value
+    else:
+        raise UsageError(f"option {prefix}: {type(value).__name__} {value!r} is not a str, number, bool, path or timedelta")
+
+
+_by_stage: dict[str, type[Phase0Error]] = {"python": PythonEnvironmentError}
+
+
+def _error(report: Report | None, log: str) -> Phase0Error:
+    msg = report.error if report is not None and report.error else (log.strip() or "phase0 could not evaluate the model")
+    if report is None or not report.stages:
+        return UsageError(msg, report, log)
+    if msg.startswith("model not found"):  # orchestrator.ErrNoModel
+        return ModelNotFoundError(msg, report, log)
+    err = Phase0Error(msg, report, log)
+    return _by_stage.get(err.stage, CouldNotEvaluateError)(msg, report, log)
+
+
+def _check_fork() -> None:
+    if _forked or _native.forked():
+        raise ForkedProcessError(
+            "phase0 cannot run in a process created by os.fork() after `import phase0` (the Go runtime's threads "
+            "do not survive fork); call it in the parent, or use multiprocessing's 'spawn' or 'forkserver' start method"
+        )
+
+
+def _command(command: Literal["inspect", "baseline", "run"], model: PathArg, config: PathArg | None, progress: bool,
+             options: Mapping[str, Option]) -> Report:
+    _check_fork()
+    overrides: dict[str, object] = {}
+    for k, v in options.items():
+        _flatten(k, v, overrides)
+    args = [command, "--json"]
+    if config is not None:
+        args += ["--config", os.fspath(config)]
+    args += ["--", os.fspath(model)]
+    if progress:
+        sys.stderr.flush()
+    code, out, log = _native.execute(args, json.dumps(overrides), _STREAM_STDERR if progress else _CAPTURE)
+    try:
+        raw = json.loads(out)
+    except ValueError:
+        raise Phase0Error(f"phase0 printed no JSON report (exit {code}): {log.strip()}", None, log) from None
+    report = Report.from_json(raw, code, log)
+    if code == _INTERRUPTED:
+        raise KeyboardInterrupt
+    if code not in (0, 1):
+        raise _error(report, log)
+    return report
+
+
+def inspect(
+    model: PathArg,
+    *,
+    config: PathArg | None = None,
+    scan: bool | None = None,
+    workers: int | None = None,
+    cache: PathArg | None = None,
+    progress: bool = False,
+    **options: Option,
+) -> Report:
+    """Check config, architecture and weights natively (no Python): ``phase0 inspect MODEL``.
+
+    model is a local folder, a hub id ``org/name[@revision]`` (through the HF
+    cache), or ``"default"``. progress=True shows phase0's progress on stderr.
+    """
+    if os.fspath(model).startswith("@"):
+        raise UsageError(f"inspect takes one model, not the list {os.fspath(model)}: "
+                         "for a model list run `python -m phase0 inspect @FILE --json`")
+    return _command("inspect", model, config, progress, {"scan": scan, "workers": workers, "cache": cache, **options})
+
+
+def baseline(
+    model: PathArg,
+    *,
+    config: PathArg | None = None,
+    python: PathArg | None = None,
+    llms_dir: PathArg | None = None,
+    prompt_style: Literal["base", "instruct"] | None = None,
+    prompt: str | None = None,
+    decode: int | None = None,
+    max_seq: int | None = None,
+    timeout: str | float | timedelta | None = None,
+    scan: bool | None = None,
+    workers: int | None = None,
+    force: bool | None = None,
+    memory_check: bool | None = None,
+    cache: PathArg | None = None,
+    progress: bool = False,
+    **options: Option,
+) -> Report:
+    """Inspect, then confirm the HF transformers bf16 reference: ``phase0 baseline MODEL``.
+
+    python is the venv interpreter holding torch + transformers (default
+    $PHASE0_PYTHON); torch runs in phase0's worker child, never here. timeout
+    is a duration ("30m") or seconds.
+    """
+    return _command("baseline", model, config, progress, {
+        "python": python, "llms_dir": llms_dir, "prompt_style": prompt_style, "prompt": prompt, "decode": decode,
+        "max_seq": max_seq, "timeout": _duration(timeout), "scan": scan, "workers": workers, "force": force,
+        "memory_check": memory_check, "cache": cache, **options,
+    })
+
+
+def run(
+    model: PathArg,
+    *,
+    config: PathArg | None = None,
+    python: PathArg | None = None,
+    llms_dir: PathArg | None = None,
+    name: str | None = None,
+    report_dir: PathArg | None = None,
+    prompt_style: Literal["base", "instruct"] | None = None,
+    prompt: str | None = None,
+    decode: int | None = None,
+    max_seq: int | None = None,
+    timeout: str | float | timedelta | None = None,
+    scan: bool | None = None,
+    workers: int | None = None,
+    force: bool | None = None,
+    memory_check: bool | None = None,
+    cpu_helpers: Mapping[str, bool] | None = None,
+    cache: PathArg | None = None,
+    progress: bool = False,
+    **options: Option,
+) -> Report:
+    """All of Phase 0: inspect, generate the workspace, Python gates, baseline, record: ``phase0 run MODEL``.
+
+    Writes ``<llms_dir>/<name>/`` (default llms_dir: ./workspace) and its
+    report.json / report.md. Other options as for :func:`baseline`.
+    """
+    return _command("run", model, config, progress, {
+        "python": python, "llms_dir": llms_dir, "name": name, "report_dir": report_dir, "prompt_style": prompt_style,
+        "prompt": prompt, "decode": decode, "max_seq": max_seq, "timeout": _duration(timeout), "scan": scan,
+        "workers": workers, "force": force, "memory_check": memory_check, "cpu_helpers": cpu_helpers, "cache": cache,
+        **options,
+    })
+
+
+def _duration(v: str | float | timedelta | None) -> str | timedelta | None:
+    """timeout as the CLI takes it: a duration string; a number is seconds."""
+    if v is None or isinstance(v, (str, timedelta)):
+        return v
+    if isinstance(v, bool):
+        raise UsageError(f"option timeout: {v!r} is not a duration")
+    return f"{float(v)}s"
+
+
+_cli_lock = threading.Lock()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m phase0 …``: the phase0 command line, in this process; returns the exit code."""
+    _check_fork()
+    args = list(sys.argv[1:] if argv is None else argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with _cli_lock:  # both streams are the process's own: one command at a time
+        try:
+            code, _, _ = _native.execute(args, "", _STREAM_ALL)
+        except KeyboardInterrupt:
+            return _INTERRUPTED
+    return code
