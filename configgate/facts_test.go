@@ -75,7 +75,7 @@ func editedCopy(t *testing.T, family string, edit func(map[string]any)) (string,
 // generate renders the real weights module for a and returns its path.
 func generate(t *testing.T, a *model.Analysis, edit func(string) string) string {
 	t.Helper()
-	files, err := scaffold.Render(scaffold.Spec{Config: *a.Config, Family: a.Family, Name: "drift", ModelID: "test/drift", AttentionFallback: true})
+	files, err := scaffold.Render(scaffold.Spec{Config: *a.Config, Family: a.Family, Name: "drift", ModelID: "test/drift", OnHub: true, AttentionFallback: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,9 +151,9 @@ func TestWrongGeneratedConfigIsCaught(t *testing.T) {
 }
 
 // TestTransformersDisagreementIsCaught: a Config that says what transformers
-// does not build (a Llama with a QKV bias phase0 did not extract).
+// does not build (a Qwen2 whose QKV bias a reader failed to extract).
 func TestTransformersDisagreementIsCaught(t *testing.T) {
-	dir, a := editedCopy(t, "llama-llama3", func(m map[string]any) { m["attention_bias"] = true })
+	dir, a := editedCopy(t, "qwen2", func(map[string]any) {})
 	cfg := *a.Config
 	cfg.QKVBias = false // what a reader that ignores attention_bias would extract
 	_, tf := realFacts(t, "", dir)
