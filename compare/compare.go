@@ -117,18 +117,18 @@ func comparable(rm, cm *reference.Meta, ref, cand *reference.Recording) error {
 // Layer is one row of the diagnosis table: per-position cosine aggregated,
 // and element-wise errors, as upstream's compare_pair computes them.
 type Layer struct {
-	Name      string  `json:"name"`
-	Layer     *int    `json:"layer"`
-	Positions int     `json:"positions"`
-	CosMin    Num     `json:"cosine_min"`
-	CosP5     Num     `json:"cosine_p5"`
-	CosMedian Num     `json:"cosine_median"`
-	CosMean   Num     `json:"cosine_mean"`
-	MaxAbs    Num     `json:"max_abs"`
-	MeanAbs   Num     `json:"mean_abs"`
-	MaxRel    Num     `json:"max_rel"`
-	MeanRel   Num     `json:"mean_rel"`
-	Note      string  `json:"note,omitempty"`
+	Name      string `json:"name"`
+	Layer     *int   `json:"layer"`
+	Positions int    `json:"positions"`
+	CosMin    Num    `json:"cosine_min"`
+	CosP5     Num    `json:"cosine_p5"`
+	CosMedian Num    `json:"cosine_median"`
+	CosMean   Num    `json:"cosine_mean"`
+	MaxAbs    Num    `json:"max_abs"`
+	MeanAbs   Num    `json:"mean_abs"`
+	MaxRel    Num    `json:"max_rel"`
+	MeanRel   Num    `json:"mean_rel"`
+	Note      string `json:"note,omitempty"`
 }
 
 // Table pairs the probes by name and layer. A probe only one side has, or
