@@ -54,8 +54,7 @@ func (r *Result) fail(err error) *Result {
 
 // Recordings fills r with the comparison of two read recordings.
 func Recordings(r *Result, ref, cand *reference.Recording) *Result {
-	r.ReferenceRunner = ref.Meta.Runner + " " + ref.Meta.Dtype
-	r.CandidateRunner = cand.Meta.Runner + " " + cand.Meta.Dtype
+	r.ReferenceRunner, r.CandidateRunner = runnerLabel(&ref.Meta), runnerLabel(&cand.Meta)
 	if err := comparable(&ref.Meta, &cand.Meta, ref, cand); err != nil {
 		return r.fail(err)
 	}
@@ -221,4 +220,12 @@ func (n Num) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return json.Marshal(f)
+}
+
+// runnerLabel is the runner as its metadata names it, with the dtype when the name lacks it.
+func runnerLabel(m *reference.Meta) string {
+	if m.Dtype == "" || strings.Contains(m.Runner, m.Dtype) {
+		return m.Runner
+	}
+	return m.Runner + " " + m.Dtype
 }

@@ -24,6 +24,7 @@ var runStages = append(append([]stage{{name: "python", run: pythonStage}}, inspe
 	stage{name: "python_weights", when: pythonReady, run: loaderStage},
 	stage{name: "config_facts", when: pythonReady, run: configFactsStage},
 	stage{name: "hf_baseline", when: pythonReady, run: referenceStage},
+	stage{name: "reference", when: referenceApplies, run: recordReferenceStage},
 	stage{name: "machine", run: preflightSectionStage},
 	stage{name: "record", run: recordStage},
 )

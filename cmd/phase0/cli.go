@@ -122,6 +122,15 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	runCmd := add("run", "All of Phase 0: inspect, generate the workspace, Python gates, baseline, record", true, orchestrator.Run)
 	runCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
 	runCmd.Flags().String("report-dir", "", "where report.json and report.md go (default: <workspace>/docs/development_progress/phase0)")
+	refCmd := add("reference", "Record (or reuse) the HF reference the later phases compare against, into <workspace>/reference", true, orchestrator.ReferenceRun)
+	refCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
+	refCmd.Flags().String("dtype", "bfloat16", "bfloat16 (the reference) or float32 (a self-check candidate)")
+	refCmd.Flags().String("out", "", "folder to record into (default: <llms>/<name>/reference)")
+	for _, c := range []*cobra.Command{runCmd, refCmd} {
+		c.Flags().Bool("refresh", false, "record the reference anew even when its key matches")
+		c.Flags().String("reference-steps", "", "greedy tokens per prompt in the reference (default 32; 0 = run records none)")
+	}
+	root.AddCommand(compareCommand(stdout, &ran, &code))
 
 	pre := &cobra.Command{
 		Use:   "preflight",
@@ -267,7 +276,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 	for key, flag := range map[string]string{
 		"python": "python", "timeout": "timeout", "scan": "scan", "workers": "workers", "llms_dir": "llms-dir",
 		"prompt_style": "prompt-style", "prompt": "prompt", "decode": "decode", "force": "force", "name": "name",
-		"report_dir": "report-dir",
+		"report_dir": "report-dir", "reference_steps": "reference-steps",
 	} {
 		if f := cmd.Flags().Lookup(flag); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
@@ -293,6 +302,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 		AttentionFallback: p.boolean("cpu_helpers.attention_fallback"),
 		PyShimDir:         p.str("pyshim"),
 		CacheDir:          p.str("cache"),
+		ReferenceSteps:    p.count("reference_steps", 0),
 		Env:               os.Getenv,
 		Progress:          stderr,
 	}
@@ -301,6 +311,9 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 	}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		s.ProgressBars = true
+	}
+	if err := referenceFlags(cmd, s); err != nil {
+		return nil, err
 	}
 	switch s.PromptStyle {
 	case "", "base", "instruct":
@@ -425,6 +438,7 @@ var knownKeys = map[string]bool{
 	"llms_dir": true, "python": true, "name": true, "prompt_style": true, "prompt": true, "decode": true,
 	"max_seq": true, "timeout": true, "scan": true, "workers": true, "report_dir": true, "force": true,
 	"memory_check": true, "cpu_helpers": true, "cpu_helpers.attention_fallback": true, "cache": true, "pyshim": true,
+	"reference_steps": true,
 }
 
 // checkKeys refuses misspelt settings instead of silently ignoring them.
