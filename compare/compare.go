@@ -75,7 +75,7 @@ func Recordings(r *Result, ref, cand *reference.Recording) *Result {
 	}
 	r.Layers = Table(ref.Probes, cand.Probes)
 	if r.Status == verdict.Fail {
-		r.Summary = fmt.Sprintf("%d of %d prompts fail the top-%d gate: %s", len(failed), len(r.Checks), ref.Meta.TopK, strings.Join(failed, "; "))
+		r.Summary = fmt.Sprintf("%d of %d prompts fail the top-%d gate; first: %s", len(failed), len(r.Checks), ref.Meta.TopK, failed[0])
 	} else {
 		div := 0
 		for _, c := range r.Checks {
