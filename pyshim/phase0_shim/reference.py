@@ -104,7 +104,7 @@ def top_k(logits: np.ndarray, k: int) -> tuple[list[int], list[float], int]:
     if nonfinite:
         logprobs = np.full(k, np.nan)
     else:
-        shifted = z64 - z64.max()
+        shifted = z64 - float(np.max(z64))
         logprobs = shifted[order] - np.log(np.exp(shifted).sum())
     return [int(i) for i in order], [float(x) for x in logprobs], nonfinite
 
