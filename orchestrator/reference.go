@@ -100,6 +100,9 @@ func recordReferenceStage(ctx context.Context, st *state) (verdict.Status, strin
 		r.Seconds = time.Since(start).Seconds()
 	}
 	st.reference = r
+	if err != nil && r != nil {
+		r.Status, r.Summary = verdict.Error, reasons(err)[0]
+	}
 	if err != nil {
 		if stop := workerFailure(err); stop != nil || st.command == "reference" {
 			if stop == nil {
