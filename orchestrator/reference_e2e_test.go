@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"phase0/compare"
+	"phase0/internal/testenv"
 	"phase0/reference"
 	"phase0/safetensors"
 	"phase0/verdict"
@@ -173,5 +174,29 @@ func TestReferenceReusedAndRefreshed(t *testing.T) {
 	forced := mustRecord(t, ReferenceRun(context.Background(), &refresh, model, "test"))
 	if forced.Reused || !forced.Refreshed || forced.KeySHA256 != changed.KeySHA256 {
 		t.Fatalf("--refresh: %+v", forced)
+	}
+}
+
+// With an mlir-air tree, the recording goes through its verify/ HfRunner and
+// its prompt file.
+func TestReferenceThroughVerifyTree(t *testing.T) {
+	llms := t.TempDir()
+	if err := os.CopyFS(filepath.Join(llms, "verify"), os.DirFS(filepath.Join(testenv.PyShim(), "tests", "data", "llms", "verify"))); err != nil {
+		t.Fatal(err)
+	}
+	s, _ := referenceSettings(t, llms)
+	s.ReferenceSteps = 2
+	ref := mustRecord(t, ReferenceRun(context.Background(), s, tiny(t, "qwen2"), "test"))
+	rec, err := reference.Read(ref.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := rec.Meta
+	if !strings.HasPrefix(m.Runner, "verify HfRunner") || m.PromptsFile != filepath.Join(llms, "verify", "prompts", "base.txt") ||
+		len(m.Prompts) != 2 || !strings.HasPrefix(m.Prompts[0], "The quick brown fox") || m.Key == nil || !strings.Contains(m.Key.Runner, filepath.Join(llms, "verify")) {
+		t.Errorf("meta %+v", m)
+	}
+	if res := compare.Files(ref.Dir, ref.Dir); res.Status != verdict.Pass {
+		t.Errorf("a recording against itself: %s", res.Text())
 	}
 }
