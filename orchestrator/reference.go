@@ -258,3 +258,12 @@ func (r *Reference) markdown() string {
 	fmt.Fprintf(&b, "\nJudge any runner against it: record a candidate in the same format (`phase0_shim.reference.record_candidate`), then `phase0 compare %s CANDIDATE`.\n", r.Dir)
 	return b.String()
 }
+
+// progressLine is the progress.md line naming the reference ("" when none was made).
+func (r *Reference) progressLine() string {
+	if r == nil || r.Status != verdict.Pass {
+		return ""
+	}
+	return fmt.Sprintf("- Reference for the later phases: `%s` (%s; key `%s`); judge a runner with `phase0 compare %s CANDIDATE`\n",
+		r.Dir, r.describe(), r.KeySHA256[:12], r.Dir)
+}
