@@ -259,11 +259,13 @@ func (r *Reference) markdown() string {
 	return b.String()
 }
 
-// progressLine is the progress.md line naming the reference ("" when none was made).
+// progressLine is the progress.md line naming the reference ("" when none
+// was made). progress.md is committed, so it names the folder relative to
+// the workspace, never by its absolute path.
 func (r *Reference) progressLine() string {
 	if r == nil || r.Status != verdict.Pass {
 		return ""
 	}
-	return fmt.Sprintf("- Reference for the later phases: `%s` (%s; key `%s`); judge a runner with `phase0 compare %s CANDIDATE`\n",
-		r.Dir, r.describe(), r.KeySHA256[:12], r.Dir)
+	return fmt.Sprintf("- Reference for the later phases: `reference/` (%s; key `%s`); judge a runner with `phase0 compare <workspace>/reference CANDIDATE`\n",
+		r.describe(), r.KeySHA256[:12])
 }
