@@ -154,6 +154,10 @@ func TestReferenceReusedAndRefreshed(t *testing.T) {
 	if !strings.Contains(md, "## Reference (for the later phases)") || !strings.Contains(md, "phase0 compare "+rec.Dir) {
 		t.Errorf("report.md lacks the reference section:\n%s", md)
 	}
+	progress := string(mustRead(t, filepath.Join(llms, "qwen3", "docs/development_progress/progress.md")))
+	if !strings.Contains(progress, "- Reference for the later phases: `reference/` (5 prompts × 6 steps") || strings.Contains(progress, rec.Dir) {
+		t.Errorf("progress.md lacks the reference line, or names its absolute path:\n%s", progress)
+	}
 
 	log.Reset()
 	again := mustRecord(t, ReferenceRun(context.Background(), s, model, "test"))
