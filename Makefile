@@ -9,7 +9,7 @@ REQ_HASH     := $(shell sha256sum requirements.txt | cut -c1-12)
 MIN_HASH     := $(shell sha256sum requirements-min.txt | cut -c1-12)
 MODEL        ?= default
 NAME         ?=
-LLMS_DIR     ?= $(CURDIR)/workspace
+LLMS_DIR     ?=# mlir-air programming_examples/llms; empty: ./workspace with the bundled runner
 FUZZTIME     ?= 15s
 
 # phase0 loads libpython at run time from the python it is given, so it builds
@@ -86,7 +86,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=…)
 	  done; done
 
 phase0: venv build ## run all of Phase 0 on MODEL (default: the bundled SmolLM2-135M-Instruct)
-	PHASE0_PYTHON=$(VENV_PY) ./$(BIN) run $(MODEL) --llms-dir $(LLMS_DIR) $(if $(NAME),--name $(NAME))
+	PHASE0_PYTHON=$(VENV_PY) ./$(BIN) run $(MODEL) $(if $(LLMS_DIR),--llms-dir $(LLMS_DIR)) $(if $(NAME),--name $(NAME))
 
 check-xrt: ## build, vet and test npu/ with -tags xrt against XRT 2.25 in a cached sid chroot
 	CACHE_DIR=$(CACHE_DIR) ./npu/check-xrt.sh

@@ -95,10 +95,11 @@ func checkPart(what, s string, maxLen int) error {
 	if maxLen > 0 && len(s) > maxLen {
 		return fmt.Errorf("%s is %d characters long, the maximum is %d", what, len(s), maxLen)
 	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !isWordChar(c) && c != '-' && c != '.' {
-			return fmt.Errorf("%s %q has character %q at offset %d; allowed are letters, digits, '-', '_' and '.'", what, s, c, i)
+	// By rune, so a non-ASCII character is named as itself, not as the
+	// first byte of its UTF-8 encoding.
+	for i, r := range s {
+		if r >= 0x80 || !isWordChar(byte(r)) && r != '-' && r != '.' {
+			return fmt.Errorf("%s %q has character %q at byte offset %d; allowed are ASCII letters, digits, '-', '_' and '.'", what, s, r, i)
 		}
 	}
 	if !isWordChar(s[0]) || !isWordChar(s[len(s)-1]) {

@@ -32,8 +32,11 @@ func TestParseID(t *testing.T) {
 		{in: "foo--bar", wantErr: `cannot contain "--"`},
 		{in: "org/other..repo", wantErr: `cannot contain "--" or ".."`},
 		{in: "org/foo.git", wantErr: `cannot end with ".git"`},
-		{in: "org/re po", wantErr: "character ' ' at offset 2"},
-		{in: "org/réпо", wantErr: "has character"},
+		{in: "org/re po", wantErr: "character ' ' at byte offset 2"},
+		// A non-ASCII character is named as text, not as a byte of its encoding.
+		{in: "org/réпо", wantErr: "has character 'é' at byte offset 1"},
+		{in: "orgé/nämé", wantErr: `namespace "orgé" has character 'é' at byte offset 3`},
+		{in: "org/模型", wantErr: "has character '模' at byte offset 0"},
 		{in: "org/repo@", wantErr: "empty revision"},
 		{in: "org/repo@../../x", wantErr: `cannot contain ".."`},
 		{in: "org/repo@/etc", wantErr: "cannot start or end with '/'"},

@@ -179,6 +179,8 @@ func TestRules(t *testing.T) {
 		{"llama3 incomplete", `, "rope_scaling": {"rope_type": "llama3", "factor": 8}`, CodeInvalidConfig, "needs low_freq_factor"},
 		{"string dim", `, "num_hidden_layers": "2"`, CodeInvalidConfig, "num_hidden_layers must be an integer"},
 		{"moe zero experts is dense", `, "num_experts": 0`, "", ""},
+		{"llama attention bias", `, "attention_bias": true`, CodeOutputBias, "LlamaForCausalLM then adds a bias to o_proj"},
+		{"llama attention bias false", `, "attention_bias": false`, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -248,6 +250,12 @@ func TestParseRawErrors(t *testing.T) {
 		{"duplicate", `{"vocab_size": 1, "vocab_size": 2}`, `key "vocab_size" appears twice`},
 		{"trailing", `{"a": 1} {"b": 2}`, "data after the top-level object"},
 		{"empty", ``, "not valid JSON"},
+		{"nested duplicate", `{"rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "rope_theta": 2e4}}`, `key "rope_parameters.rope_theta" appears twice`},
+		{"deep duplicate", `{"text_config": {"a": [1, {"b": 1}], "rope_scaling": {"factor": 8, "x": {}, "factor": 4}}}`, `key "text_config.rope_scaling.factor" appears twice`},
+		{"duplicate in array element", `{"layers": [{"a": 1}, {"a": 1, "a": 2}]}`, `key "layers[].a" appears twice`},
+		{"invalid utf-8", "{\"model_type\": \"llama\", \"note\": \"\xff\xfe\"}", "invalid byte 0xff at offset 33"},
+		{"truncated utf-8", "{\"note\": \"caf\xc3\"}", "not UTF-8: invalid byte 0xc3 at offset 13"},
+		{"too deep", strings.Repeat(`{"a": `, 70) + "1" + strings.Repeat("}", 70), "nests deeper than 64 levels"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -256,6 +264,15 @@ func TestParseRawErrors(t *testing.T) {
 				t.Errorf("err %v, want ErrConfig containing %q", err, tt.text)
 			}
 		})
+	}
+}
+
+// TestParseRawAcceptsNesting: the strict pass does not refuse what real
+// configs hold: the same key in sibling objects, arrays of objects, empty ones.
+func TestParseRawAcceptsNesting(t *testing.T) {
+	in := `{"text_config": {"rope_theta": 1}, "vision_config": {"rope_theta": 2}, "l": [{"a": 1}, {"a": 2}], "e": {}, "z": [], "u": "caf\u00e9 ünï"}`
+	if _, err := ParseRaw([]byte(in)); err != nil {
+		t.Fatal(err)
 	}
 }
 

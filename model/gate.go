@@ -19,6 +19,7 @@ const (
 	CodeUnsupportedActivation   = "unsupported_activation"
 	CodeMLPBias                 = "mlp_bias"
 	CodePartialRotary           = "partial_rotary"
+	CodeOutputBias              = "o_proj_bias"
 	CodeInvalidConfig           = "invalid_config"
 )
 
@@ -98,6 +99,13 @@ func gate(r *Raw, a *Analysis) []Rejection {
 	}
 	if v, ok, _ := r.Bool("mlp_bias"); ok && v {
 		add(CodeMLPBias, "mlp_bias is true: the NPU MLP kernels have no bias")
+	}
+	if a.Family != nil {
+		if ob, ok := a.Family.(outputBiaser); ok {
+			if bias, why := ob.OutputBias(r); bias {
+				add(CodeOutputBias, "%s: %s, and the NPU attention output projection has no bias", a.Family.Name(), why)
+			}
+		}
 	}
 	if v, ok, err := r.Float("partial_rotary_factor"); err == nil && ok && v != 1 {
 		add(CodePartialRotary, "partial_rotary_factor is %g: RoPE must rotate the whole head (1.0)", v)

@@ -49,8 +49,9 @@ func ReadRaw(fsys fs.FS) (*Raw, error) {
 }
 
 // ParseRaw parses the bytes of a config.json. The top level must be a JSON
-// object; duplicate keys are refused because which one transformers would
-// use is an accident of its parser.
+// object; duplicate keys (at any depth) are refused because which one
+// transformers would use is an accident of its parser, and so are bytes
+// that are not UTF-8 (checkStrict).
 func ParseRaw(data []byte) (*Raw, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -85,6 +86,9 @@ func ParseRaw(data []byte) (*Raw, error) {
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fmt.Errorf("%w: config.json has data after the top-level object", ErrConfig)
+	}
+	if err := checkStrict(data); err != nil {
+		return nil, err
 	}
 	return &Raw{fields: fields}, nil
 }

@@ -32,6 +32,10 @@ type Baseline struct {
 	SecondsPrefill float64        `json:"seconds_prefill"`
 	Torch          string         `json:"torch_version,omitempty"`
 	Transformers   string         `json:"transformers_version,omitempty"`
+
+	// Calibration is the perplexity of the fixed English passage (the degeneracy rule).
+	Calibration        *judge.Calibration `json:"calibration,omitempty"`
+	SecondsCalibration float64            `json:"seconds_calibration"`
 }
 
 // Decode is the optional greedy continuation.
@@ -71,6 +75,8 @@ type baselineResult struct {
 	} `json:"special"`
 	Top            []judge.Token `json:"top"`
 	Decode         *Decode       `json:"decode"`
+	Calibration    *passageFacts `json:"calibration"`
+	SecondsCalib   float64       `json:"seconds_calibration"`
 	SecondsLoad    float64       `json:"seconds_load"`
 	SecondsPrefill float64       `json:"seconds_prefill"`
 	Torch          string        `json:"torch_version"`
@@ -103,7 +109,7 @@ func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weights
 }
 
 // judgeBaseline turns the runner's facts and logits into the gate section.
-func judgeBaseline(res *baselineResult, logits []float32, seconds float64) *Baseline {
+func judgeBaseline(res *baselineResult, logits []float32, seconds, maxPerplexityRatio float64) *Baseline {
 	b := newBaseline()
 	b.Seconds = seconds
 	b.Runner, b.RunnerPath, b.Prompt, b.PromptStyle = res.Runner, res.RunnerPath, res.Prompt, res.PromptStyle
@@ -124,11 +130,18 @@ func judgeBaseline(res *baselineResult, logits []float32, seconds float64) *Base
 			b.Warnings = append(b.Warnings, "greedy continuation: "+why)
 		}
 	}
-	if !v.Pass {
-		b.fail(v.Reasons...)
+	b.SecondsCalibration = res.SecondsCalib
+	failed := v.Reasons
+	if why := b.judgeCalibration(res.Calibration, res.VocabSize, maxPerplexityRatio); why != "" {
+		failed = append(failed, why)
+	}
+	if len(failed) > 0 {
+		b.fail(failed...)
 		return b
 	}
-	b.Summary = fmt.Sprintf("top-1 %d %q p=%.3f, entropy %.2f nats, %s runner", b.Top1Token, b.Top1Text, b.Logits.Top1Prob, b.Logits.Entropy, b.Runner)
+	c := b.Calibration
+	b.Summary = fmt.Sprintf("top-1 %d %q p=%.3f, entropy %.2f nats, passage perplexity %.4g (limit %.4g = %g × V %d), %s runner",
+		b.Top1Token, b.Top1Text, b.Logits.Top1Prob, b.Logits.Entropy, c.Perplexity, c.Limit, c.MaxRatio, c.VocabSize, b.Runner)
 	return b
 }
 
@@ -153,12 +166,12 @@ func referenceStage(ctx context.Context, st *state) (verdict.Status, string, err
 		st.baseline.fail(reasons(err)...)
 		return st.baseline.Status, st.baseline.Summary, nil
 	}
-	st.baseline = judgeBaseline(&res, logits, res.SecondsLoad+res.SecondsPrefill)
+	st.baseline = judgeBaseline(&res, logits, res.SecondsLoad+res.SecondsPrefill, st.s.MaxPerplexityRatio)
 	return st.baseline.Status, st.baseline.Summary, nil
 }
 
 // baselineStages are inspect, the memory preflight and gate 2.
-var baselineStages = append(append([]stage{{name: "python", run: pythonStage}}, inspectStages...),
+var baselineStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "python", run: pythonStage}}, inspectStages...),
 	stage{name: "preflight", when: preflightApplies, run: preflightStage},
 	stage{name: "hf_baseline", when: pythonReady, run: referenceStage},
 )

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 )
 
 // DefaultModel is the MODEL name for the bundled real checkpoint.
@@ -45,9 +46,15 @@ func resolveDefault(ctx context.Context, s *Settings) (*resolvedModel, error) {
 		verb = "reused"
 	}
 	fmt.Fprintf(s.Progress, "phase0: default model %s in %.1fs: %s\n", verb, res.Seconds, res.Path)
-	rev := res.Stamp.Requirement
+	// Not a hub snapshot: no revision, and the source names what was validated.
+	source := res.Stamp.Requirement
 	if res.Stamp.GGUFSHA256 != "" {
-		rev += " gguf-sha256:" + res.Stamp.GGUFSHA256[:min(16, len(res.Stamp.GGUFSHA256))]
+		source += " gguf-sha256:" + res.Stamp.GGUFSHA256[:min(16, len(res.Stamp.GGUFSHA256))]
 	}
-	return &resolvedModel{Dir: res.Path, Revision: rev, ID: defaultModelID, PromptStyle: defaultPromptStyle}, nil
+	source += " (Q4_1 GGUF de-quantized to bf16 by phase0)"
+	ref := &resolvedModel{Dir: res.Path, ID: defaultModelID, Source: source, PromptStyle: defaultPromptStyle}
+	if rel, err := filepath.Rel(cache, res.Path); err == nil && filepath.IsLocal(rel) {
+		ref.CacheDir = filepath.ToSlash(rel)
+	}
+	return ref, nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"phase0/verdict"
 )
@@ -88,4 +89,151 @@ func TestNoPythonIsCouldNotEvaluate(t *testing.T) {
 	if entries, _ := os.ReadDir(llms); len(entries) != 0 {
 		t.Errorf("a run that could not evaluate wrote %d entries into the llms dir", len(entries))
 	}
+}
+
+// TestMessagesNameTheInput (issue 10 item 11, the cases that need a run): a
+// model folder whose name keeps no ASCII letter asks for --name before
+// anything is written; a tokenizer.json that is not JSON fails gate 2 naming
+// the file (Python's JSONDecodeError names none).
+func TestMessagesNameTheInput(t *testing.T) {
+	t.Run("non-ASCII folder name", func(t *testing.T) {
+		llms := t.TempDir()
+		dir := filepath.Join(t.TempDir(), "модель")
+		if err := os.CopyFS(dir, os.DirFS(tiny(t, "llama-llama3"))); err != nil {
+			t.Fatal(err)
+		}
+		r := Run(context.Background(), settingsFor(t, llms), dir, "test")
+		if r.Status != verdict.Error || ExitCode(r) != 2 || !strings.Contains(r.Error, `"модель"`) || !strings.Contains(r.Error, "pass --name") {
+			t.Fatalf("status %s, exit %d, error %q; want ERROR, 2, naming the folder and --name", r.Status, ExitCode(r), r.Error)
+		}
+		if entries, _ := os.ReadDir(llms); len(entries) != 0 {
+			t.Errorf("the refused run wrote %d entries into the llms dir", len(entries))
+		}
+	})
+	t.Run("broken tokenizer.json", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "model")
+		if err := os.CopyFS(dir, os.DirFS(tiny(t, "qwen3"))); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "tokenizer.json"), []byte(`{"version": `), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r := BaselineRun(context.Background(), settingsFor(t, ""), dir, "test")
+		b := r.Gates.HFBaseline
+		if b == nil || !b.Status.Failed() {
+			t.Fatalf("status %s, baseline %+v; want gate 2 failed", r.Status, b)
+		}
+		if why := strings.Join(b.Reasons, "\n"); !strings.Contains(why, filepath.Join(dir, "tokenizer.json")+" is not valid JSON") {
+			t.Errorf("reasons do not name tokenizer.json:\n%s", why)
+		}
+	})
+}
+
+// TestWorkerDeathKeepsEarlierResults (issue 10 item 1): the worker dying in
+// the reference step fails gate 2 only; the loader and config facts it had
+// already answered stay PASS, and TODO.md's blockers name gate 2 alone.
+func TestWorkerDeathKeepsEarlierResults(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, reason string
+		timeout            time.Duration
+	}{
+		{"abort", "        import os\n        os.abort()", "SIGABRT", 0},
+		{"killed as by the OOM killer", "        import os, signal\n        os.kill(os.getpid(), signal.SIGKILL)", "killed (likely out of memory)", 0},
+		{"timeout", "        import time\n        time.sleep(600)", "timed out", 20 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			llms := fakeVerify(t, tc.body)
+			s := settingsFor(t, llms)
+			if tc.timeout > 0 {
+				s.Timeout = tc.timeout
+			}
+			r := Run(context.Background(), s, tiny(t, "qwen3"), "test")
+			g := r.Gates
+			if ExitCode(r) != 1 || g.HFBaseline == nil || !g.HFBaseline.Status.Failed() || !strings.Contains(strings.Join(g.HFBaseline.Reasons, "\n"), tc.reason) {
+				t.Fatalf("exit %d, status %s, baseline %+v; want exit 1 with gate 2 failed naming %s", ExitCode(r), r.Status, g.HFBaseline, tc.reason)
+			}
+			if g.PyWeights == nil || g.PyWeights.Status != verdict.Pass {
+				t.Errorf("python_weights %+v, want PASS kept", g.PyWeights)
+			}
+			if g.ConfigConsistency == nil || g.ConfigConsistency.Status != verdict.Pass {
+				t.Errorf("config_consistency %+v, want PASS kept", g.ConfigConsistency)
+			}
+			todo := string(mustRead(t, filepath.Join(llms, "qwen3", "TODO.md")))
+			if strings.Contains(strings.ToLower(todo), "config consistency:") || strings.Contains(strings.ToLower(todo), "python weights:") {
+				t.Errorf("TODO.md blames a gate that passed:\n%s", todo)
+			}
+		})
+	}
+}
+
+// TestWrongInterpreterIsCouldNotEvaluate (issue 10 item 3): an interpreter
+// that is not a usable CPython is exit 2 before anything is written.
+func TestWrongInterpreterIsCouldNotEvaluate(t *testing.T) {
+	for _, py := range []string{"/bin/sh", "/no/such/python3", filepath.Join(t.TempDir(), "python")} {
+		t.Run(py, func(t *testing.T) {
+			llms := t.TempDir()
+			s := settingsFor(t, llms)
+			s.Python = py
+			r := Run(context.Background(), s, tiny(t, "llama-llama3"), "test")
+			if r.Status != verdict.Error || ExitCode(r) != 2 || !strings.Contains(r.Error, py) {
+				t.Fatalf("status %s, exit %d, error %q; want ERROR, 2, naming %s", r.Status, ExitCode(r), r.Error, py)
+			}
+			if entries, _ := os.ReadDir(llms); len(entries) != 0 {
+				t.Errorf("a run that could not evaluate wrote %d entries into the llms dir", len(entries))
+			}
+		})
+	}
+}
+
+// TestUnwritableRecordIsAFailedRun (issue 10 item 5): a report that cannot
+// be written, or a progress.md whose phase0 entry cannot be updated, is exit
+// 2 with Phase 0 left unticked (or as it was).
+func TestUnwritableRecordIsAFailedRun(t *testing.T) {
+	t.Run("report dir cannot be created", func(t *testing.T) {
+		llms := t.TempDir()
+		blocker := filepath.Join(t.TempDir(), "a-file")
+		if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		s := settingsFor(t, llms)
+		s.Name = "unrecorded"
+		s.ReportDir = filepath.Join(blocker, "phase0")
+		r := Run(context.Background(), s, tiny(t, "qwen3"), "test")
+		if r.Status != verdict.Error || ExitCode(r) != 2 || !strings.Contains(r.Error, "recording the result") || !strings.Contains(r.Error, blocker) {
+			t.Fatalf("status %s, exit %d, error %q; want ERROR, 2, naming %s", r.Status, ExitCode(r), r.Error, blocker)
+		}
+		ws := filepath.Join(llms, "unrecorded")
+		if todo := mustRead(t, filepath.Join(ws, "TODO.md")); bytes.Contains(todo, []byte("- [x] 0:")) {
+			t.Errorf("Phase 0 ticked without a report:\n%s", todo)
+		}
+		if progress := mustRead(t, filepath.Join(ws, "docs/development_progress/progress.md")); bytes.Contains(progress, []byte("Phase 0: Build CPU Reference — PASS")) {
+			t.Errorf("progress.md records a PASS without a report:\n%s", progress)
+		}
+	})
+	t.Run("progress.md holds two phase0 entries", func(t *testing.T) {
+		llms := t.TempDir()
+		s := settingsFor(t, llms)
+		s.Name = "twice"
+		mustPass(t, Run(context.Background(), s, tiny(t, "qwen3"), "test"))
+		ws := filepath.Join(llms, "twice")
+		progressPath := filepath.Join(ws, "docs/development_progress/progress.md")
+		progress := mustRead(t, progressPath)
+		doubled := append(append([]byte{}, progress...), "\n<!-- phase0:begin -->\nold\n<!-- phase0:end -->\n"...)
+		if err := os.WriteFile(progressPath, doubled, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		todoBefore := mustRead(t, filepath.Join(ws, "TODO.md"))
+		s2 := settingsFor(t, llms)
+		s2.Name = "twice"
+		r := Run(context.Background(), s2, tiny(t, "qwen3"), "test")
+		if r.Status != verdict.Error || ExitCode(r) != 2 || !strings.Contains(r.Error, "more than one phase0 entry") {
+			t.Fatalf("status %s, exit %d, error %q; want ERROR, 2, naming the duplicated entry", r.Status, ExitCode(r), r.Error)
+		}
+		if got := mustRead(t, progressPath); !bytes.Equal(got, doubled) {
+			t.Errorf("progress.md was rewritten")
+		}
+		if got := mustRead(t, filepath.Join(ws, "TODO.md")); !bytes.Equal(got, todoBefore) {
+			t.Errorf("TODO.md changed:\n%s", got)
+		}
+	})
 }

@@ -84,6 +84,12 @@ func weightsStage(_ context.Context, st *state) (verdict.Status, string, error) 
 		return verdict.Fail, err.Error(), nil
 	}
 	st.inv = inv
+	// Checkpoint-only architecture rules go first, so a model the NPU cannot
+	// run is rejected with its reason rather than failing gate 1 on tensors.
+	if rej := model.TensorRejections(inv.Names()); len(rej) > 0 {
+		st.analysis.Rejections = append(st.analysis.Rejections, rej...)
+		return verdict.Rejected, fmt.Sprintf("%d reason(s)", len(rej)), nil
+	}
 	cfg := st.analysis.Config
 	st.weights = weights.Check(cfg, inv)
 	data := st.fsys

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"phase0/internal/wslock"
 	"phase0/reference"
+	"phase0/scaffold"
 	"phase0/verdict"
 )
 
@@ -74,8 +77,9 @@ func referenceApplies(st *state) (bool, string) {
 	return true, ""
 }
 
-// referenceDir is --out, else <workspace>/reference (run's workspace, or the
-// one run would write for this model).
+// referenceDir is --out, else <workspace>/reference: run's workspace (its
+// generate stage holds the lock), or the one run would write for this model,
+// locked here like run locks it.
 func (st *state) referenceDir() (string, error) {
 	if st.s.ReferenceOut != "" {
 		return filepath.Abs(st.s.ReferenceOut)
@@ -83,10 +87,22 @@ func (st *state) referenceDir() (string, error) {
 	if st.wsDir != "" {
 		return filepath.Join(st.wsDir, "reference"), nil
 	}
-	ws, _, err := workspaceFor(st.s, st, st.version)
+	root, spec, err := workspaceFor(st.s, st, st.version)
 	if err != nil {
 		return "", err
 	}
+	if err := scaffold.CheckFolder(root, spec.Name); err != nil {
+		return "", err
+	}
+	ws := filepath.Join(root, spec.Name)
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return "", fmt.Errorf("creating workspace %s: %w", ws, err)
+	}
+	lock, err := wslock.Acquire(filepath.Join(ws, scaffold.LockName), wslock.Self(st.started))
+	if err != nil {
+		return "", fmt.Errorf("workspace %s: %w; wait for that run to finish", ws, err)
+	}
+	st.lock = lock
 	return filepath.Join(ws, "reference"), nil
 }
 
@@ -218,7 +234,7 @@ func (r *Reference) describe() string {
 }
 
 // referenceStages are `phase0 reference`: inspect, then the recording.
-var referenceStages = append(append([]stage{{name: "python", run: pythonStage}}, inspectStages...),
+var referenceStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "python", run: pythonStage}}, inspectStages...),
 	stage{name: "preflight", when: preflightApplies, run: preflightStage},
 	stage{name: "reference", when: referenceApplies, run: recordReferenceStage},
 )

@@ -72,6 +72,7 @@ type Report struct {
 	ModelID      string            `json:"model_id"`
 	ModelDir     string            `json:"model_dir"`
 	Revision     string            `json:"revision,omitempty"`
+	Source       string            `json:"source,omitempty"` // where a checkpoint that is not a hub snapshot came from
 	Status       verdict.Status    `json:"status"`
 	Error        string            `json:"error,omitempty"`
 	Interrupted  bool              `json:"interrupted,omitempty"`
@@ -96,8 +97,16 @@ type Report struct {
 
 // Workspace describes the generated files of a run.
 type Workspace struct {
-	Dir         string   `json:"dir"`
-	Name        string   `json:"name"`
+	Dir  string `json:"dir"`
+	Name string `json:"name"`
+	// Mode is "generated" (phase0 wrote <name>_weights.py) or
+	// "validated_existing" (it was there and not phase0's: gated, not replaced).
+	Mode string `json:"mode"`
+	// Foreign lists files phase0 left as they were because their bytes are
+	// not its own (upstream's, or edited); never overwritten, --force or not.
+	Foreign []string `json:"foreign"`
+	// Swept lists temporary files a killed earlier run left, removed under the lock.
+	Swept       []string `json:"swept,omitempty"`
 	Written     []string `json:"written"`
 	Unchanged   []string `json:"unchanged"`
 	Kept        []string `json:"kept"` // documents that existed and were left as they were

@@ -95,12 +95,22 @@ func (r *Report) Markdown(chart string) string {
 	if r.Revision != "" {
 		fmt.Fprintf(&b, "| Revision | `%s` |\n", r.Revision)
 	}
+	if r.Source != "" {
+		fmt.Fprintf(&b, "| Source | %s |\n", r.Source)
+	}
 	fmt.Fprintf(&b, "| Architecture | %s (%s) |\n", r.Architecture, orDash(r.Family))
 	if r.Config != nil {
 		fmt.Fprintf(&b, "| Config | %s |\n", ConfigLine(r.Config))
 	}
 	if r.Workspace != nil {
-		fmt.Fprintf(&b, "| Workspace | `%s` (helpers kept: %s) |\n", r.Workspace.Dir, strings.Join(r.Workspace.HelpersKept, ", "))
+		helpers := ""
+		if len(r.Workspace.HelpersKept) > 0 {
+			helpers = " (helpers kept: " + strings.Join(r.Workspace.HelpersKept, ", ") + ")"
+		}
+		fmt.Fprintf(&b, "| Workspace | `%s` — %s%s |\n", r.Workspace.Dir, r.Workspace.modeText(), helpers)
+		for _, f := range r.Workspace.Foreign {
+			fmt.Fprintf(&b, "| Kept as found | `%s` |\n", f)
+		}
 	}
 	b.WriteString("\n## Gates\n\n| Gate | Status | Detail |\n|---|---|---|\n")
 	for _, g := range r.Gates.rows() {
@@ -117,6 +127,10 @@ func (r *Report) Markdown(chart string) string {
 		}
 		l := g.Logits
 		fmt.Fprintf(&b, "\nLogits: n=%d, NaN=%d, Inf=%d, min=%.3f, max=%.3f, mean=%.3f, std=%.3f, entropy=%.3f of max %.3f nats\n", l.N, l.NaN, l.Inf, l.Min, l.Max, l.Mean, l.Std, l.Entropy, l.MaxEntr)
+		if c := g.Calibration; c != nil {
+			fmt.Fprintf(&b, "\nCalibration passage (%d tokens, %d predicted): %q\n\n| Perplexity | Limit | V | Max ratio | Perplexity / V |\n|---|---|---|---|---|\n| %.4g | %.4g | %d | %g | %.3g |\n",
+				c.Tokens, c.Predicted, c.Passage, c.Perplexity, c.Limit, c.VocabSize, c.MaxRatio, c.Ratio)
+		}
 		if chart != "" {
 			fmt.Fprintf(&b, "\n![top-10 next-token probabilities](%s)\n", chart)
 		}

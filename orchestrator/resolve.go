@@ -20,6 +20,13 @@ type resolvedModel struct {
 	ID       string // hub id or the absolute folder; drives the prompt style and the workspace name
 	// PromptStyle is the model's own default prompt style ("" = from the id).
 	PromptStyle string
+	// Local marks a MODEL given as a folder: ID is then its absolute path,
+	// which generated files must never carry.
+	Local bool
+	// Source says where a checkpoint that is not a hub snapshot came from,
+	// and CacheDir is its folder relative to phase0's cache (the default model).
+	Source   string
+	CacheDir string
 	// Remote is set when only the hub's metadata was read (inspect of a model
 	// not in the HF cache): FS holds config.json and the safetensors headers,
 	// and no tensor byte is available.
@@ -46,9 +53,12 @@ func resolveModel(ctx context.Context, s *Settings, arg string) (*resolvedModel,
 		if err != nil {
 			return nil, fmt.Errorf("resolving %s: %w", arg, err)
 		}
-		return &resolvedModel{Dir: abs, ID: abs}, nil
+		return &resolvedModel{Dir: abs, ID: abs, Local: true}, nil
 	}
-	if strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, ".") || strings.HasPrefix(arg, "~") || strings.Count(arg, "/") > 1 {
+	// Only the part before '@' counts: a revision such as refs/pr/1 has
+	// slashes of its own.
+	id, _, _ := strings.Cut(arg, "@")
+	if strings.HasPrefix(arg, "/") || strings.HasPrefix(arg, ".") || strings.HasPrefix(arg, "~") || strings.Count(id, "/") > 1 {
 		return nil, fmt.Errorf("%w: no such folder %s", ErrNoModel, arg)
 	}
 	return resolveHub(ctx, s, arg)

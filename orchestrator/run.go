@@ -18,7 +18,7 @@ import (
 
 // runStages are all of Phase 0: inspect, preflight, generate, the Python
 // facts judged as gates 1 and 3, gate 2, and the record.
-var runStages = append(append([]stage{{name: "python", run: pythonStage}}, inspectStages...),
+var runStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "python", run: pythonStage}}, inspectStages...),
 	stage{name: "preflight", when: preflightApplies, run: preflightStage},
 	stage{name: "generate", run: generateStage},
 	stage{name: "python_weights", when: pythonReady, run: loaderStage},
@@ -32,59 +32,6 @@ var runStages = append(append([]stage{{name: "python", run: pythonStage}}, inspe
 // Run is all of Phase 0 for one model.
 func Run(ctx context.Context, s *Settings, modelArg, version string) *Report {
 	return runChain(ctx, s, "run", modelArg, version, withoutSkippedScan(runStages, s))
-}
-
-// weightsModule is the generated <name>_weights.py of this run.
-func (st *state) weightsModule() string {
-	return filepath.Join(st.wsDir, st.spec.Name+"_weights.py")
-}
-
-func generateStage(_ context.Context, st *state) (verdict.Status, string, error) {
-	ws, spec, err := workspaceFor(st.s, st, st.version)
-	if err != nil {
-		return "", "", err
-	}
-	st.wsDir, st.spec = ws, spec
-	res, err := scaffold.Generate(ws, spec, st.s.Force)
-	if err != nil {
-		if errors.Is(err, scaffold.ErrUserEdited) {
-			err = fmt.Errorf("%w; rerun with --force to overwrite", err)
-		}
-		return "", "", err
-	}
-	st.workspace = &Workspace{Dir: ws, Name: spec.Name, Written: nonNil(res.Written), Unchanged: nonNil(res.Unchanged),
-		Kept: nonNil(res.Kept), HelpersKept: nonNil(res.HelpersKept)}
-	return verdict.Pass, fmt.Sprintf("%s: %d written, %d unchanged", ws, len(res.Written), len(res.Unchanged)), nil
-}
-
-func nonNil(list []string) []string {
-	if list == nil {
-		return []string{}
-	}
-	return list
-}
-
-// workspaceFor picks <llms>/<name> and builds the scaffold spec around the
-// one Config.
-func workspaceFor(s *Settings, st *state, version string) (string, scaffold.Spec, error) {
-	llms := s.LLMSDir
-	if llms == "" {
-		llms = "workspace"
-	}
-	llms, err := filepath.Abs(llms)
-	if err != nil {
-		return "", scaffold.Spec{}, err
-	}
-	name := s.Name
-	if name == "" {
-		name = scaffold.DeriveName(st.ref.ID)
-	}
-	spec := scaffold.Spec{
-		Config: *st.analysis.Config, Family: st.analysis.Family,
-		Name: name, ModelID: st.ref.ID, Revision: st.ref.Revision, ToolVersion: version,
-		AttentionFallback: s.AttentionFallback,
-	}
-	return filepath.Join(llms, name), spec, nil
 }
 
 // loaderStage is gate 1 from the user's side: the generated loader loads the
@@ -151,8 +98,9 @@ func (r *Report) blockers() []string {
 	return out
 }
 
-// recordStage writes report.json, report.md and the chart, then (on PASS)
-// the progress entry, then the TODO tick. A record that cannot be written is
+// recordStage writes report.json, report.md and the chart, then Phase 0's
+// section of phase_timing.md, then (on PASS) the progress entry, then the
+// TODO tick. A record that cannot be written is
 // a failed run (exit 2): nothing after the failed write is touched, so a
 // ticked Phase 0 always has its report on disk.
 func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
@@ -165,32 +113,45 @@ func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
 	if err := writeReports(r, dir); err != nil {
 		return "", "", fmt.Errorf("recording the result: %w", err)
 	}
+	timing := filepath.Join(st.wsDir, "docs", "development_progress", scaffold.PhaseTimingName)
+	blockers := withoutLocalPaths(r.blockers(), st)
+	if err := scaffold.UpsertPhase0Entry(timing, scaffold.Phase0Timing(r.Started, time.Now(), string(r.Status), blockers)); err != nil {
+		return "", "", fmt.Errorf("recording the result: %w", err)
+	}
 	todo := filepath.Join(st.wsDir, "TODO.md")
 	if r.Status == verdict.Pass {
-		entry := progressEntry(r, st.analysis.Config)
+		entry := progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir))
 		if err := scaffold.UpsertPhase0Entry(filepath.Join(st.wsDir, "docs", "development_progress", "progress.md"), entry); err != nil {
 			return "", "", fmt.Errorf("recording the result: %w", err)
 		}
 		if err := scaffold.SetPhase0Status(todo, true, nil); err != nil {
 			return "", "", fmt.Errorf("recording the result: %w", err)
 		}
-	} else if err := scaffold.SetPhase0Status(todo, false, r.blockers()); err != nil {
+	} else if err := scaffold.SetPhase0Status(todo, false, blockers); err != nil {
 		return "", "", fmt.Errorf("recording the result: %w", err)
 	}
 	return verdict.Pass, st.workspace.ReportMD, nil
 }
 
 // progressEntry is the Phase 0 entry for progress.md.
-func progressEntry(r *Report, c *model.Config) string {
+// It names the model as the generated files do (spec), never by a local path.
+func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string) string {
 	b := r.Gates.HFBaseline
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "## Phase 0: Build CPU Reference — PASS (%s)\n\n", r.Started.Format("2006-01-02"))
-	fmt.Fprintf(&sb, "- HF model: `%s`", r.ModelID)
-	if r.Model != r.ModelID {
-		fmt.Fprintf(&sb, " (given as `%s`)", r.Model)
+	if spec.OnHub {
+		fmt.Fprintf(&sb, "- HF model: `%s`", spec.ModelID)
+		if r.Model != spec.ModelID && r.Model != DefaultModel && !strings.HasPrefix(r.Model, spec.ModelID+"@") {
+			fmt.Fprintf(&sb, " (given as `%s`)", r.Model)
+		}
+	} else {
+		fmt.Fprintf(&sb, "- Local checkpoint: `%s` (`default_checkpoint()` in `%s_weights.py` finds it)", spec.ModelID, spec.Name)
 	}
-	if r.Revision != "" {
-		fmt.Fprintf(&sb, " at revision `%s`", r.Revision)
+	if spec.Revision != "" {
+		fmt.Fprintf(&sb, " at revision `%s`", spec.Revision)
+	}
+	if spec.Source != "" {
+		fmt.Fprintf(&sb, ", validated weights: %s", spec.Source)
 	}
 	fmt.Fprintf(&sb, " (%s, %s family)\n", r.Architecture, r.Family)
 	fmt.Fprintf(&sb, "- Resolved config: n_layers=%d, emb_dim=%d, n_heads=%d, n_kv_heads=%d, head_dim=%d, hidden_dim=%d, vocab_size=%d, rope_base=%g, tie_word_embeddings=%v\n",
@@ -210,12 +171,19 @@ func progressEntry(r *Report, c *model.Config) string {
 		}
 		fmt.Fprintf(&sb, "- Defaulted (absent from config.json): %s\n", strings.Join(d, "; "))
 	}
-	fmt.Fprintf(&sb, "- cpu_helpers kept: %s\n", strings.Join(r.Workspace.HelpersKept, ", "))
+	if r.Workspace.Mode == ModeValidatedExisting {
+		fmt.Fprintf(&sb, "- Workspace: validated existing `%s_weights.py` (not written by phase0; nothing generated over it)\n", r.Workspace.Name)
+	} else {
+		fmt.Fprintf(&sb, "- cpu_helpers kept: %s\n", strings.Join(r.Workspace.HelpersKept, ", "))
+	}
 	fmt.Fprintf(&sb, "- Gates: weights %s (%d tensors), config consistency %s (%d checks), HF bf16 baseline %s\n",
 		r.Gates.Weights.Status, r.Gates.Weights.Tensors, r.Gates.ConfigConsistency.Status, len(r.Gates.ConfigConsistency.Checked), b.Status)
-	fmt.Fprintf(&sb, "- Canonical prompt (%s, %s runner `%s`): %q → token ids %v\n", b.PromptStyle, b.Runner, b.RunnerPath, b.Prompt, b.Tokens)
+	fmt.Fprintf(&sb, "- Canonical prompt (%s, %s runner `%s`): %q → token ids %v\n", b.PromptStyle, b.Runner, runnerShown(b.RunnerPath, llms), b.Prompt, b.Tokens)
 	fmt.Fprintf(&sb, "- Top-1: id %d %q (p=%.4f); logits OK: n=%d, NaN=%d, Inf=%d, min=%.3f, max=%.3f, mean=%.3f, std=%.3f, entropy=%.3f nats\n",
 		b.Top1Token, b.Top1Text, b.Logits.Top1Prob, b.Logits.N, b.Logits.NaN, b.Logits.Inf, b.Logits.Min, b.Logits.Max, b.Logits.Mean, b.Logits.Std, b.Logits.Entropy)
+	if b.Calibration != nil {
+		fmt.Fprintf(&sb, "- %s\n", calibrationLine(b.Calibration))
+	}
 	fmt.Fprintf(&sb, "- Tool: phase0 %s (torch %s, transformers %s), %s\n", r.Version, b.Torch, b.Transformers, r.Started.Format(time.RFC3339))
 	sb.WriteString(r.Reference.progressLine())
 	return sb.String()

@@ -9,6 +9,7 @@ import (
 // Settings are the resolved configuration of one phase0 invocation.
 type Settings struct {
 	LLMSDir           string
+	OutDir            string // holds <name>/ without an llms tree ("" = ./workspace); exclusive with LLMSDir
 	Python            string
 	Name              string
 	PromptStyle       string
@@ -22,6 +23,10 @@ type Settings struct {
 	Force             bool
 	MemoryCheck       bool
 	AttentionFallback bool
+	// MaxPerplexityRatio: gate 2 fails when the calibration passage's
+	// perplexity exceeds this × vocab_size (0 = judge.DefaultMaxPerplexityRatio).
+	// Setting max_perplexity_ratio / PHASE0_MAX_PERPLEXITY_RATIO.
+	MaxPerplexityRatio float64
 	// ReferenceSteps greedy tokens per prompt in the recorded reference (0 = run
 	// records none); ReferenceDtype and ReferenceOut are `phase0 reference`'s
 	// --dtype and --out; Refresh records anew even when the key matches.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"phase0/configgate"
+	"phase0/internal/wslock"
 	"phase0/model"
 	"phase0/preflight"
 	"phase0/safetensors"
@@ -45,6 +46,7 @@ type state struct {
 	wsDir     string
 	spec      scaffold.Spec
 	workspace *Workspace
+	lock      *wslock.Lock // held from generate to the end of the run
 
 	preflight *preflight.Report // machine readiness (run only; informational)
 
@@ -68,6 +70,7 @@ type stage struct {
 // rejected, or the context ends, then builds the report.
 func runChain(ctx context.Context, s *Settings, command, arg, version string, stages []stage) *Report {
 	st := &state{s: s, command: command, arg: arg, version: version, started: time.Now().UTC().Truncate(time.Second)}
+	defer st.releaseWorkspace()
 	defer st.closeWorker()
 	for _, sg := range stages {
 		if ctx.Err() != nil {
@@ -160,7 +163,7 @@ func (st *state) report() *Report {
 		r.Interrupted = errors.Is(st.err, errInterrupted)
 	}
 	if st.ref != nil {
-		r.ModelID, r.ModelDir, r.Revision = st.ref.ID, st.ref.Dir, st.ref.Revision
+		r.ModelID, r.ModelDir, r.Revision, r.Source = st.ref.ID, st.ref.Dir, st.ref.Revision, st.ref.Source
 	}
 	if a := st.analysis; a != nil {
 		r.Architecture, r.Config = a.Architecture, a.Config

@@ -21,6 +21,9 @@ func (r *Report) Text() string {
 		if r.Revision != "" {
 			fmt.Fprintf(&b, " (revision %s)", r.Revision)
 		}
+		if r.Source != "" {
+			fmt.Fprintf(&b, " (%s)", r.Source)
+		}
 		b.WriteString("\n")
 	}
 	if r.Architecture != "" {
@@ -28,6 +31,12 @@ func (r *Report) Text() string {
 	}
 	if c := r.Config; c != nil {
 		fmt.Fprintf(&b, "  config: %s\n", ConfigLine(c))
+	}
+	if w := r.Workspace; w != nil {
+		fmt.Fprintf(&b, "  workspace: %s (%s)\n", w.Dir, w.modeText())
+		for _, f := range w.Foreign {
+			fmt.Fprintf(&b, "  kept as found: %s\n", f)
+		}
 	}
 	for _, rej := range r.Rejections {
 		fmt.Fprintf(&b, "  rejected [%s]: %s\n", rej.Code, rej.Message)
@@ -84,6 +93,9 @@ func (r *Report) findings() string {
 	}
 	if g := r.Gates.HFBaseline; g != nil && g.Decode != nil {
 		fmt.Fprintf(&b, "  continuation: %q\n", g.Decode.Text)
+	}
+	if g := r.Gates.HFBaseline; g != nil && g.Calibration != nil {
+		fmt.Fprintf(&b, "  %s\n", calibrationLine(g.Calibration))
 	}
 	return b.String()
 }

@@ -11,7 +11,7 @@ import (
 func scaffoldWorkspace(t *testing.T) string {
 	t.Helper()
 	ws := t.TempDir()
-	if _, err := Write(ws, renderTiny(t), false); err != nil {
+	if _, err := Write(ws, renderTiny(t)); err != nil {
 		t.Fatal(err)
 	}
 	return ws
@@ -60,7 +60,7 @@ func TestUpsertPhase0Entry(t *testing.T) {
 	if m.Files["docs/development_progress/progress.md"] != sha256Hex([]byte(got)) {
 		t.Error("manifest does not record phase0's edit of progress.md")
 	}
-	if _, err := Write(ws, renderTiny(t), false); err != nil {
+	if _, err := Write(ws, renderTiny(t)); err != nil {
 		t.Errorf("re-scaffold after upsert: %v", err)
 	}
 }
@@ -93,7 +93,7 @@ func TestSetPhase0Status(t *testing.T) {
 		t.Fatal(err)
 	}
 	failed := readWS(t, ws, "TODO.md")
-	wantBlock := "## Active blockers\n\n- needs-human-review: HF baseline: top-1 is NaN\n- needs-human-review: config mismatch: rope_theta\n\n## Resolved config"
+	wantBlock := "## Active blockers\n\n- needs-human-review: HF baseline: top-1 is NaN\n- needs-human-review: config mismatch: rope_theta\n\n## Phase 2 prerequisites"
 	if !strings.Contains(failed, wantBlock) || !strings.Contains(failed, "- [ ] 0: Build CPU Reference") {
 		t.Fatalf("after failure:\n%s", failed)
 	}
@@ -112,7 +112,7 @@ func TestSetPhase0Status(t *testing.T) {
 	if want := strings.Replace(original, "- [ ] 0: Build CPU Reference", "- [x] 0: Build CPU Reference", 1); passed != want {
 		t.Fatalf("after pass:\n%s\nwant:\n%s", passed, want)
 	}
-	if _, err := Write(ws, renderTiny(t), false); err != nil {
+	if _, err := Write(ws, renderTiny(t)); err != nil {
 		t.Errorf("re-scaffold after SetPhase0Status: %v", err)
 	}
 	if !strings.Contains(readWS(t, ws, "TODO.md"), "- [x] 0: Build CPU Reference") {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+
+	"phase0/model"
 )
 
 //go:embed templates/*.tmpl
@@ -37,15 +39,18 @@ var fileTemplates = []fileTemplate{
 	{"progress.md.tmpl", func(Spec) string { return "docs/development_progress/progress.md" }, true},
 	{"LESSONS.md.tmpl", func(Spec) string { return "docs/development_progress/LESSONS.md" }, true},
 	{"debug_log.md.tmpl", func(Spec) string { return "docs/development_progress/debug_log.md" }, true},
+	{"phase_timing.md.tmpl", func(Spec) string { return "docs/development_progress/" + PhaseTimingName }, true},
+	{"gitignore.tmpl", func(Spec) string { return ".gitignore" }, true},
 }
 
 var templates = template.Must(template.New("").Funcs(template.FuncMap{
-	"pyFloat":     pyFloat,
-	"pyBool":      pyBool,
-	"helpersKept": HelpersKept,
-	"join":        strings.Join,
-	"mul":         func(a, b int) int { return a * b },
-	"div":         func(a, b int) int { return a / b },
+	"pyFloat":       pyFloat,
+	"pyBool":        pyBool,
+	"helpersKept":   HelpersKept,
+	"join":          strings.Join,
+	"mul":           func(a, b int) int { return a * b },
+	"div":           func(a, b int) int { return a / b },
+	"unaligned1024": unaligned1024,
 }).Option("missingkey=error").ParseFS(templateFS, "templates/*.tmpl"))
 
 // Render produces every workspace file for spec, in a fixed order.
@@ -90,4 +95,19 @@ func pyBool(b bool) string {
 		return "True"
 	}
 	return "False"
+}
+
+// unaligned1024 lists the GEMM dimensions Phase 2 must pad because they are
+// not multiples of 1024 ("emb_dim 896 (next multiple 1024)").
+func unaligned1024(c model.Config) []string {
+	var out []string
+	for _, d := range []struct {
+		name string
+		v    int
+	}{{"emb_dim", c.EmbDim}, {"hidden_dim", c.HiddenDim}} {
+		if d.v%1024 != 0 {
+			out = append(out, fmt.Sprintf("%s %d (next multiple %d)", d.name, d.v, (d.v/1024+1)*1024))
+		}
+	}
+	return out
 }

@@ -55,10 +55,16 @@ func TestPyFloat(t *testing.T) {
 // beside the workspace names, with the family by name.
 type specFile struct {
 	model.Config
-	Family            string `json:"family"`
-	Name              string `json:"name"`
-	ModelID           string `json:"model_id"`
-	Revision          string `json:"revision"`
+	Family     string `json:"family"`
+	Name       string `json:"name"`
+	ModelID    string `json:"model_id"`
+	OnHub      bool   `json:"on_hub"`
+	Revision   string `json:"revision"`
+	Source     string `json:"source"`
+	Checkpoint struct {
+		Root string `json:"root"`
+		Path string `json:"path"`
+	} `json:"checkpoint"`
 	ToolVersion       string `json:"tool_version"`
 	AttentionFallback bool   `json:"attention_fallback"`
 }
@@ -79,7 +85,8 @@ func loadSpec(t *testing.T, family string) Spec {
 	if !ok {
 		t.Fatalf("%s/spec.json: unknown family %q", family, f.Family)
 	}
-	return Spec{Config: f.Config, Family: fam, Name: f.Name, ModelID: f.ModelID, Revision: f.Revision,
+	return Spec{Config: f.Config, Family: fam, Name: f.Name, ModelID: f.ModelID, OnHub: f.OnHub, Revision: f.Revision,
+		Source: f.Source, Checkpoint: Checkpoint{Root: f.Checkpoint.Root, Path: f.Checkpoint.Path},
 		ToolVersion: f.ToolVersion, AttentionFallback: f.AttentionFallback}
 }
 
@@ -132,19 +139,23 @@ func TestRenderFamilySpecificParts(t *testing.T) {
 	}{
 		{"llama", []string{`"rope_type": "llama3"`, "field(default_factory=_default_rope_scaling)", "rms_norm_eps: float = 1e-05",
 			"def attention_reference(", "RMS_NORM_EPS = 1e-05"},
-			[]string{"q_proj.bias", "q_norm", "Phase 2 prerequisites", "qk_norm_per_head"},
+			[]string{"q_proj.bias", "q_norm", "- QKV bias:", "- QK-norm:", "head_dim 16 ≠", "qk_norm_per_head"},
 			[]string{"rms_norm", "softmax", "attention_reference"}},
 		{"mistral", []string{"rope_scaling: Optional[Dict[str, Any]] = None", "tie_word_embeddings: bool = False",
-			"MODEL_REVISION: Optional[str] = None"},
-			[]string{"def attention_reference(", "def softmax(", "q_proj.bias", "q_norm", "import dataclass, field", "default_factory"},
+			"MODEL_REVISION: Optional[str] = None  # a local checkpoint has no hub revision", "Model: `Tiny-Mistral` (a local checkpoint;",
+			`return os.path.normpath(os.path.join(here, *"../../models/Tiny-Mistral".split("/")))`},
+			[]string{"def attention_reference(", "def softmax(", "q_proj.bias", "q_norm", "_default_rope_scaling", "huggingface.co", "CHECKPOINT_SOURCE"},
 			[]string{"rms_norm"}},
-		{"qwen2", []string{`"bq": ("self_attn.q_proj.bias", False)`, "bq: np.ndarray  # (64,)", "bk: np.ndarray  # (32,)",
+		{"qwen2", []string{`"self_attn.q_proj.bias": ("bq", False)`, "rms_qkv_bias_rope_multi.py", `"w_down", "bq", "bk", "bv"]`, "bq: np.ndarray  # (64,)", "bk: np.ndarray  # (32,)",
 			"## Phase 2 prerequisites", "RoPE(q + bq) = RoPE(q) + RoPE(bq)", "RMS_NORM_EPS = 1e-06"},
 			[]string{"q_norm", "qk_norm_per_head"},
 			[]string{"rms_norm", "softmax", "attention_reference"}},
-		{"qwen3", []string{`"q_norm": ("self_attn.q_norm.weight", False)`, "def qk_norm_per_head(",
+		{"qwen3", []string{`"self_attn.q_norm.weight": ("q_norm", False)`, "def qk_norm_per_head(", "- QK-norm:",
+			"rms_qkv_qknorm_rope_multi.py", "head_dim 32 ≠ emb_dim / n_heads = 64 / 4", "MODEL_REVISION: Optional[str] = None  # the validated checkpoint is not a hub snapshot",
+			`CHECKPOINT_SOURCE = "llm-tiny-qwen3==0.0.1`, `os.path.join(cache, *"models/Tiny-Qwen3".split("/"))`,
+			"(validated weights: llm-tiny-qwen3==0.0.1",
 			"head_dim: int = 32  # n_heads * head_dim = 128, not emb_dim", "wo: np.ndarray  # (128, 64)"},
-			[]string{"q_proj.bias", "Phase 2 prerequisites"},
+			[]string{"q_proj.bias", "- QKV bias:", "revision unknown"},
 			[]string{"rms_norm", "qk_norm_per_head", "softmax", "attention_reference"}},
 	} {
 		t.Run(tc.family, func(t *testing.T) {
@@ -188,7 +199,7 @@ func TestRenderFileSet(t *testing.T) {
 	}
 	want := []string{"tiny_qwen3_weights.py", "tiny_qwen3_cpu_helpers.py", "TODO.md", "README.md",
 		"docs/development_progress/progress.md", "docs/development_progress/LESSONS.md",
-		"docs/development_progress/debug_log.md"}
+		"docs/development_progress/debug_log.md", "docs/development_progress/phase_timing.md", ".gitignore"}
 	if !slices.Equal(paths, want) {
 		t.Errorf("paths = %v, want %v", paths, want)
 	}
@@ -210,6 +221,11 @@ func TestRenderRejectsInvalidSpec(t *testing.T) {
 		{"llama3 without freq factors", func(s *Spec) { s.RopeScaling = &model.RopeScaling{RopeType: "llama3", Factor: 8} }, "low_freq_factor < high_freq_factor"},
 		{"quote in id", func(s *Spec) { s.ModelID = `evil"id` }, "model_id"},
 		{"newline in revision", func(s *Spec) { s.Revision = "a\nb" }, "revision"},
+		{"path as local id", func(s *Spec) { s.OnHub = false; s.ModelID = "/home/me/models/x" }, "must be its folder name, not a path"},
+		{"local without checkpoint", func(s *Spec) { s.OnHub = false; s.ModelID = "x"; s.Checkpoint = Checkpoint{} }, "needs a checkpoint root"},
+		{"absolute checkpoint", func(s *Spec) { s.Checkpoint.Path = "/root/.cache/phase0/models/x" }, "relative"},
+		{"unknown root", func(s *Spec) { s.Checkpoint.Root = "home" }, `checkpoint root "home"`},
+		{"path without root", func(s *Spec) { s.Checkpoint = Checkpoint{Path: "x"} }, "has no root"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := loadSpec(t, "qwen3")
@@ -217,6 +233,43 @@ func TestRenderRejectsInvalidSpec(t *testing.T) {
 			_, err := Render(s)
 			if !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Render error = %v, want ErrInvalidSpec containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The Phase 2 prerequisites list only what applies, and the section is
+// absent when nothing does.
+func TestPhase2Prerequisites(t *testing.T) {
+	aligned := loadSpec(t, "mistral")
+	aligned.EmbDim, aligned.HiddenDim, aligned.NHeads, aligned.NKVHeads, aligned.HeadDim = 1024, 4096, 16, 8, 64
+	for _, tc := range []struct {
+		name    string
+		spec    Spec
+		present []string
+		absent  []string
+	}{
+		{"aligned llama-like", aligned, nil, []string{"## Phase 2 prerequisites"}},
+		{"unaligned hidden", func() Spec { s := aligned; s.HiddenDim = 4864; return s }(),
+			[]string{"- Not multiples of 1024: hidden_dim 4864 (next multiple 5120)."}, []string{"emb_dim 1024 (", "- QK-norm", "- QKV bias", "≠"}},
+		{"qwen3", loadSpec(t, "qwen3"), []string{"- QK-norm:", "- head_dim 32 ≠", "emb_dim 64 (next multiple 1024)"}, []string{"- QKV bias"}},
+		{"qwen2", loadSpec(t, "qwen2"), []string{"- QKV bias:", "build_rms_qkv_bias_rope_gemv_module"}, []string{"- QK-norm", "≠"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			files, err := Render(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			todo := string(files[2].Data)
+			for _, s := range tc.present {
+				if !strings.Contains(todo, s) {
+					t.Errorf("TODO.md lacks %q:\n%s", s, todo)
+				}
+			}
+			for _, s := range tc.absent {
+				if strings.Contains(todo, s) {
+					t.Errorf("TODO.md contains %q:\n%s", s, todo)
+				}
 			}
 		})
 	}

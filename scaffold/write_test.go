@@ -2,7 +2,6 @@ package scaffold
 
 import (
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,7 +45,7 @@ func paths(files []File) []string {
 func TestWriteFreshWorkspace(t *testing.T) {
 	ws := filepath.Join(t.TempDir(), "llms", "tiny_qwen3")
 	files := renderTiny(t)
-	res, err := Write(ws, files, false)
+	res, err := Write(ws, files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +73,7 @@ func TestWriteFreshWorkspace(t *testing.T) {
 }
 
 func TestGenerateReportsHelpers(t *testing.T) {
-	res, err := Generate(t.TempDir(), loadSpec(t, "qwen3"), false)
+	res, err := Generate(t.TempDir(), loadSpec(t, "qwen3"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +87,11 @@ func TestGenerateReportsHelpers(t *testing.T) {
 func TestWriteRerun(t *testing.T) {
 	ws := t.TempDir()
 	files := renderTiny(t)
-	if _, err := Write(ws, files, false); err != nil {
+	if _, err := Write(ws, files); err != nil {
 		t.Fatal(err)
 	}
 
-	res, err := Write(ws, files, false)
+	res, err := Write(ws, files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +105,7 @@ func TestWriteRerun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err = Write(ws, newer, false)
+	res, err = Write(ws, newer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,30 +121,34 @@ func TestWriteRerun(t *testing.T) {
 	}
 }
 
-func TestWriteRefusesUserEdits(t *testing.T) {
+// Foreign files — edited since phase0 wrote them, or never written by it —
+// are never replaced; the rest of the rendering is still written.
+func TestWriteNeverReplacesForeignFiles(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		setup func(t *testing.T, ws string)
-		want  string
+		name    string
+		setup   func(t *testing.T, ws string)
+		foreign []string
+		rel     string
 	}{
 		{"edited after phase0 wrote it", func(t *testing.T, ws string) {
 			writeWS(t, ws, "tiny_qwen3_weights.py", "# mine now\n")
-		}, "tiny_qwen3_weights.py (changed since phase0 wrote it)"},
+		}, []string{"tiny_qwen3_weights.py (changed since phase0 wrote it)"}, "tiny_qwen3_weights.py"},
 		{"manifest lost", func(t *testing.T, ws string) {
 			writeWS(t, ws, "tiny_qwen3_cpu_helpers.py", "# hand-written helpers\n")
 			if err := os.Remove(filepath.Join(ws, ManifestName)); err != nil {
 				t.Fatal(err)
 			}
-		}, "tiny_qwen3_cpu_helpers.py (not written by phase0)"},
+			// Without the manifest phase0's own older weights module is no
+			// longer provably its own either.
+		}, []string{"tiny_qwen3_weights.py (not written by phase0)", "tiny_qwen3_cpu_helpers.py (not written by phase0)"}, "tiny_qwen3_cpu_helpers.py"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := t.TempDir()
-			if _, err := Write(ws, renderTiny(t), false); err != nil {
+			if _, err := Write(ws, renderTiny(t)); err != nil {
 				t.Fatal(err)
 			}
 			tc.setup(t, ws)
-			// A newer rendering that would rewrite the other generated file
-			// and create a new one: nothing at all may be written.
+			before := readWS(t, ws, tc.rel)
 			spec := loadSpec(t, "qwen3")
 			spec.RMSNormEps = 1e-5
 			newer, err := Render(spec)
@@ -153,26 +156,23 @@ func TestWriteRefusesUserEdits(t *testing.T) {
 				t.Fatal(err)
 			}
 			newer = append(newer, File{Path: "extra.txt", Data: []byte("new\n")})
-			before := snapshot(t, ws)
-
-			_, err = Write(ws, newer, false)
-			if !errors.Is(err, ErrUserEdited) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Write error = %v, want ErrUserEdited naming %q", err, tc.want)
-			}
-			if after := snapshot(t, ws); !mapsEqual(before, after) {
-				t.Fatalf("Write changed the workspace although it refused:\nbefore %v\nafter  %v", keys(before), keys(after))
-			}
-
-			res, err := Write(ws, newer, true)
-			if err != nil {
-				t.Fatalf("forced Write: %v", err)
-			}
-			if !slices.Contains(res.Written, "tiny_qwen3_weights.py") || !slices.Contains(res.Written, "extra.txt") {
-				t.Errorf("forced Write result %+v", res)
-			}
-			// After a forced write the files are phase0's again.
-			if _, err := Write(ws, newer, false); err != nil {
-				t.Errorf("Write after force: %v", err)
+			for range 2 { // the second Write must not have adopted the foreign file
+				res, err := Write(ws, newer)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(res.Foreign, tc.foreign) {
+					t.Fatalf("Foreign = %v, want %v", res.Foreign, tc.foreign)
+				}
+				if got := readWS(t, ws, tc.rel); got != before {
+					t.Fatalf("%s was replaced: %q", tc.rel, got)
+				}
+				if readWS(t, ws, "extra.txt") != "new\n" {
+					t.Error("the rest of the rendering was not written")
+				}
+				if own, err := Owner(ws, tc.rel); err != nil || own != Foreign {
+					t.Errorf("Owner(%s) = %v, %v; want Foreign", tc.rel, own, err)
+				}
 			}
 		})
 	}
@@ -182,7 +182,7 @@ func TestWriteAdoptsIdenticalUnknownFile(t *testing.T) {
 	ws := t.TempDir()
 	files := renderTiny(t)
 	writeWS(t, ws, files[0].Path, string(files[0].Data))
-	res, err := Write(ws, files, false)
+	res, err := Write(ws, files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestWriteAdoptsIdenticalUnknownFile(t *testing.T) {
 
 func TestWriteRejectsBadPaths(t *testing.T) {
 	for _, p := range []string{"../escape.py", "/abs.py", "a/../../b.py", "", ".", ManifestName} {
-		_, err := Write(t.TempDir(), []File{{Path: p, Data: []byte("x")}}, true)
+		_, err := Write(t.TempDir(), []File{{Path: p, Data: []byte("x")}})
 		if err == nil || !strings.Contains(err.Error(), "stay inside the workspace") {
 			t.Errorf("Write(%q) error = %v, want a path error", p, err)
 		}
@@ -210,7 +210,7 @@ func TestWriteRejectsBadPaths(t *testing.T) {
 func TestWriteCorruptManifest(t *testing.T) {
 	ws := t.TempDir()
 	writeWS(t, ws, ManifestName, "{not json")
-	_, err := Write(ws, renderTiny(t), false)
+	_, err := Write(ws, renderTiny(t))
 	if err == nil || !strings.Contains(err.Error(), ManifestName) {
 		t.Fatalf("error = %v, want one naming the manifest", err)
 	}

@@ -59,11 +59,12 @@ func execute(args []string, stdout, stderr io.Writer) int {
 		c.Flags().Bool("scan", false, "read every tensor and count NaN/Inf (touches all bytes)")
 		c.Flags().String("workers", "", "scan workers (0 = one per CPU)")
 		if python {
-			c.Flags().String("llms-dir", "", "mlir-air programming_examples/llms folder (its verify/ runner and prompts are used)")
+			c.Flags().String("llms-dir", "", "mlir-air programming_examples/llms folder; must hold verify/runners/hf_runner.py and verify/prompts/")
 			c.Flags().String("prompt-style", "", "base or instruct (default: from the model id)")
 			c.Flags().String("prompt", "", "prompt text (overrides the canonical prompt file)")
 			c.Flags().String("decode", "", "greedy continuation tokens to show after the prefill")
-			c.Flags().Bool("force", false, "proceed despite a low-memory preflight warning; overwrite user-edited files (run)")
+			c.Flags().String("max-perplexity-ratio", "", "gate 2 fails when the calibration passage's perplexity exceeds this × vocab_size (default 0.1)")
+			c.Flags().Bool("force", false, "proceed despite a low-memory preflight warning (files phase0 did not write are never overwritten)")
 		}
 	}
 	add := func(use, short string, python bool, run command) *cobra.Command {
@@ -121,6 +122,7 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	add("baseline", "Inspect, then confirm the HF transformers bf16 reference on the canonical prompt", true, orchestrator.BaselineRun)
 	runCmd := add("run", "All of Phase 0: inspect, generate the workspace, Python gates, baseline, record", true, orchestrator.Run)
 	runCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
+	runCmd.Flags().String("out-dir", "", "folder for <name>/ when there is no --llms-dir (default ./workspace; bundled runner)")
 	runCmd.Flags().String("report-dir", "", "where report.json and report.md go (default: <workspace>/docs/development_progress/phase0)")
 	refCmd := add("reference", "Record (or reuse) the HF reference the later phases compare against, into <workspace>/reference", true, orchestrator.ReferenceRun)
 	refCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
@@ -258,7 +260,9 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 	if err := v.ReadConfig(bytes.NewReader(configs.DefaultYAML)); err != nil {
 		return nil, fmt.Errorf("built-in configs/default.yaml: %w", err)
 	}
-	if path, _ := cmd.Flags().GetString("config"); path != "" {
+	var fileKeys map[string]bool // the keys the --config file sets, for messages
+	path, _ := cmd.Flags().GetString("config")
+	if path != "" {
 		data, err := readConfigFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("--config: %w", err)
@@ -269,6 +273,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 		if err := checkKeys(v); err != nil {
 			return nil, fmt.Errorf("--config %s: %w", path, err)
 		}
+		fileKeys = yamlKeys(data)
 	}
 	v.SetEnvPrefix("PHASE0")
 	v.SetEnvKeyReplacer(strings.NewReplacer(".", "_", "-", "_"))
@@ -276,7 +281,8 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 	for key, flag := range map[string]string{
 		"python": "python", "timeout": "timeout", "scan": "scan", "workers": "workers", "llms_dir": "llms-dir",
 		"prompt_style": "prompt-style", "prompt": "prompt", "decode": "decode", "force": "force", "name": "name",
-		"report_dir": "report-dir", "reference_steps": "reference-steps",
+		"report_dir": "report-dir", "out_dir": "out-dir", "max_perplexity_ratio": "max-perplexity-ratio",
+		"reference_steps": "reference-steps",
 	} {
 		if f := cmd.Flags().Lookup(flag); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
@@ -284,9 +290,10 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 			}
 		}
 	}
-	p := parser{v: v, cmd: cmd}
+	p := parser{v: v, cmd: cmd, configPath: path, fileKeys: fileKeys}
 	s := &orchestrator.Settings{
 		LLMSDir:           p.str("llms_dir"),
+		OutDir:            p.str("out_dir"),
 		Python:            defaultPython(p.str("python")),
 		Name:              p.str("name"),
 		PromptStyle:       p.str("prompt_style"),
@@ -306,6 +313,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 		Env:               os.Getenv,
 		Progress:          stderr,
 	}
+	s.MaxPerplexityRatio = p.ratio("max_perplexity_ratio")
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -342,9 +350,24 @@ func defaultPython(setting string) string {
 
 // parser reads settings strictly and keeps the first error.
 type parser struct {
-	v   *viper.Viper
-	cmd *cobra.Command
-	err error
+	v          *viper.Viper
+	cmd        *cobra.Command
+	configPath string
+	fileKeys   map[string]bool
+	err        error
+}
+
+// yamlKeys lists the keys a --config file sets (it already parsed once).
+func yamlKeys(data []byte) map[string]bool {
+	f := viper.New()
+	f.SetConfigType("yaml")
+	keys := map[string]bool{}
+	if f.ReadConfig(bytes.NewReader(data)) == nil {
+		for _, k := range f.AllKeys() {
+			keys[k] = true
+		}
+	}
+	return keys
 }
 
 // origin names where a key's value came from, for messages.
@@ -356,6 +379,9 @@ func (p *parser) origin(key string) string {
 	env := "PHASE0_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))
 	if _, ok := os.LookupEnv(env); ok {
 		return env
+	}
+	if p.fileKeys[key] {
+		return "--config " + p.configPath + ": " + key
 	}
 	return "setting " + key
 }
@@ -407,6 +433,20 @@ func (p *parser) count(key string, least int) int {
 	return int(n)
 }
 
+// ratio reads a positive, finite fraction; "" means the built-in default.
+func (p *parser) ratio(key string) float64 {
+	raw := p.v.Get(key)
+	if s, ok := raw.(string); ok && s == "" {
+		return defaultFloat(key)
+	}
+	x, err := cast.ToFloat64E(raw)
+	if _, isBool := raw.(bool); isBool || err != nil || x <= 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		p.fail(key, raw, "a positive number such as 0.1")
+		return 0
+	}
+	return x
+}
+
 func (p *parser) duration(key string) time.Duration {
 	raw := p.v.Get(key)
 	if s, ok := raw.(string); ok && s == "" {
@@ -433,12 +473,22 @@ func defaultInt(key string) int {
 	return d.GetInt(key)
 }
 
+// defaultFloat is the built-in default of a number key, for a flag given as "".
+func defaultFloat(key string) float64 {
+	d := viper.New()
+	d.SetConfigType("yaml")
+	if d.ReadConfig(bytes.NewReader(configs.DefaultYAML)) != nil {
+		return 0
+	}
+	return d.GetFloat64(key)
+}
+
 // knownKeys are the settings a --config file may set.
 var knownKeys = map[string]bool{
 	"llms_dir": true, "python": true, "name": true, "prompt_style": true, "prompt": true, "decode": true,
 	"max_seq": true, "timeout": true, "scan": true, "workers": true, "report_dir": true, "force": true,
 	"memory_check": true, "cpu_helpers": true, "cpu_helpers.attention_fallback": true, "cache": true, "pyshim": true,
-	"reference_steps": true,
+	"out_dir": true, "max_perplexity_ratio": true, "reference_steps": true,
 }
 
 // checkKeys refuses misspelt settings instead of silently ignoring them.

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/viper"
 
 	"phase0/internal/sttest"
 	"phase0/model"
@@ -166,6 +170,10 @@ func TestJSONOnEveryUsageError(t *testing.T) {
 		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_MAX_SEQ": "0"}, "PHASE0_MAX_SEQ"},
 		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_WORKERS": "many"}, "PHASE0_WORKERS"},
 		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_SCAN": "maybe"}, "PHASE0_SCAN"},
+		{[]string{"baseline", good, "--max-perplexity-ratio", "0", "--json"}, nil, `--max-perplexity-ratio: "0" is not a positive number`},
+		{[]string{"baseline", good, "--max-perplexity-ratio", "tenth", "--json"}, nil, `--max-perplexity-ratio: "tenth"`},
+		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_MAX_PERPLEXITY_RATIO": "-0.5"}, `PHASE0_MAX_PERPLEXITY_RATIO: "-0.5"`},
+		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_MAX_PERPLEXITY_RATIO": "NaN"}, "PHASE0_MAX_PERPLEXITY_RATIO"},
 		{[]string{"inspect", good, "--json", "--config", "/dev/zero"}, nil, "not a regular file"},
 		{[]string{"inspect", good, "--json", "--config", "/no/such.yaml"}, nil, "--config"},
 		{[]string{"inspect", "--json"}, nil, "exactly one MODEL"},
@@ -197,5 +205,50 @@ func TestJSONOnEveryUsageError(t *testing.T) {
 	os.WriteFile(cfg, []byte("decode: 99999999999999999999\n"), 0o644)
 	if code, _, stderr := run(t, "baseline", good, "--config", cfg); code != 2 || !strings.Contains(stderr, "99999999999999999999") && !strings.Contains(stderr, "1e+20") {
 		t.Errorf("huge decode: exit %d, %s", code, stderr)
+	}
+}
+
+// TestMaxPerplexityRatioLayers: the gate-2 limit comes from the default
+// file, a --config file, PHASE0_MAX_PERPLEXITY_RATIO and the flag, in that
+// order of increasing precedence.
+func TestMaxPerplexityRatioLayers(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "ratio.yaml")
+	os.WriteFile(cfg, []byte("max_perplexity_ratio: 0.25\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want float64
+	}{
+		{nil, "", 0.1},
+		{[]string{"--config", cfg}, "", 0.25},
+		{[]string{"--config", cfg}, "0.05", 0.05},
+		{[]string{"--config", cfg, "--max-perplexity-ratio", "0.5"}, "0.05", 0.5},
+		{[]string{"--max-perplexity-ratio", ""}, "", 0.1},
+	} {
+		if tc.env != "" {
+			t.Setenv("PHASE0_MAX_PERPLEXITY_RATIO", tc.env)
+		} else {
+			os.Unsetenv("PHASE0_MAX_PERPLEXITY_RATIO")
+		}
+		var got float64
+		root := &cobra.Command{Use: "phase0", SilenceUsage: true, SilenceErrors: true}
+		root.PersistentFlags().String("config", "", "")
+		c := &cobra.Command{Use: "baseline", RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := settings(viper.New(), cmd, io.Discard)
+			if err != nil {
+				return err
+			}
+			got = s.MaxPerplexityRatio
+			return nil
+		}}
+		c.Flags().String("max-perplexity-ratio", "", "")
+		root.AddCommand(c)
+		root.SetArgs(append([]string{"baseline"}, tc.args...))
+		if err := root.Execute(); err != nil {
+			t.Fatalf("%v env %q: %v", tc.args, tc.env, err)
+		}
+		if got != tc.want {
+			t.Errorf("%v env %q: max_perplexity_ratio %g, want %g", tc.args, tc.env, got, tc.want)
+		}
 	}
 }

@@ -3,10 +3,13 @@
 package atomicfile
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 )
 
 // WriteWith runs fill on a temporary file next to path, syncs it, gives it
@@ -59,4 +62,58 @@ func Write(path string, data []byte) error {
 		_, err := f.Write(data)
 		return err
 	})
+}
+
+// isTemp reports whether name is one of WriteWith's temporary files:
+// "." + base + ".tmp-" + the decimal suffix os.CreateTemp puts for "*".
+func isTemp(name string) bool {
+	i := strings.LastIndex(name, ".tmp-")
+	if !strings.HasPrefix(name, ".") || i < 2 || i+len(".tmp-") == len(name) {
+		return false
+	}
+	for _, r := range name[i+len(".tmp-"):] {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// SweepStale removes WriteWith's temporary files left in dir and its
+// sub-folders (down to depth levels) by a writer that died before renaming
+// them, when they were last modified before cutoff. The caller must know
+// no live writer uses them (it holds the folder's lock, or cutoff is older
+// than any write still in progress). It returns the paths it removed.
+func SweepStale(dir string, cutoff time.Time, depth int) ([]string, error) {
+	var removed []string
+	var errs []error
+	var walk func(string, int)
+	walk = func(d string, level int) {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				errs = append(errs, err)
+			}
+			return
+		}
+		for _, e := range entries {
+			p := filepath.Join(d, e.Name())
+			switch {
+			case e.IsDir() && level < depth:
+				walk(p, level+1)
+			case e.Type().IsRegular() && isTemp(e.Name()):
+				info, err := e.Info()
+				if err != nil || !info.ModTime().Before(cutoff) {
+					continue
+				}
+				if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					errs = append(errs, fmt.Errorf("removing stale temporary file: %w", err))
+					continue
+				}
+				removed = append(removed, p)
+			}
+		}
+	}
+	walk(dir, 0)
+	return removed, errors.Join(errs...)
 }

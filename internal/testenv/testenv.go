@@ -91,7 +91,9 @@ type Model struct {
 	Args   string // extra keyword arguments to make_tiny_model, as Python source
 }
 
-// Models are the tiny checkpoints the end-to-end tests use.
+// Models are the tiny checkpoints the end-to-end tests use. They are trained
+// briefly on English text (phase0_testmodels/training.py), so they pass gate
+// 2's perplexity rule like a real model; llama-nan then has a NaN planted.
 var Models = []Model{
 	{"llama-llama3", "llama", `rope_scaling="llama3"`},
 	{"mistral", "mistral", ``},
@@ -112,24 +114,53 @@ var (
 func TinyModels(t testing.TB) string {
 	t.Helper()
 	py := Python(t)
-	buildOnce.Do(func() { buildDir, buildErr = build(py) })
+	buildOnce.Do(func() { buildDir, buildErr = build(py, "testmodels", Models) })
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	return buildDir
 }
 
-func build(py string) (string, error) {
+// RandomSigmas are the init standard deviations of RandomModels.
+var RandomSigmas = []string{"0.02", "0.1", "0.3", "1.0"}
+
+// RandomModels returns untrained models ("<family>-sigma<σ>", one per family
+// and RandomSigmas entry) on the tokenizer and vocabulary of the model in
+// tokenizerFrom: what gate 2's perplexity rule must fail. Built once per
+// generator content and tokenizer folder, cached like TinyModels.
+func RandomModels(t testing.TB, tokenizerFrom string) string {
+	t.Helper()
+	var models []Model
+	for _, family := range []string{"llama", "mistral", "qwen2", "qwen3"} {
+		for _, sigma := range RandomSigmas {
+			models = append(models, Model{family + "-sigma" + sigma, family, fmt.Sprintf("trained=False, init_std=%s, tokenizer_from=%q", sigma, tokenizerFrom)})
+		}
+	}
+	dir, err := build(Python(t), "randommodels", models)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func build(py, prefix string, models []Model) (string, error) {
 	h := sha256.New()
-	for _, f := range []string{"phase0_testmodels/__init__.py", "phase0_testmodels/data/tokenizer_corpus.txt"} {
-		b, err := os.ReadFile(filepath.Join(PyShim(), f))
+	// Every file of the generator (code, tokenizer corpus, training text)
+	// shapes the models: any edit rebuilds them.
+	code, _ := filepath.Glob(filepath.Join(PyShim(), "phase0_testmodels", "*.py"))
+	data, _ := filepath.Glob(filepath.Join(PyShim(), "phase0_testmodels", "data", "*.txt"))
+	files := append(code, data...)
+	sort.Strings(files)
+	for _, f := range files {
+		h.Write([]byte(f[len(PyShim()):] + "\x00"))
+		b, err := os.ReadFile(f)
 		if err != nil {
 			return "", err
 		}
 		h.Write(b)
 	}
 	var specs []string
-	for _, m := range Models {
+	for _, m := range models {
 		specs = append(specs, m.Name+"|"+m.Family+"|"+m.Args)
 	}
 	sort.Strings(specs)
@@ -145,21 +176,21 @@ func build(py string) (string, error) {
 		}
 		cache = filepath.Join(base, "phase0")
 	}
-	dir := filepath.Join(cache, "testmodels-"+hex.EncodeToString(h.Sum(nil))[:12])
+	dir := filepath.Join(cache, prefix+"-"+hex.EncodeToString(h.Sum(nil))[:12])
 	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
 		return dir, nil
 	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(cache, ".testmodels-*")
+	tmp, err := os.MkdirTemp(cache, "."+prefix+"-*")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
 	var script strings.Builder
 	script.WriteString("from phase0_testmodels import make_tiny_model\n")
-	for _, m := range Models {
+	for _, m := range models {
 		args := ""
 		if m.Args != "" {
 			args = ", " + m.Args

@@ -16,9 +16,10 @@ from typing import Any
 import numpy as np
 
 from phase0_shim import facts
+from phase0_shim.calibration import passage_facts
 from phase0_shim.config import generated_config, runner_config
 from phase0_shim.prompts import canonical_prompt, style_from_model_id
-from phase0_shim.tokens import special_ids, special_token_ids, token_info, top_tokens
+from phase0_shim.tokens import load_tokenizer, special_ids, special_token_ids, token_info, top_tokens
 
 # Entry points implemented next to their helpers; re-exported so Go reaches
 # every op through this one module.
@@ -77,7 +78,6 @@ def baseline(args_json: str) -> tuple[str, np.ndarray]:
     """
     import torch
     import transformers
-    from transformers import AutoTokenizer
 
     # Imported here: the runner pulls in torch, which the download and
     # default-model ops do not need.
@@ -95,7 +95,7 @@ def baseline(args_json: str) -> tuple[str, np.ndarray]:
     style = args.get("prompt_style") or style_from_model_id(model_id)
     prompt = args.get("prompt") or canonical_prompt(resolved.prompts_dir, style)
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer = load_tokenizer(model_dir)
     tokens = [int(t) for t in tokenizer.encode(prompt)]
     if len(tokens) + max(decode_n - 1, 0) > max_seq:
         raise ValueError(
@@ -145,18 +145,24 @@ def baseline(args_json: str) -> tuple[str, np.ndarray]:
             ids.append(int(out.top1_token))
         result["seconds_decode"] = time.perf_counter() - start
         result["decode"] = {"ids": ids, "text": tokenizer.decode(ids)}
+    # Perplexity facts on the fixed passage, through the very model the runner loaded.
+    model = getattr(runner, "model", None)
+    if model is None:
+        raise ValueError(f"{resolved.path}: HfRunner keeps no .model, which the calibration passage needs")
+    start = time.perf_counter()
+    result["calibration"] = passage_facts(model, tokenizer)
+    result["seconds_calibration"] = time.perf_counter() - start
     return _dumps(result), logits
 
 
 def decode_ids(args_json: str) -> str:
     """{model_dir, ids[]} → {texts[] (one per id), text (all ids decoded together), tokens[]}."""
-    from transformers import AutoTokenizer
 
     args = _args(args_json, ("model_dir",))
     ids = args.get("ids") or []
     if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
         raise ValueError(f"ids must be a list of integers, got {ids!r}")
-    tokenizer = AutoTokenizer.from_pretrained(str(args["model_dir"]))
+    tokenizer = load_tokenizer(str(args["model_dir"]))
     specials = special_ids(tokenizer)
     infos = [token_info(tokenizer, i, None, specials) for i in ids]
     known = [i for i in ids if 0 <= i < len(tokenizer)]

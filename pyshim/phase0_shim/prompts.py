@@ -40,8 +40,14 @@ def canonical_prompt(prompts_dir: Path | str, style: PromptStyle) -> str:
 
 
 def style_from_model_id(model_id: str) -> PromptStyle:
-    """'instruct' when the model id or name says instruct / -it / chat, else 'base'."""
-    words = _WORD_SPLIT.split(model_id.lower())
+    """'instruct' when the model's own name says instruct / -it / chat, else 'base'.
+
+    Only the last path element counts (the repo name of a hub id, the folder
+    of a local checkpoint): a base model kept under /data/it/ or published by
+    an organisation named "chat" is still a base model.
+    """
+    name = model_id.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+    words = _WORD_SPLIT.split(name.lower())
     return "instruct" if any(w in _INSTRUCT_WORDS for w in words) else "base"
 
 
@@ -51,7 +57,7 @@ def tokenize(model_dir: Path | str, prompt: str) -> list[int]:
     ``AutoTokenizer.encode`` with the tokenizer's default special tokens and no
     chat template, even for instruct models.
     """
-    from transformers import AutoTokenizer
+    from phase0_shim.tokens import load_tokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    tokenizer = load_tokenizer(model_dir)
     return [int(t) for t in tokenizer.encode(prompt)]

@@ -27,11 +27,19 @@ def verify_runner_path(llms_dir: Path | str) -> Path:
 
 
 def resolve_runner(llms_dir: Path | str | None) -> ResolvedRunner:
-    """Upstream's HfRunner when ``<llms>/verify/runners/hf_runner.py`` exists, else ours."""
+    """Upstream's HfRunner from ``<llms>/verify/runners/hf_runner.py``; ours only without an llms dir.
+
+    A given llms dir without the runner is an error, never a quiet fallback:
+    the baseline must come from the tree the user named.
+    """
     if llms_dir is not None:
         llms = Path(llms_dir).resolve()
-        if verify_runner_path(llms).is_file():
-            return _import_verify_runner(llms)
+        if not verify_runner_path(llms).is_file():
+            raise FileNotFoundError(
+                f"{verify_runner_path(llms)} does not exist: {llms} is not an mlir-air "
+                "programming_examples/llms tree"
+            )
+        return _import_verify_runner(llms)
     return ResolvedRunner(
         kind="bundled",
         path=Path(bundled_runner.__file__).resolve(),

@@ -112,3 +112,51 @@ def special_token_ids(tokenizer: Any, model_dir: Path | str) -> dict[str, Any]:
         "pad": tokenizer.pad_token_id,
         "unk": tokenizer.unk_token_id,
     }
+
+
+# The JSON files AutoTokenizer may read from a model folder.
+TOKENIZER_JSON_FILES = (
+    "tokenizer_config.json",
+    "tokenizer.json",
+    "special_tokens_map.json",
+    "added_tokens.json",
+    "vocab.json",
+    "chat_template.json",
+    "config.json",
+    "generation_config.json",
+)
+
+# Larger files are not re-read to find the broken one (tokenizer.json of a
+# 256k vocabulary is ~35 MB).
+_MAX_RECHECK_BYTES = 512 << 20
+
+
+def broken_json_file(model_dir: Path | str) -> tuple[Path, ValueError] | None:
+    """The first tokenizer JSON file in model_dir that does not parse, with why."""
+    for name in TOKENIZER_JSON_FILES:
+        path = Path(model_dir) / name
+        if not path.is_file() or path.stat().st_size > _MAX_RECHECK_BYTES:
+            continue
+        try:
+            json.loads(path.read_bytes())
+        except ValueError as err:  # JSONDecodeError and UnicodeDecodeError
+            return path, err
+    return None
+
+
+def load_tokenizer(model_dir: Path | str) -> Any:
+    """AutoTokenizer.from_pretrained, naming the file when one is not JSON.
+
+    transformers raises a bare JSONDecodeError ("Expecting value: line 1
+    column 1 (char 0)") and tokenizers an Exception, neither naming the file.
+    """
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(str(model_dir))
+    except Exception as err:
+        broken = broken_json_file(model_dir)
+        if broken is None:
+            raise
+        path, why = broken
+        raise ValueError(f"{path} is not valid JSON ({why}); the tokenizer cannot be loaded") from err

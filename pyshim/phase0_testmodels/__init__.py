@@ -1,12 +1,20 @@
-"""Tiny, deterministic, randomly initialised checkpoints for tests (Go and pytest).
+"""Tiny, deterministic checkpoints for tests (Go and pytest).
 
 Each model is written by transformers' own ``save_pretrained`` in bf16
 safetensors, next to a real byte-level BPE tokenizer trained on a fixed
 English text shipped in this package. No network, no pickles.
 
+By default a model is trained for a few seconds on bundled English text
+(``training.py``; cached), so it is a sane language model at its 512-token
+vocabulary and passes gate 2's perplexity rule. ``--untrained`` keeps the
+random initialisation (``--init-std`` sets its sigma); ``--tokenizer-from``
+puts a random model on another model's tokenizer and vocabulary, which is how
+the calibration of gate 2 builds random models at a realistic vocabulary.
+
     python -m phase0_testmodels --family qwen3 --out /tmp/tiny-qwen3 [--sharded]
         [--nan-in model.layers.0.mlp.down_proj.weight] [--rope-scaling llama3|linear]
         [--tied | --untied] [--sliding-window N] [--seed S]
+        [--untrained [--init-std SIGMA] [--tokenizer-from MODEL_DIR]]
 """
 
 from __future__ import annotations
@@ -105,7 +113,9 @@ def tiny_config(
     rope_scaling: RopeScaling | None = None,
     tied: bool | None = None,
     sliding_window: int | None = None,
-    token_ids: dict[str, int] | None = None,
+    token_ids: dict[str, int | None] | None = None,
+    vocab_size: int = VOCAB_SIZE,
+    init_std: float = 0.1,
 ) -> Any:
     from transformers import AutoConfig
 
@@ -113,7 +123,7 @@ def tiny_config(
         raise ValueError(f"family {family!r} is not one of {', '.join(FAMILIES)}")
     shape = _SHAPES[family]
     kwargs: dict[str, Any] = {
-        "vocab_size": VOCAB_SIZE,
+        "vocab_size": vocab_size,
         "hidden_size": 64,
         "intermediate_size": 128,
         "num_hidden_layers": 2,
@@ -123,7 +133,7 @@ def tiny_config(
         "rms_norm_eps": shape.rms_norm_eps,
         "rope_parameters": _rope_parameters(rope_scaling, shape.rope_theta),
         # Larger than the default 0.02 so the random logits have a visible spread.
-        "initializer_range": 0.1,
+        "initializer_range": init_std,
         **(token_ids or {}),
     }
     if shape.head_dim is not None:
@@ -148,23 +158,44 @@ def make_tiny_model(
     tied: bool | None = None,
     sliding_window: int | None = None,
     seed: int = 0,
+    trained: bool = True,
+    init_std: float | None = None,
+    tokenizer_from: Path | str | None = None,
 ) -> Path:
-    """Write a tiny ``family`` checkpoint plus tokenizer into ``out``; return ``out``."""
-    import torch
-    from transformers import AutoModelForCausalLM
+    """Write a tiny ``family`` checkpoint plus tokenizer into ``out``; return ``out``.
 
+    ``trained`` (the default) trains it briefly on bundled English text;
+    ``init_std`` and ``tokenizer_from`` are for untrained models only.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from phase0_testmodels.training import load_or_train
+
+    if trained and (init_std is not None or tokenizer_from is not None):
+        raise ValueError("init_std and tokenizer_from describe a random model: pass trained=False (--untrained)")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = train_tokenizer()
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_from) if tokenizer_from is not None else train_tokenizer()
     ids = {
         "bos_token_id": tokenizer.bos_token_id,
         "eos_token_id": tokenizer.eos_token_id,
         "pad_token_id": tokenizer.pad_token_id,
     }
-    config = tiny_config(family, rope_scaling=rope_scaling, tied=tied, sliding_window=sliding_window, token_ids=ids)
+    config = tiny_config(
+        family,
+        rope_scaling=rope_scaling,
+        tied=tied,
+        sliding_window=sliding_window,
+        token_ids=ids,
+        vocab_size=len(tokenizer) if tokenizer_from is not None else VOCAB_SIZE,
+        init_std=0.1 if init_std is None else init_std,
+    )
 
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config)
+    if trained:
+        load_or_train(model, tokenizer, seed)
     model = model.to(torch.bfloat16).eval()
     if nan_in is not None:
         _plant_nan(model, nan_in)
@@ -197,6 +228,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     tie.add_argument("--untied", dest="tied", action="store_false")
     parser.add_argument("--sliding-window", type=int, metavar="N")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--untrained", action="store_true", help="keep the random initialisation")
+    parser.add_argument("--init-std", type=float, metavar="SIGMA", help="random init sigma (with --untrained)")
+    parser.add_argument("--tokenizer-from", type=Path, metavar="MODEL_DIR", help="another model's tokenizer (with --untrained)")
     ns = parser.parse_args(argv)
     from transformers.utils import logging as hf_logging
 
@@ -211,6 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             tied=ns.tied,
             sliding_window=ns.sliding_window,
             seed=ns.seed,
+            trained=not ns.untrained,
+            init_std=ns.init_std,
+            tokenizer_from=ns.tokenizer_from,
         )
     except ValueError as exc:
         print(f"testmodels: {exc}", file=sys.stderr)

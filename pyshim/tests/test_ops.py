@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +141,27 @@ def test_baseline_rejects_prompt_longer_than_max_seq(tiny_model) -> None:  # typ
         ops.baseline(json.dumps({"model_dir": str(model_dir), "config": go_config(model_dir), "max_seq": 4}))
     with pytest.raises(ValueError, match="missing argument"):
         ops.baseline(json.dumps({"config": {}}))
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        ("tokenizer.json", b""),
+        ("tokenizer.json", b'{"version": '),
+        ("tokenizer_config.json", b"{not json"),
+        ("tokenizer.json", b'{"version": "\xff"}'),
+    ],
+)
+def test_broken_tokenizer_file_is_named(tiny_model, tmp_path: Path, name: str, content: bytes) -> None:  # type: ignore[no-untyped-def]
+    model_dir = tmp_path / "model"
+    shutil.copytree(tiny_model("llama"), model_dir)
+    (model_dir / name).write_bytes(content)
+    for call in (
+        lambda: ops.baseline(json.dumps({"model_dir": str(model_dir), "config": go_config(model_dir)})),
+        lambda: ops.decode_ids(json.dumps({"model_dir": str(model_dir), "ids": [1]})),
+    ):
+        with pytest.raises(ValueError, match=re.escape(str(model_dir / name)) + " is not valid JSON"):
+            call()
 
 
 def test_decode_ids(tiny_model) -> None:  # type: ignore[no-untyped-def]

@@ -56,6 +56,12 @@ def test_bundled_prompts() -> None:
         ("someone/chatterbox-base", "base"),
         ("meta-llama/Llama-2-7b-chat-hf", "instruct"),
         ("Qwen/Qwen3-4B-Instruct-2507", "instruct"),
+        # Only the model's own name counts, not the folders above it or the org.
+        ("/data/it/SmolLM2-135M", "base"),
+        ("/home/me/chat/models/Qwen3-0.6B/", "base"),
+        ("chat-org/Llama-3.2-1B", "base"),
+        ("/data/base/SmolLM2-135M-Instruct/", "instruct"),
+        ("C:\\models\\it\\gemma-2b", "base"),
     ],
 )
 def test_style_from_model_id(model_id: str, style: str) -> None:

@@ -4,6 +4,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from phase0_shim import hf_runner
 from phase0_shim.prompts import BUNDLED_PROMPTS_DIR, canonical_prompt
@@ -20,9 +21,10 @@ def test_bundled_without_llms_dir() -> None:
     assert resolved.prompts_dir == BUNDLED_PROMPTS_DIR
 
 
-def test_bundled_when_llms_dir_has_no_verify(tmp_path: Path) -> None:
+def test_llms_dir_without_runner_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "verify" / "runners").mkdir(parents=True)  # tree without hf_runner.py
-    assert resolve_runner(tmp_path).kind == "bundled"
+    with pytest.raises(FileNotFoundError, match="verify/runners/hf_runner.py"):
+        resolve_runner(tmp_path)
 
 
 def test_verify_runner_from_upstream_layout(llms_dir: Path) -> None:

@@ -104,3 +104,28 @@ def test_runs_as_a_module(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
+
+
+def test_training_is_deterministic_and_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PHASE0_CACHE", str(tmp_path / "cache"))
+    first = make_tiny_model("mistral", tmp_path / "a")
+    cached = list((tmp_path / "cache" / "trained-tiny").glob("*.safetensors"))
+    assert len(cached) == 1
+    cached[0].unlink()  # train again from scratch: same bytes
+    again = make_tiny_model("mistral", tmp_path / "b")
+    assert digest(again) == digest(first)
+    untrained = make_tiny_model("mistral", tmp_path / "c", trained=False)
+    assert digest(untrained)["model.safetensors"] != digest(first)["model.safetensors"]
+
+
+def test_random_model_options(tmp_path: Path, tiny_model) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ValueError, match="trained=False"):
+        make_tiny_model("llama", tmp_path / "x", init_std=0.3)
+    donor = tiny_model("qwen2")
+    assert main(["--family", "qwen3", "--out", str(tmp_path / "r"), "--untrained", "--init-std", "1.0", "--tokenizer-from", str(donor)]) == 0
+    raw = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert raw["initializer_range"] == 1.0 and raw["vocab_size"] == VOCAB_SIZE
+    from transformers import AutoTokenizer
+
+    got, want = (AutoTokenizer.from_pretrained(str(d)) for d in (tmp_path / "r", donor))
+    assert got.get_vocab() == want.get_vocab()

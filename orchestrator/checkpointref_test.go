@@ -1,0 +1,32 @@
+package orchestrator
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestWithoutLocalPaths(t *testing.T) {
+	st := &state{ref: &resolvedModel{Dir: "/data/it/Tiny-Base"}, wsDir: "/repo/llms/tiny_base"}
+	got := withoutLocalPaths([]string{
+		"python weights: /data/it/Tiny-Base/model.safetensors: header length 99 does not fit",
+		"hf baseline: /repo/llms/tiny_base/tiny_base_weights.py raised; runner /repo/llms/verify/runners/hf_runner.py",
+		"plain finding",
+	}, st)
+	want := []string{
+		"python weights: <checkpoint>/model.safetensors: header length 99 does not fit",
+		"hf baseline: <workspace>/tiny_base_weights.py raised; runner <llms>/verify/runners/hf_runner.py",
+		"plain finding",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestRunnerShown(t *testing.T) {
+	if got := runnerShown("/repo/llms/verify/runners/hf_runner.py", "/repo/llms"); got != "verify/runners/hf_runner.py" {
+		t.Errorf("upstream runner shown as %q", got)
+	}
+	if got := runnerShown("/opt/phase0/pyshim/phase0_shim/hf_runner.py", "/repo/llms"); got != "hf_runner.py" {
+		t.Errorf("bundled runner shown as %q", got)
+	}
+}

@@ -1,0 +1,86 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"phase0/verdict"
+)
+
+// treeParts are what Phase 0 takes from an mlir-air llms tree: the
+// reference runner and the canonical prompts.
+var treeParts = []struct {
+	rel string
+	dir bool
+}{
+	{"verify/runners/hf_runner.py", false},
+	{"verify/prompts", true},
+}
+
+// llmsDirStage checks, before anything is read or written, that --llms-dir
+// is an mlir-air programming_examples/llms tree. A typo or the repository
+// root must not quietly fall back to the bundled runner and put the
+// workspace in the wrong folder; the bundled runner is only for runs
+// without a tree.
+func llmsDirStage(_ context.Context, st *state) (verdict.Status, string, error) {
+	s := st.s
+	if s.LLMSDir == "" {
+		return verdict.Pass, fmt.Sprintf("no llms tree: bundled runner, workspaces under %s", workspaceRoot(s)), nil
+	}
+	if s.OutDir != "" {
+		return "", "", fmt.Errorf("out_dir %s and llms_dir %s are both set: with an llms tree the workspace is <llms_dir>/<name>; drop one of them", s.OutDir, s.LLMSDir)
+	}
+	llms, err := filepath.Abs(s.LLMSDir)
+	if err != nil {
+		return "", "", fmt.Errorf("llms_dir %s: %w", s.LLMSDir, err)
+	}
+	if err := checkTree(llms); err != nil {
+		return "", "", err
+	}
+	return verdict.Pass, llms, nil
+}
+
+// checkTree names every missing part of the tree at llms, with a hint when
+// the folder holds the tree one or two levels down (the repository root).
+func checkTree(llms string) error {
+	var missing []string
+	for _, p := range treeParts {
+		full := filepath.Join(llms, filepath.FromSlash(p.rel))
+		st, err := os.Stat(full)
+		switch {
+		case err != nil:
+			missing = append(missing, full)
+		case p.dir && !st.IsDir():
+			missing = append(missing, full+" (not a folder)")
+		case !p.dir && !st.Mode().IsRegular():
+			missing = append(missing, full+" (not a regular file)")
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	hint := "pass the programming_examples/llms folder of your mlir-air checkout, or omit --llms-dir to use the bundled runner and ./workspace"
+	for _, sub := range []string{"programming_examples/llms", "llms"} {
+		cand := filepath.Join(llms, filepath.FromSlash(sub))
+		if _, err := os.Stat(filepath.Join(cand, "verify", "runners", "hf_runner.py")); err == nil {
+			hint = "did you mean --llms-dir " + cand + "?"
+			break
+		}
+	}
+	return fmt.Errorf("--llms-dir %s is not an mlir-air programming_examples/llms tree: missing %s; %s", llms, strings.Join(missing, ", "), hint)
+}
+
+// workspaceRoot is the folder that holds <name>/: the llms tree, else the
+// out_dir setting, else ./workspace.
+func workspaceRoot(s *Settings) string {
+	switch {
+	case s.LLMSDir != "":
+		return s.LLMSDir
+	case s.OutDir != "":
+		return s.OutDir
+	}
+	return "workspace"
+}

@@ -1,0 +1,216 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"phase0/internal/atomicfile"
+	"phase0/internal/wslock"
+	"phase0/scaffold"
+	"phase0/verdict"
+)
+
+// Workspace modes (workspace.mode in the report).
+const (
+	ModeGenerated         = "generated"
+	ModeValidatedExisting = "validated_existing"
+)
+
+// staleAge is how old a temporary file in a report folder outside the
+// workspace must be before a run removes it: that folder is not under the
+// workspace lock, so a younger one may belong to a live run.
+const staleAge = time.Minute
+
+// weightsModule is <name>_weights.py of this run: the generated one, or the
+// existing one being validated.
+func (st *state) weightsModule() string {
+	return filepath.Join(st.wsDir, st.spec.Name+"_weights.py")
+}
+
+// generateStage takes the workspace: it refuses names of the tree's own
+// folders, locks <name>/ for the rest of the run, sweeps temporaries a
+// killed run left, then writes phase0's files — or, when <name>_weights.py
+// exists and is not phase0's, keeps it and marks the run as validating it.
+// No file whose bytes phase0 did not write is ever replaced.
+func generateStage(_ context.Context, st *state) (verdict.Status, string, error) {
+	root, spec, err := workspaceFor(st.s, st, st.version)
+	if err != nil {
+		return "", "", err
+	}
+	ws := filepath.Join(root, spec.Name)
+	files, err := scaffold.Render(spec)
+	if err != nil {
+		return "", "", err
+	}
+	// Refuse before creating anything (the lock file included) in a folder
+	// that is not this model's workspace.
+	if _, err := classify(root, spec, files); err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return "", "", fmt.Errorf("creating workspace %s: %w", ws, err)
+	}
+	lock, err := wslock.Acquire(filepath.Join(ws, scaffold.LockName), wslock.Self(st.started))
+	if err != nil {
+		return "", "", fmt.Errorf("workspace %s: %w; wait for that run to finish", ws, err)
+	}
+	st.lock, st.wsDir, st.spec = lock, ws, spec
+	// Decide again under the lock: another run may have changed the folder.
+	mode, err := classify(root, spec, files)
+	if err != nil {
+		return "", "", err
+	}
+	swept, err := st.sweep(lock.Acquired)
+	if err != nil {
+		st.warnings = append(st.warnings, err.Error())
+	}
+	module := spec.Name + "_weights.py"
+	if mode == ModeValidatedExisting {
+		files = documentsOnly(files)
+	}
+	res, err := scaffold.Write(ws, files)
+	if err != nil {
+		return "", "", err
+	}
+	w := &Workspace{Dir: ws, Name: spec.Name, Mode: mode, Written: nonNil(res.Written), Unchanged: nonNil(res.Unchanged),
+		Kept: nonNil(res.Kept), Foreign: nonNil(res.Foreign), Swept: swept, HelpersKept: []string{}}
+	if mode == ModeGenerated {
+		w.HelpersKept = scaffold.HelpersKept(spec)
+	} else {
+		w.Foreign = append([]string{module + " (not written by phase0: validated, not replaced)"}, w.Foreign...)
+	}
+	st.workspace = w
+	detail := fmt.Sprintf("%s: %d written, %d unchanged", ws, len(res.Written), len(res.Unchanged))
+	if mode == ModeValidatedExisting {
+		detail = fmt.Sprintf("%s: validating the existing %s (not phase0's); %d document(s) written", ws, module, len(res.Written))
+	}
+	if len(swept) > 0 {
+		detail += fmt.Sprintf(", %d stale temporary file(s) removed", len(swept))
+	}
+	return verdict.Pass, detail, nil
+}
+
+// modeText is the workspace mode as the text and Markdown reports say it.
+func (w *Workspace) modeText() string {
+	if w.Mode == ModeValidatedExisting {
+		return "validated existing " + w.Name + "_weights.py"
+	}
+	return w.Mode
+}
+
+// classify decides the workspace mode: validated_existing when
+// <name>_weights.py exists and its bytes are not phase0's, else generated.
+// It refuses a folder of the tree that is not a model workspace and a
+// module (phase0's or not) written for another model.
+func classify(root string, spec scaffold.Spec, files []scaffold.File) (string, error) {
+	if err := scaffold.CheckFolder(root, spec.Name); err != nil {
+		return "", err
+	}
+	ws := filepath.Join(root, spec.Name)
+	own, err := scaffold.Owner(ws, spec.Name+"_weights.py")
+	if err != nil || own == scaffold.Absent {
+		return ModeGenerated, err
+	}
+	// Even phase0's own module, if written for another model, is that
+	// model's workspace: regenerating it would strand its TODO and progress.
+	if err := checkSameModel(filepath.Join(ws, spec.Name+"_weights.py"), scaffold.ModelIDOf(files, spec), spec.Name); err != nil {
+		return "", err
+	}
+	if own == scaffold.Ours {
+		return ModeGenerated, nil
+	}
+	return ModeValidatedExisting, nil
+}
+
+// checkSameModel refuses to validate a weights module written for another
+// model: its MODEL_ID (read as text, never imported) names a different id
+// than the one this run would write. A module without MODEL_ID (upstream's
+// hand-written ones) cannot be told apart and is validated.
+func checkSameModel(path, want, name string) error {
+	have, err := scaffold.ModelIDIn(path)
+	if err != nil {
+		return err
+	}
+	if have == "" || want == "" || strings.EqualFold(have, want) {
+		return nil
+	}
+	return fmt.Errorf("workspace name collision: %s belongs to another model (MODEL_ID %q, this run is %q); pass --name to give this model its own workspace (e.g. --name %s_2)",
+		path, have, want, name)
+}
+
+// documentsOnly keeps the documents (TODO.md, progress.md …): validating an
+// existing module adds no generated code next to it.
+func documentsOnly(files []scaffold.File) []scaffold.File {
+	var out []scaffold.File
+	for _, f := range files {
+		if f.KeepExisting {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// sweep removes temporaries a killed run left: all of them inside the
+// workspace (this run holds its lock), and in a report folder outside it
+// only those older than staleAge before the lock was taken.
+func (st *state) sweep(locked time.Time) ([]string, error) {
+	swept, err := atomicfile.SweepStale(st.wsDir, locked, 4)
+	if dir := st.s.ReportDir; dir != "" {
+		abs, absErr := filepath.Abs(dir)
+		if rel, relErr := filepath.Rel(st.wsDir, abs); absErr == nil && (relErr != nil || strings.HasPrefix(rel, "..")) {
+			more, moreErr := atomicfile.SweepStale(abs, locked.Add(-staleAge), 0)
+			swept = append(swept, more...)
+			if err == nil {
+				err = moreErr
+			}
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("sweeping stale temporary files: %w", err)
+	}
+	return swept, err
+}
+
+// releaseWorkspace drops the workspace lock at the end of the run.
+func (st *state) releaseWorkspace() {
+	if st.lock != nil {
+		_ = st.lock.Release()
+		st.lock = nil
+	}
+}
+
+func nonNil(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
+}
+
+// workspaceFor picks the folder holding <name>/ and builds the scaffold
+// spec around the one Config.
+func workspaceFor(s *Settings, st *state, version string) (string, scaffold.Spec, error) {
+	root, err := filepath.Abs(workspaceRoot(s))
+	if err != nil {
+		return "", scaffold.Spec{}, err
+	}
+	name := s.Name
+	if name == "" {
+		name = scaffold.DeriveName(st.ref.ID)
+		if name == "" {
+			return "", scaffold.Spec{}, fmt.Errorf("no workspace name can be derived from %q (only ASCII letters and digits are kept); pass --name", filepath.Base(st.ref.ID))
+		}
+	}
+	spec := scaffold.Spec{
+		Config: *st.analysis.Config, Family: st.analysis.Family,
+		Name: name, ModelID: st.ref.ID, OnHub: !st.ref.Local, Revision: st.ref.Revision, Source: st.ref.Source,
+		ToolVersion: version, AttentionFallback: s.AttentionFallback,
+	}
+	if err := recordCheckpoint(&spec, st.ref, filepath.Join(root, name)); err != nil {
+		return "", scaffold.Spec{}, err
+	}
+	return root, spec, nil
+}

@@ -1,0 +1,57 @@
+"""Gate 2's calibration facts: how well the model predicts a fixed English passage.
+
+Entropy and top-1 probability of one next-token distribution cannot tell a
+trained model from a random one (a random model with large weights is very
+confident). Teacher-forced perplexity on plain English can: trained models
+sit far below the vocabulary size, random ones at or above it. This module
+only measures; Go computes the perplexity and decides.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+# The one calibration passage: plain sentences in our own words, about 50
+# tokens for a 49k-token BPE (46 for SmolLM2's tokenizer). Changing it changes
+# every recorded perplexity: recalibrate (README, "What gate 2 checks").
+PASSAGE = (
+    "The sun rose over the quiet town, and the children walked to school with their books. "
+    "After lunch they played in the park until their parents called them home for dinner. "
+    "At night the sky was clear and full of bright stars."
+)
+
+
+def _finite_or_none(x: float) -> float | None:
+    # JSON has no NaN or Infinity; Go reads null as "not finite".
+    return x if math.isfinite(x) else None
+
+
+def passage_facts(model: Any, tokenizer: Any, passage: str = PASSAGE) -> dict[str, Any]:
+    """Teacher-force ``passage`` through ``model`` (as loaded, e.g. bf16).
+
+    Returns {passage, tokens (ids as the tokenizer encodes the passage, default
+    special tokens), nll (per predicted token, natural log; null where not
+    finite), logits_size}. Token i's NLL is -log p(tokens[i+1] | tokens[..i]),
+    so there is one NLL fewer than tokens.
+    """
+    import torch
+
+    ids = [int(t) for t in tokenizer.encode(passage)]
+    if len(ids) < 2:
+        raise ValueError(f"the calibration passage encodes to {len(ids)} token(s); at least 2 are needed")
+    input_ids = torch.tensor([ids], dtype=torch.long)
+    with torch.inference_mode():
+        # No cache: the runner's KV cache from prefill/decode stays untouched.
+        out = model(input_ids, use_cache=False, return_dict=True)
+        # log-softmax in float32 over the model's own (bf16) logits.
+        logits = out.logits[0, :-1].to(torch.float32)
+        logprobs = torch.log_softmax(logits, dim=-1)
+        targets = input_ids[0, 1:].unsqueeze(1)
+        nll = (-logprobs.gather(1, targets).squeeze(1)).tolist()
+    return {
+        "passage": passage,
+        "tokens": ids,
+        "nll": [_finite_or_none(float(x)) for x in nll],
+        "logits_size": int(out.logits.shape[-1]),
+    }

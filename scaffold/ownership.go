@@ -1,0 +1,156 @@
+package scaffold
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Bounds on what phase0 reads from a workspace: a generated module is tens of
+// KiB, a manifest a few hundred bytes.
+const (
+	maxOwnedFile   = 16 << 20
+	maxManifest    = 1 << 20
+	maxModelIDScan = 1 << 20
+)
+
+// LockName is the workspace's lock file (see internal/wslock); it is never
+// removed, so it marks a folder phase0 has used.
+const LockName = ".phase0.lock"
+
+// ReservedNames are folders of the mlir-air llms tree that are not model
+// workspaces, and names that would shadow what the tree puts on sys.path
+// (verify/runners). A workspace may never take one of them.
+var ReservedNames = []string{"verify", "shared", "docs", "bench", "runners", "infra", "builders", "scripts", "tests", "tools", "build"}
+
+// Ownership says whose bytes a workspace file holds.
+type Ownership int
+
+const (
+	Absent  Ownership = iota // no such file
+	Ours                     // exactly the bytes phase0 last wrote (per the manifest)
+	Foreign                  // never written by phase0, or changed since
+)
+
+// Owner tells whether rel in workspaceDir is absent, phase0's, or someone else's.
+func Owner(workspaceDir, rel string) (Ownership, error) {
+	clean, err := cleanRel(rel)
+	if err != nil {
+		return Absent, err
+	}
+	data, err := readBounded(filepath.Join(workspaceDir, filepath.FromSlash(clean)), maxOwnedFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Absent, nil
+	}
+	if err != nil {
+		return Absent, fmt.Errorf("scaffold: read %s: %w", clean, err)
+	}
+	m, err := readManifest(workspaceDir)
+	if err != nil {
+		return Absent, err
+	}
+	if sum, ok := m.Files[clean]; ok && sum == sha256Hex(data) {
+		return Ours, nil
+	}
+	return Foreign, nil
+}
+
+// modelIDLine is a module-level `MODEL_ID = "org/name"` (an annotation is
+// allowed), the constant the generated weights module defines.
+var modelIDLine = regexp.MustCompile(`(?m)^MODEL_ID\s*(?::[^=\n]*)?=\s*["']([^"'\n]+)["']`)
+
+// ModelIDIn reads the MODEL_ID a weights module assigns, textually (the
+// module is never imported here); "" when it assigns none.
+func ModelIDIn(path string) (string, error) {
+	b, err := readBounded(path, maxOwnedFile)
+	if err != nil {
+		return "", fmt.Errorf("scaffold: read %s: %w", path, err)
+	}
+	if m := modelIDLine.FindSubmatch(b[:min(len(b), maxModelIDScan)]); m != nil {
+		return string(m[1]), nil
+	}
+	return "", nil
+}
+
+// ModelIDOf is the MODEL_ID the rendered weights module among files assigns.
+func ModelIDOf(files []File, spec Spec) string {
+	for _, f := range files {
+		if f.Path == spec.Name+"_weights.py" {
+			if m := modelIDLine.FindSubmatch(f.Data); m != nil {
+				return string(m[1])
+			}
+		}
+	}
+	return ""
+}
+
+// CheckFolder refuses a workspace name that would write into a folder of
+// the llms tree that is not a model workspace: a reserved name, a file, or
+// an existing folder with neither phase0's manifest nor <name>_weights.py
+// (an empty folder, or one holding only phase0's lock and temporaries, is
+// accepted).
+func CheckFolder(llmsDir, name string) error {
+	if slices.Contains(ReservedNames, strings.ToLower(name)) {
+		return fmt.Errorf("workspace name %q is one of the llms tree's own folders (%s), not a model workspace; pass --name <model_name>",
+			name, strings.Join(ReservedNames, ", "))
+	}
+	dir := filepath.Join(llmsDir, name)
+	st, err := os.Stat(dir) // a symlink to a folder is that folder
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("workspace %s exists and is not a folder (%s); pass --name to pick another name", dir, st.Mode().Type())
+	}
+	for _, marker := range []string{ManifestName, name + "_weights.py"} {
+		if _, err := os.Lstat(filepath.Join(dir, marker)); err == nil {
+			return nil
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("workspace %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if e.Name() != LockName && !(strings.HasPrefix(e.Name(), ".") && strings.Contains(e.Name(), ".tmp-")) {
+			return fmt.Errorf("%s exists but is not a model workspace (no %s, no %s_weights.py); phase0 does not write into it — pass --name to pick another name",
+				dir, ManifestName, name)
+		}
+	}
+	return nil
+}
+
+// readBounded reads a regular file of at most limit bytes. It stats before
+// opening: opening a FIFO for reading would wait for a writer forever.
+func readBounded(path string, limit int64) ([]byte, error) {
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d phase0 reads", path, st.Size(), limit)
+	}
+	return io.ReadAll(io.LimitReader(f, limit+1))
+}
