@@ -28,10 +28,17 @@ def _prompt_set(args: dict[str, Any]) -> dict[str, Any]:
     """The prompts a recording covers: the style's prompt file of the verify
     tree (else the bundled one), with ``prompt`` (when given) as the canonical
     prompt, put first if the file lacks it."""
+    # The same choice as runner.resolve_runner, made without importing torch:
+    # a named tree must hold the runner (no quiet fallback to ours).
     llms = args.get("llms_dir")
-    verify = Path(llms).resolve() / "verify" if llms else None
-    if verify is not None and (verify / "runners" / "hf_runner.py").is_file():
-        kind, prompts_dir, runner_path = "verify", verify / "prompts", verify / "runners" / "hf_runner.py"
+    if llms:
+        verify = Path(llms).resolve() / "verify"
+        runner_path = verify / "runners" / "hf_runner.py"
+        if not runner_path.is_file():
+            raise FileNotFoundError(
+                f"{runner_path} does not exist: {Path(llms).resolve()} is not an mlir-air programming_examples/llms tree"
+            )
+        kind, prompts_dir = "verify", verify / "prompts"
     else:
         kind, prompts_dir = "bundled", BUNDLED_PROMPTS_DIR
         runner_path = Path(reference.__file__).resolve().parent / "hf_runner.py"
@@ -75,10 +82,11 @@ def record_reference(args_json: str) -> str:
     written into reference.json as given.
     """
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     from phase0_shim.config import generated_config, runner_config
     from phase0_shim.runner import resolve_runner
+    from phase0_shim.tokens import load_tokenizer
 
     args = _args(args_json, ("model_dir", "out_dir"))
     model_dir = str(args["model_dir"])
@@ -90,7 +98,7 @@ def record_reference(args_json: str) -> str:
     plan = _prompt_set(args)
     resolved = resolve_runner(args.get("llms_dir"))
 
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer = load_tokenizer(model_dir)
     encoded = [[int(t) for t in tokenizer.encode(p)] for p in plan["prompts"]]
     max_seq = max(int(args.get("max_seq") or 0), max(len(t) for t in encoded) + steps)
     weights_module = args.get("weights_module")
