@@ -106,3 +106,20 @@ def test_write_refuses_ragged_generations(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="2 steps, want 3"):
         reference.write(tmp_path, gens, {}, {})
     assert not (tmp_path / reference.META_FILE).exists()
+
+
+def test_reference_plan_prompt_set_and_key_facts(tmp_path: Path, llms_dir: Path) -> None:
+    from phase0_shim import ops
+
+    (tmp_path / "tokenizer.json").write_text("{}")
+    plan = json.loads(ops.reference_plan(json.dumps({"model_dir": str(tmp_path), "model_id": "org/Tiny-Base"})))
+    assert plan["runner"] == "bundled" and plan["prompt_style"] == "base" and plan["canonical_prompt"] == 0
+    assert plan["prompts"][0] == "The capital of France is" and len(plan["prompts"]) == 5
+    assert plan["tokenizer_sha256"] == reference.tokenizer_sha256(tmp_path)
+
+    custom = json.loads(ops.reference_plan(json.dumps({"model_dir": str(tmp_path), "prompt": "Hello there", "llms_dir": str(llms_dir)})))
+    assert custom["runner"] == "verify" and custom["prompts"][0] == "Hello there" and custom["canonical_prompt"] == 0
+    assert custom["prompts_file"] == str((llms_dir / "verify" / "prompts" / "base.txt").resolve())
+
+    with pytest.raises(FileNotFoundError, match="is not an mlir-air programming_examples/llms tree"):
+        ops.reference_plan(json.dumps({"model_dir": str(tmp_path), "llms_dir": str(tmp_path)}))
