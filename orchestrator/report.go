@@ -90,6 +90,9 @@ type Report struct {
 	Stages    []Stage           `json:"stages"`
 	Started   time.Time         `json:"started"`
 	Seconds   float64           `json:"seconds"`
+
+	// Reference is the recording later phases compare against (run, reference).
+	Reference *Reference `json:"reference,omitempty"`
 }
 
 // Workspace describes the generated files of a run.

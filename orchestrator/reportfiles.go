@@ -135,6 +135,7 @@ func (r *Report) Markdown(chart string) string {
 			fmt.Fprintf(&b, "\n![top-10 next-token probabilities](%s)\n", chart)
 		}
 	}
+	b.WriteString(r.Reference.markdown())
 	b.WriteString("\n## Stages\n\n| Stage | Status | Seconds |\n|---|---|---|\n")
 	for _, st := range r.Stages {
 		fmt.Fprintf(&b, "| %s | %s | %.2f |\n", st.Name, st.Status, st.Seconds)

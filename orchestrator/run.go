@@ -24,6 +24,7 @@ var runStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {na
 	stage{name: "python_weights", when: pythonReady, run: loaderStage},
 	stage{name: "config_facts", when: pythonReady, run: configFactsStage},
 	stage{name: "hf_baseline", when: pythonReady, run: referenceStage},
+	stage{name: "reference", when: referenceApplies, run: recordReferenceStage},
 	stage{name: "machine", run: preflightSectionStage},
 	stage{name: "record", run: recordStage},
 )
@@ -184,6 +185,7 @@ func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string) 
 		fmt.Fprintf(&sb, "- %s\n", calibrationLine(b.Calibration))
 	}
 	fmt.Fprintf(&sb, "- Tool: phase0 %s (torch %s, transformers %s), %s\n", r.Version, b.Torch, b.Transformers, r.Started.Format(time.RFC3339))
+	sb.WriteString(r.Reference.progressLine())
 	return sb.String()
 }
 

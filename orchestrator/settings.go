@@ -27,6 +27,13 @@ type Settings struct {
 	// perplexity exceeds this × vocab_size (0 = judge.DefaultMaxPerplexityRatio).
 	// Setting max_perplexity_ratio / PHASE0_MAX_PERPLEXITY_RATIO.
 	MaxPerplexityRatio float64
+	// ReferenceSteps greedy tokens per prompt in the recorded reference (0 = run
+	// records none); ReferenceDtype and ReferenceOut are `phase0 reference`'s
+	// --dtype and --out; Refresh records anew even when the key matches.
+	ReferenceSteps int
+	ReferenceDtype string
+	ReferenceOut   string
+	Refresh        bool
 	// PyShimDir is a folder holding a working copy of phase0_shim ("" = the
 	// copy built into the binary). Setting pyshim / PHASE0_PYSHIM.
 	PyShimDir string

@@ -41,6 +41,7 @@ type state struct {
 	consistency *configgate.Consistency
 	loader      *weights.Loader
 	baseline    *Baseline
+	reference   *Reference // the recorded reference (run, reference)
 
 	wsDir     string
 	spec      scaffold.Spec
@@ -156,7 +157,7 @@ func (st *state) report() *Report {
 	r := &Report{Tool: "phase0", Version: st.version, Command: st.command, Model: st.arg, Status: st.status(),
 		Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: append([]string{}, st.warnings...),
 		Stages: append([]Stage{}, st.stages...), Started: st.started, Gates: st.gates(), Workspace: st.workspace,
-		Preflight: st.preflight}
+		Preflight: st.preflight, Reference: st.reference}
 	if st.err != nil {
 		r.Error = st.err.Error()
 		r.Interrupted = errors.Is(st.err, errInterrupted)

@@ -50,6 +50,7 @@ func (r *Report) Text() string {
 		tw.Flush()
 	}
 	b.WriteString(r.findings())
+	b.WriteString(r.Reference.text())
 	if r.Preflight != nil {
 		b.WriteString("\n  machine readiness (informational):\n")
 		for _, line := range strings.Split(strings.TrimRight(r.Preflight.Text(), "\n"), "\n") {

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -85,11 +86,16 @@ func run() int {
 		{"inventory scaling, 291/18k/73k tensors", false, (*bench).inventoryScaling},
 		{"scan, 1 GiB bf16", false, (*bench).scan},
 		{"baseline overhead", true, (*bench).baseline},
+		{"reference recording and compare", true, (*bench).reference},
 		{"worker logits round trip", true, (*bench).workerRoundTrip},
 		{"bridge logits call (in-process)", true, (*bench).bridgeCall},
 		{"triage, 16 hub models", false, (*bench).triage},
 	}
+	only := os.Getenv("PHASE0BENCH_ONLY") // a substring of step names, to measure a few
 	for _, s := range steps {
+		if only != "" && !strings.Contains(s.name, only) {
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "phase0bench: measuring %s\n", s.name)
 		if s.needsPy && b.python == "" {
 			b.fail(s.name, fmt.Errorf("PHASE0_PYTHON is not set"))

@@ -142,6 +142,15 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Opt
 	runCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
 	runCmd.Flags().String("out-dir", "", "folder for <name>/ when there is no --llms-dir (default ./workspace; bundled runner)")
 	runCmd.Flags().String("report-dir", "", "where report.json and report.md go (default: <workspace>/docs/development_progress/phase0)")
+	refCmd := add("reference", "Record (or reuse) the HF reference the later phases compare against, into <workspace>/reference", true, orchestrator.ReferenceRun)
+	refCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
+	refCmd.Flags().String("dtype", "bfloat16", "bfloat16 (the reference) or float32 (a self-check candidate)")
+	refCmd.Flags().String("out", "", "folder to record into (default: <llms>/<name>/reference)")
+	for _, c := range []*cobra.Command{runCmd, refCmd} {
+		c.Flags().Bool("refresh", false, "record the reference anew even when its key matches")
+		c.Flags().String("reference-steps", "", "greedy tokens per prompt in the reference (default 32; 0 = run records none)")
+	}
+	root.AddCommand(compareCommand(stdout, &ran, &code))
 
 	pre := &cobra.Command{
 		Use:   "preflight",
@@ -291,6 +300,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer, overrides ma
 		"python": "python", "timeout": "timeout", "scan": "scan", "workers": "workers", "llms_dir": "llms-dir",
 		"prompt_style": "prompt-style", "prompt": "prompt", "decode": "decode", "force": "force", "name": "name",
 		"report_dir": "report-dir", "out_dir": "out-dir", "max_perplexity_ratio": "max-perplexity-ratio",
+		"reference_steps": "reference-steps",
 	} {
 		if f := cmd.Flags().Lookup(flag); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
@@ -320,6 +330,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer, overrides ma
 		AttentionFallback: p.boolean("cpu_helpers.attention_fallback"),
 		PyShimDir:         p.str("pyshim"),
 		CacheDir:          p.str("cache"),
+		ReferenceSteps:    p.count("reference_steps", 0),
 		Env:               os.Getenv,
 		Progress:          stderr,
 	}
@@ -329,6 +340,9 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer, overrides ma
 	}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		s.ProgressBars = true
+	}
+	if err := referenceFlags(cmd, s); err != nil {
+		return nil, err
 	}
 	switch s.PromptStyle {
 	case "", "base", "instruct":
@@ -499,7 +513,7 @@ var knownKeys = map[string]bool{
 	"llms_dir": true, "python": true, "name": true, "prompt_style": true, "prompt": true, "decode": true,
 	"max_seq": true, "timeout": true, "scan": true, "workers": true, "report_dir": true, "force": true,
 	"memory_check": true, "cpu_helpers": true, "cpu_helpers.attention_fallback": true, "cache": true, "pyshim": true,
-	"out_dir": true, "max_perplexity_ratio": true,
+	"out_dir": true, "max_perplexity_ratio": true, "reference_steps": true,
 }
 
 // checkKeys refuses misspelt settings instead of silently ignoring them.

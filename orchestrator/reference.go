@@ -1,0 +1,287 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"phase0/internal/wslock"
+	"phase0/reference"
+	"phase0/scaffold"
+	"phase0/verdict"
+)
+
+// Reference is the report's reference section: the recording the later
+// phases judge their runners against (phase0 compare), made once and reused.
+type Reference struct {
+	verdict.Section
+	Dir       string `json:"dir"`
+	Reused    bool   `json:"reused"`
+	Refreshed bool   `json:"refreshed,omitempty"` // --refresh forced a new recording
+	// Why lists what changed when an existing recording was not reused.
+	Why              []string `json:"why,omitempty"`
+	KeySHA256        string   `json:"key_sha256"`
+	Dtype            string   `json:"dtype"`
+	Runner           string   `json:"runner"`
+	Prompts          int      `json:"prompts"`
+	Steps            int      `json:"steps"`
+	TopK             int      `json:"top_k"`
+	Probes           int      `json:"probes"`
+	Bytes            int64    `json:"bytes"`
+	Seconds          float64  `json:"seconds"`
+	SecondsLoad      float64  `json:"seconds_load,omitempty"`
+	SecondsDecode    float64  `json:"seconds_decode,omitempty"`
+	SecondsDiagnosis float64  `json:"seconds_diagnosis,omitempty"`
+}
+
+// referencePlan is ops.reference_plan's answer: what a recording is keyed on.
+type referencePlan struct {
+	Runner          string   `json:"runner"`
+	RunnerPath      string   `json:"runner_path"`
+	PromptsFile     string   `json:"prompts_file"`
+	PromptStyle     string   `json:"prompt_style"`
+	Prompts         []string `json:"prompts"`
+	CanonicalPrompt int      `json:"canonical_prompt"`
+	TokenizerSHA256 string   `json:"tokenizer_sha256"`
+	Torch           string   `json:"torch_version"`
+	Transformers    string   `json:"transformers_version"`
+}
+
+// recordArgs are ops.record_reference's arguments.
+type recordArgs struct {
+	baselineArgs
+	Steps  int            `json:"steps"`
+	TopK   int            `json:"top_k"`
+	Dtype  string         `json:"dtype"`
+	OutDir string         `json:"out_dir"`
+	Meta   map[string]any `json:"meta"`
+}
+
+// referenceApplies: recording is on (reference_steps > 0) and, in run, the
+// baseline it extends passed.
+func referenceApplies(st *state) (bool, string) {
+	if st.s.ReferenceSteps <= 0 {
+		return false, "reference_steps is 0"
+	}
+	if st.weights == nil || st.weights.Status != verdict.Pass {
+		return false, "the checkpoint failed the native weights gate"
+	}
+	if st.baseline != nil && st.baseline.Status != verdict.Pass {
+		return false, "the HF baseline did not pass (or the memory preflight refused the model)"
+	}
+	return true, ""
+}
+
+// referenceDir is --out, else <workspace>/reference: run's workspace (its
+// generate stage holds the lock), or the one run would write for this model,
+// locked here like run locks it.
+func (st *state) referenceDir() (string, error) {
+	if st.s.ReferenceOut != "" {
+		return filepath.Abs(st.s.ReferenceOut)
+	}
+	if st.wsDir != "" {
+		return filepath.Join(st.wsDir, "reference"), nil
+	}
+	root, spec, err := workspaceFor(st.s, st, st.version)
+	if err != nil {
+		return "", err
+	}
+	if err := scaffold.CheckFolder(root, spec.Name); err != nil {
+		return "", err
+	}
+	ws := filepath.Join(root, spec.Name)
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return "", fmt.Errorf("creating workspace %s: %w", ws, err)
+	}
+	lock, err := wslock.Acquire(filepath.Join(ws, scaffold.LockName), wslock.Self(st.started))
+	if err != nil {
+		return "", fmt.Errorf("workspace %s: %w; wait for that run to finish", ws, err)
+	}
+	st.lock = lock
+	return filepath.Join(ws, "reference"), nil
+}
+
+// recordReferenceStage reuses the recording whose key matches, or records it
+// through the reference HfRunner. In run a failed recording is a warning (the
+// Phase 0 gates stand); in `phase0 reference` it is the command's error.
+func recordReferenceStage(ctx context.Context, st *state) (verdict.Status, string, error) {
+	start := time.Now()
+	r, err := st.recordReference(ctx)
+	if r != nil {
+		r.Seconds = time.Since(start).Seconds()
+	}
+	st.reference = r
+	if err != nil && r != nil {
+		r.Status, r.Summary = verdict.Error, reasons(err)[0]
+	}
+	if err != nil {
+		if stop := workerFailure(err); stop != nil || st.command == "reference" {
+			if stop == nil {
+				stop = fmt.Errorf("recording the reference: %s", strings.Join(reasons(err), "; "))
+			}
+			return "", "", stop
+		}
+		st.warnings = append(st.warnings, "reference not recorded: "+strings.Join(reasons(err), "; "))
+		return verdict.Fail, "not recorded: " + reasons(err)[0], nil
+	}
+	if r.Status != verdict.Pass && st.command == "reference" {
+		return "", "", errors.New(r.Summary)
+	}
+	return r.Status, r.Summary, nil
+}
+
+func (st *state) recordReference(ctx context.Context) (*Reference, error) {
+	dir, err := st.referenceDir()
+	if err != nil {
+		return nil, err
+	}
+	r := &Reference{Section: verdict.NewSection(), Dir: dir, Dtype: st.s.ReferenceDtype, Steps: st.s.ReferenceSteps, TopK: reference.DefaultTopK}
+	if r.Dtype == "" {
+		r.Dtype = "bfloat16"
+	}
+	module := ""
+	if st.spec.Name != "" {
+		module = st.weightsModule()
+	}
+	args := baselineRequest(st.s, st.ref, st.analysis.Config, module)
+	var plan referencePlan
+	if _, err := st.call(ctx, "reference_plan", args, &plan); err != nil {
+		return r, err
+	}
+	files, err := reference.ModelFilesSHA256(st.ref.Dir)
+	if err != nil {
+		return r, err
+	}
+	key := reference.Key{
+		Format: reference.Format, ModelFilesSHA256: files, TokenizerSHA256: plan.TokenizerSHA256,
+		Prompts: plan.Prompts, CanonicalPrompt: plan.CanonicalPrompt, Dtype: r.Dtype, DecodeSteps: r.Steps, TopK: r.TopK,
+		Runner: plan.Runner + " " + plan.RunnerPath, TorchVersion: plan.Torch, TransformersVersion: plan.Transformers,
+	}
+	r.KeySHA256 = key.SHA256()
+
+	if st.s.Refresh {
+		r.Refreshed = true
+	} else if old, err := reference.ReadMeta(dir); err == nil {
+		if old.KeySHA256 == r.KeySHA256 {
+			rec, err := reference.Read(dir)
+			if err == nil {
+				r.Reused = true
+				r.fill(rec)
+				r.Summary = fmt.Sprintf("reused %s (key %s matches): %s", dir, r.KeySHA256[:12], r.describe())
+				return r, nil
+			}
+			r.Why = append(r.Why, err.Error())
+		} else if old.Key != nil {
+			r.Why = append(r.Why, old.Key.Diff(key)...)
+		} else {
+			r.Why = append(r.Why, "the recording has no key")
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		r.Why = append(r.Why, err.Error())
+	}
+
+	rec := recordArgs{baselineArgs: args, Steps: r.Steps, TopK: r.TopK, Dtype: r.Dtype, OutDir: dir,
+		Meta: map[string]any{"key": key, "key_sha256": r.KeySHA256, "revision": st.ref.Revision}}
+	if rec.MaxSeq < 1 {
+		rec.MaxSeq = 1
+	}
+	if _, err := st.call(ctx, "record_reference", rec, nil); err != nil {
+		return r, err
+	}
+	got, err := reference.Read(dir)
+	if err != nil {
+		return r, fmt.Errorf("reading back the recording: %w", err)
+	}
+	r.fill(got)
+	if got.Meta.KeySHA256 != r.KeySHA256 {
+		r.FailWith("the recording's key %s is not the key it was asked for (%s)", got.Meta.KeySHA256, r.KeySHA256)
+	}
+	for i, p := range got.Prompts {
+		for s, n := range p.Nonfinite {
+			if n > 0 {
+				r.FailWith("prompt %d %q: %d non-finite logits at step %d", i, p.Text, n, s)
+				break
+			}
+		}
+	}
+	if r.Status != verdict.Pass {
+		r.Summary = r.Findings[0]
+		return r, nil
+	}
+	verb := "recorded"
+	if len(r.Why) > 0 {
+		verb = "re-recorded (" + strings.Join(r.Why, "; ") + ")"
+	} else if r.Refreshed {
+		verb = "re-recorded (--refresh)"
+	}
+	r.Summary = fmt.Sprintf("%s %s: %s", verb, dir, r.describe())
+	return r, nil
+}
+
+func (r *Reference) fill(rec *reference.Recording) {
+	m := rec.Meta
+	r.Runner, r.Dtype, r.Prompts, r.Steps, r.TopK, r.Probes, r.Bytes = m.Runner, m.Dtype, len(rec.Prompts), m.DecodeSteps, m.TopK, len(rec.Probes), rec.Bytes
+	r.SecondsLoad, r.SecondsDecode, r.SecondsDiagnosis = m.Seconds["load"], m.Seconds["decode"], m.Seconds["diagnosis"]
+}
+
+func (r *Reference) describe() string {
+	return fmt.Sprintf("%d prompts × %d steps (top-%d), %d diagnosis tensors, %s, %d KiB", r.Prompts, r.Steps, r.TopK, r.Probes, r.Dtype, (r.Bytes+1023)/1024)
+}
+
+// referenceStages are `phase0 reference`: inspect, then the recording.
+var referenceStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "python", run: pythonStage}}, inspectStages...),
+	stage{name: "preflight", when: preflightApplies, run: preflightStage},
+	stage{name: "reference", when: referenceApplies, run: recordReferenceStage},
+)
+
+// ReferenceRun records (or reuses) the reference of one model without the
+// rest of Phase 0: `phase0 reference MODEL [--dtype float32 --out DIR]`.
+func ReferenceRun(ctx context.Context, s *Settings, modelArg, version string) *Report {
+	local := *s
+	if local.ReferenceSteps <= 0 {
+		local.ReferenceSteps = reference.DefaultSteps
+	}
+	return runChain(ctx, &local, "reference", modelArg, version, withoutSkippedScan(referenceStages, &local))
+}
+
+// text is the reference's lines in the human verdict ("" when none was made).
+func (r *Reference) text() string {
+	if r == nil {
+		return ""
+	}
+	return fmt.Sprintf("\n  reference: %s  %s\n", r.Status, r.Summary)
+}
+
+// markdown is report.md's reference section: what was recorded, where, how
+// large, and how the later phases use it.
+func (r *Reference) markdown() string {
+	if r == nil {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n## Reference (for the later phases)\n\n%s — %s\n\n", r.Status, strings.ReplaceAll(r.Summary, "|", "\\|"))
+	fmt.Fprintf(&b, "| | |\n|---|---|\n| Folder | `%s` |\n| Runner | %s |\n| Recorded | %d prompts × %d greedy steps, top-%d ids + log-probs per step; %d diagnosis tensors (per-layer `ffn_out`, `final_hidden_normed`, logits) |\n",
+		r.Dir, r.Runner, r.Prompts, r.Steps, r.TopK, r.Probes)
+	fmt.Fprintf(&b, "| Size | %d bytes |\n| Key | `%s` |\n| Reused | %v |\n", r.Bytes, r.KeySHA256, r.Reused)
+	if !r.Reused && r.SecondsLoad+r.SecondsDecode > 0 {
+		fmt.Fprintf(&b, "| Seconds | load %.2f, decode %.2f, diagnosis %.2f |\n", r.SecondsLoad, r.SecondsDecode, r.SecondsDiagnosis)
+	}
+	fmt.Fprintf(&b, "\nJudge any runner against it: record a candidate in the same format (`phase0_shim.reference.record_candidate`), then `phase0 compare %s CANDIDATE`.\n", r.Dir)
+	return b.String()
+}
+
+// progressLine is the progress.md line naming the reference ("" when none
+// was made). progress.md is committed, so it names the folder relative to
+// the workspace, never by its absolute path.
+func (r *Reference) progressLine() string {
+	if r == nil || r.Status != verdict.Pass {
+		return ""
+	}
+	return fmt.Sprintf("- Reference for the later phases: `reference/` (%s; key `%s`); judge a runner with `phase0 compare <workspace>/reference CANDIDATE`\n",
+		r.describe(), r.KeySHA256[:12])
+}

@@ -1,0 +1,143 @@
+"""The two reference ops Go calls: what a recording would be keyed on (cheap,
+no torch), and the recording itself through the reference HfRunner."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from phase0_shim import reference
+from phase0_shim.prompts import BUNDLED_PROMPTS_DIR, PromptStyle, read_prompts, style_from_model_id
+
+DTYPES = ("bfloat16", "float32")
+
+
+def _args(args_json: str, required: tuple[str, ...]) -> dict[str, Any]:
+    args = json.loads(args_json)
+    if not isinstance(args, dict):
+        raise ValueError(f"arguments must be a JSON object, got {type(args).__name__}")
+    missing = [k for k in required if args.get(k) in (None, "")]
+    if missing:
+        raise ValueError(f"missing argument(s): {', '.join(missing)}")
+    return args
+
+
+def _prompt_set(args: dict[str, Any]) -> dict[str, Any]:
+    """The prompts a recording covers: the style's prompt file of the verify
+    tree (else the bundled one), with ``prompt`` (when given) as the canonical
+    prompt, put first if the file lacks it."""
+    # The same choice as runner.resolve_runner, made without importing torch:
+    # a named tree must hold the runner (no quiet fallback to ours).
+    llms = args.get("llms_dir")
+    if llms:
+        verify = Path(llms).resolve() / "verify"
+        runner_path = verify / "runners" / "hf_runner.py"
+        if not runner_path.is_file():
+            raise FileNotFoundError(
+                f"{runner_path} does not exist: {Path(llms).resolve()} is not an mlir-air programming_examples/llms tree"
+            )
+        kind, prompts_dir = "verify", verify / "prompts"
+    else:
+        kind, prompts_dir = "bundled", BUNDLED_PROMPTS_DIR
+        runner_path = Path(reference.__file__).resolve().parent / "hf_runner.py"
+    model_id = str(args.get("model_id") or args["model_dir"])
+    style: PromptStyle = args.get("prompt_style") or style_from_model_id(model_id)
+    if style not in ("base", "instruct"):
+        raise ValueError(f"prompt style {style!r} is not one of 'base', 'instruct'")
+    prompts_file = prompts_dir / f"{style}.txt"
+    prompts = read_prompts(prompts_file)
+    custom = args.get("prompt")
+    if custom and custom not in prompts:
+        prompts.insert(0, str(custom))
+    if not prompts:
+        raise ValueError(f"{prompts_file}: no prompt (every line is blank or a # comment)")
+    return {
+        "runner": kind,
+        "runner_path": str(runner_path),
+        "prompts_file": str(prompts_file),
+        "prompt_style": style,
+        "prompts": prompts,
+        "canonical_prompt": prompts.index(custom) if custom else 0,
+    }
+
+
+def reference_plan(args_json: str) -> str:
+    """{model_dir, model_id, llms_dir|null, prompt_style|null, prompt|null} →
+    the facts a recording is keyed on, without loading torch or the model."""
+    args = _args(args_json, ("model_dir",))
+    plan = _prompt_set(args)
+    plan["tokenizer_sha256"] = reference.tokenizer_sha256(args["model_dir"])
+    plan.update(reference._versions())
+    return json.dumps(plan, ensure_ascii=False)
+
+
+def record_reference(args_json: str) -> str:
+    """Record the reference (or an fp32 self-check candidate) through HfRunner.
+
+    Args: {model_dir, model_id, llms_dir|null, prompt_style|null, prompt|null,
+    config{...}, weights_module|null, max_seq, steps=32, top_k=5,
+    dtype="bfloat16"|"float32", out_dir, meta{...}}. ``meta`` (Go's key) is
+    written into reference.json as given.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from phase0_shim.config import generated_config, runner_config
+    from phase0_shim.runner import resolve_runner
+    from phase0_shim.tokens import load_tokenizer
+
+    args = _args(args_json, ("model_dir", "out_dir"))
+    model_dir = str(args["model_dir"])
+    steps = int(args.get("steps") or reference.DEFAULT_STEPS)
+    k = int(args.get("top_k") or reference.DEFAULT_TOP_K)
+    dtype = str(args.get("dtype") or "bfloat16")
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype {dtype!r} is not one of {', '.join(DTYPES)}")
+    plan = _prompt_set(args)
+    resolved = resolve_runner(args.get("llms_dir"))
+
+    tokenizer = load_tokenizer(model_dir)
+    encoded = [[int(t) for t in tokenizer.encode(p)] for p in plan["prompts"]]
+    max_seq = max(int(args.get("max_seq") or 0), max(len(t) for t in encoded) + steps)
+    weights_module = args.get("weights_module")
+    config = generated_config(weights_module) if weights_module else runner_config(args.get("config") or {})
+
+    start = time.perf_counter()
+    model = None
+    if dtype != "bfloat16":
+        # Upstream's HfRunner always loads bf16; any other dtype is handed in
+        # through its model= hook, so the same runner code records it.
+        model = AutoModelForCausalLM.from_pretrained(
+            model_dir, dtype=getattr(torch, dtype), low_cpu_mem_usage=True, use_safetensors=True
+        )
+    runner = resolved.runner_cls(model_dir, config, max_seq, lite_mode=True, model=model)
+    full = resolved.runner_cls(model_dir, config, max_seq, lite_mode=False, model=runner.model)
+    seconds_load = time.perf_counter() - start
+
+    start = time.perf_counter()
+    gens = [reference.generate(runner, p, t, steps, k) for p, t in zip(plan["prompts"], encoded)]
+    seconds_decode = time.perf_counter() - start
+    start = time.perf_counter()
+    diag = reference.diagnosis_tensors(full, encoded[plan["canonical_prompt"]])
+    seconds_diagnosis = time.perf_counter() - start
+
+    meta = {
+        **(args.get("meta") or {}),
+        "role": args.get("role") or ("reference" if dtype == "bfloat16" else "candidate"),
+        "runner": f"{resolved.kind} HfRunner ({dtype})",
+        "runner_path": str(resolved.path),
+        "model_id": str(args.get("model_id") or model_dir),
+        "model_dir": model_dir,
+        "dtype": dtype,
+        "tokenizer_sha256": reference.tokenizer_sha256(model_dir),
+        "prompt_style": plan["prompt_style"],
+        "prompts_file": plan["prompts_file"],
+        "canonical_prompt": plan["canonical_prompt"],
+        "n_layers": int(config.n_layers),
+        "seconds": {"load": seconds_load, "decode": seconds_decode, "diagnosis": seconds_diagnosis},
+        **reference._versions(),
+    }
+    written = reference.write(args["out_dir"], gens, diag, meta)
+    return json.dumps(written, ensure_ascii=False, allow_nan=False)

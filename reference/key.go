@@ -1,0 +1,131 @@
+package reference
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// TokenizerFiles define a tokenizer; the checksum covers those present, in this order.
+var TokenizerFiles = []string{
+	"added_tokens.json", "merges.txt", "special_tokens_map.json", "tokenizer.json",
+	"tokenizer.model", "tokenizer_config.json", "vocab.json",
+}
+
+// maxTokenizerFile bounds one tokenizer file (real ones are a few tens of MB).
+const maxTokenizerFile = 1 << 30
+
+// TokenizerSHA256 is the tokenizer checksum phase0_shim.reference computes:
+// for each present file of TokenizerFiles, its name, "\n", its byte length in
+// decimal, "\n", then its bytes.
+func TokenizerSHA256(modelDir string) (string, error) {
+	h := sha256.New()
+	for _, name := range TokenizerFiles {
+		path := filepath.Join(modelDir, name)
+		st, err := os.Stat(path)
+		if err != nil || !st.Mode().IsRegular() {
+			continue
+		}
+		b, err := readBounded(path, maxTokenizerFile)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s\n%d\n", name, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ModelFilesSHA256 fingerprints a checkpoint without reading its tensors:
+// the name, size and modification time of config.json, generation_config.json,
+// the index and every *.safetensors file. A changed byte is a rewritten file,
+// which moves its mtime.
+func ModelFilesSHA256(modelDir string) (string, error) {
+	entries, err := os.ReadDir(modelDir)
+	if err != nil {
+		return "", fmt.Errorf("listing the model folder: %w", err)
+	}
+	h := sha256.New()
+	var n int
+	for _, e := range entries {
+		name := e.Name()
+		if name != "config.json" && name != "generation_config.json" && !strings.HasSuffix(name, ".safetensors") && !strings.HasSuffix(name, ".safetensors.index.json") {
+			continue
+		}
+		// Stat follows the HF cache's symlinks to the blobs.
+		st, err := fs.Stat(os.DirFS(modelDir), name)
+		if err != nil {
+			return "", fmt.Errorf("model file %s: %w", name, err)
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00%d\n", name, st.Size(), st.ModTime().UnixNano())
+		n++
+	}
+	if n == 0 {
+		return "", fmt.Errorf("%s holds no config.json or *.safetensors to fingerprint", modelDir)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Key is what a recording depends on: a re-run reuses a recording whose key
+// is equal, and records anew otherwise.
+type Key struct {
+	Format              string   `json:"format"`
+	ModelFilesSHA256    string   `json:"model_files_sha256"`
+	TokenizerSHA256     string   `json:"tokenizer_sha256"`
+	Prompts             []string `json:"prompts"`
+	CanonicalPrompt     int      `json:"canonical_prompt"`
+	Dtype               string   `json:"dtype"`
+	DecodeSteps         int      `json:"decode_steps"`
+	TopK                int      `json:"top_k"`
+	Runner              string   `json:"runner"`
+	TorchVersion        string   `json:"torch_version"`
+	TransformersVersion string   `json:"transformers_version"`
+}
+
+// SHA256 is the key's digest (of its JSON encoding).
+func (k Key) SHA256() string {
+	b, _ := json.Marshal(k) // a struct of strings and ints always encodes
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Diff names the fields where two keys differ, for the "recording anew because" line.
+func (k Key) Diff(other Key) []string {
+	var out []string
+	add := func(field string, a, b any) {
+		out = append(out, fmt.Sprintf("%s %v → %v", field, a, b))
+	}
+	if k.Format != other.Format {
+		add("format", k.Format, other.Format)
+	}
+	if k.ModelFilesSHA256 != other.ModelFilesSHA256 {
+		add("model files", short(k.ModelFilesSHA256), short(other.ModelFilesSHA256))
+	}
+	if k.TokenizerSHA256 != other.TokenizerSHA256 {
+		add("tokenizer", short(k.TokenizerSHA256), short(other.TokenizerSHA256))
+	}
+	if !slices.Equal(k.Prompts, other.Prompts) || k.CanonicalPrompt != other.CanonicalPrompt {
+		add("prompts", len(k.Prompts), len(other.Prompts))
+	}
+	if k.Dtype != other.Dtype {
+		add("dtype", k.Dtype, other.Dtype)
+	}
+	if k.DecodeSteps != other.DecodeSteps || k.TopK != other.TopK {
+		add("steps/top-k", fmt.Sprintf("%d/%d", k.DecodeSteps, k.TopK), fmt.Sprintf("%d/%d", other.DecodeSteps, other.TopK))
+	}
+	if k.Runner != other.Runner {
+		add("runner", k.Runner, other.Runner)
+	}
+	if k.TorchVersion != other.TorchVersion || k.TransformersVersion != other.TransformersVersion {
+		add("torch/transformers", k.TorchVersion+"/"+k.TransformersVersion, other.TorchVersion+"/"+other.TransformersVersion)
+	}
+	return out
+}
+
+func short(s string) string { return s[:min(12, len(s))] }

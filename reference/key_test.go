@@ -1,0 +1,73 @@
+package reference
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"phase0/internal/testenv"
+)
+
+// Go and phase0_shim.reference must agree on the tokenizer checksum, or every
+// candidate a runner records would be refused as "another tokenizer".
+func TestTokenizerSHA256MatchesPython(t *testing.T) {
+	py := testenv.Python(t)
+	dir := t.TempDir()
+	for name, body := range map[string]string{"tokenizer.json": `{"model": {"vocab": {"a": 0}}}`, "tokenizer_config.json": "{}", "merges.txt": "a b\n", "config.json": "{}"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(py, "-c", "import sys; from phase0_shim.reference import tokenizer_sha256; print(tokenizer_sha256(sys.argv[1]))", dir)
+	cmd.Env = append(os.Environ(), "PYTHONPATH="+testenv.PyShim())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python: %v", err)
+	}
+	got, err := TokenizerSHA256(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.TrimSpace(string(out)); got != want {
+		t.Errorf("Go %s, Python %s", got, want)
+	}
+}
+
+func TestModelFilesSHA256FollowsBytes(t *testing.T) {
+	dir := t.TempDir()
+	st := filepath.Join(dir, "model.safetensors")
+	os.WriteFile(filepath.Join(dir, "config.json"), []byte("{}"), 0o644)
+	os.WriteFile(st, []byte("12345678"), 0o644)
+	a, err := ModelFilesSHA256(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "README.md"), []byte("not a model file"), 0o644)
+	if b, _ := ModelFilesSHA256(dir); b != a {
+		t.Error("a README changed the model fingerprint")
+	}
+	later := time.Now().Add(time.Minute)
+	os.Chtimes(st, later, later)
+	if b, _ := ModelFilesSHA256(dir); b == a {
+		t.Error("a rewritten safetensors file (new mtime) kept the fingerprint")
+	}
+	if _, err := ModelFilesSHA256(t.TempDir()); err == nil {
+		t.Error("an empty folder has a fingerprint")
+	}
+}
+
+func TestKeyDiffNamesWhatChanged(t *testing.T) {
+	a := Key{Format: Format, ModelFilesSHA256: "aaaa", TokenizerSHA256: "t", Prompts: []string{"x"}, Dtype: "bfloat16", DecodeSteps: 32, TopK: 5, TorchVersion: "2.1"}
+	b := a
+	b.ModelFilesSHA256, b.TorchVersion = "bbbb", "2.2"
+	if a.SHA256() == b.SHA256() {
+		t.Fatal("different keys, same digest")
+	}
+	diff := strings.Join(a.Diff(b), "; ")
+	if !strings.Contains(diff, "model files aaaa → bbbb") || !strings.Contains(diff, "torch/transformers 2.1/ → 2.2/") || strings.Contains(diff, "prompts") {
+		t.Errorf("diff %q", diff)
+	}
+}
