@@ -73,6 +73,7 @@ type Report struct {
 	ModelDir     string            `json:"model_dir"`
 	Revision     string            `json:"revision,omitempty"`
 	Status       verdict.Status    `json:"status"`
+	ReusedFrom   *ReusedFrom       `json:"reused_from,omitempty"` // run reused a recorded verdict (reuse.go)
 	Error        string            `json:"error,omitempty"`
 	Interrupted  bool              `json:"interrupted,omitempty"`
 	Architecture string            `json:"architecture"`

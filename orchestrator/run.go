@@ -18,7 +18,7 @@ import (
 
 // runStages are all of Phase 0: inspect, preflight, generate, the Python
 // facts judged as gates 1 and 3, gate 2, and the record.
-var runStages = append(append([]stage{{name: "python", run: pythonStage}}, inspectStages...),
+var runStages = append(append([]stage{{name: "reuse", when: freshApplies, run: reuseStage}, {name: "python", run: pythonStage}}, inspectStages...),
 	stage{name: "preflight", when: preflightApplies, run: preflightStage},
 	stage{name: "generate", run: generateStage},
 	stage{name: "python_weights", when: pythonReady, run: loaderStage},
@@ -26,6 +26,7 @@ var runStages = append(append([]stage{{name: "python", run: pythonStage}}, inspe
 	stage{name: "hf_baseline", when: pythonReady, run: referenceStage},
 	stage{name: "machine", run: preflightSectionStage},
 	stage{name: "record", run: recordStage},
+	stage{name: "record_inputs", run: recordInputsStage},
 )
 
 // Run is all of Phase 0 for one model.
@@ -66,24 +67,16 @@ func nonNil(list []string) []string {
 // workspaceFor picks <llms>/<name> and builds the scaffold spec around the
 // one Config.
 func workspaceFor(s *Settings, st *state, version string) (string, scaffold.Spec, error) {
-	llms := s.LLMSDir
-	if llms == "" {
-		llms = "workspace"
-	}
-	llms, err := filepath.Abs(llms)
+	ws, err := workspaceDir(s, st.ref.ID)
 	if err != nil {
 		return "", scaffold.Spec{}, err
 	}
-	name := s.Name
-	if name == "" {
-		name = scaffold.DeriveName(st.ref.ID)
-	}
 	spec := scaffold.Spec{
 		Config: *st.analysis.Config, Family: st.analysis.Family,
-		Name: name, ModelID: st.ref.ID, Revision: st.ref.Revision, ToolVersion: version,
+		Name: filepath.Base(ws), ModelID: st.ref.ID, Revision: st.ref.Revision, ToolVersion: version,
 		AttentionFallback: s.AttentionFallback,
 	}
-	return filepath.Join(llms, name), spec, nil
+	return ws, spec, nil
 }
 
 // loaderStage is gate 1 from the user's side: the generated loader loads the
@@ -155,9 +148,9 @@ func (r *Report) blockers() []string {
 // a failed run (exit 2): nothing after the failed write is touched, so a
 // ticked Phase 0 always has its report on disk.
 func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
-	dir := st.s.ReportDir
-	if dir == "" {
-		dir = filepath.Join(st.wsDir, "docs", "development_progress", "phase0")
+	dir, err := reportDirFor(st.s, st.wsDir)
+	if err != nil {
+		return "", "", err
 	}
 	st.workspace.ReportJSON, st.workspace.ReportMD = filepath.Join(dir, "report.json"), filepath.Join(dir, "report.md")
 	r := st.report()

@@ -121,6 +121,7 @@ func execute(args []string, stdout, stderr io.Writer) int {
 	add("baseline", "Inspect, then confirm the HF transformers bf16 reference on the canonical prompt", true, orchestrator.BaselineRun)
 	runCmd := add("run", "All of Phase 0: inspect, generate the workspace, Python gates, baseline, record", true, orchestrator.Run)
 	runCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
+	runCmd.Flags().Bool("fresh", false, "run everything even when the recorded verdict's inputs are unchanged")
 	runCmd.Flags().String("report-dir", "", "where report.json and report.md go (default: <workspace>/docs/development_progress/phase0)")
 
 	pre := &cobra.Command{
@@ -267,7 +268,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 	for key, flag := range map[string]string{
 		"python": "python", "timeout": "timeout", "scan": "scan", "workers": "workers", "llms_dir": "llms-dir",
 		"prompt_style": "prompt-style", "prompt": "prompt", "decode": "decode", "force": "force", "name": "name",
-		"report_dir": "report-dir",
+		"report_dir": "report-dir", "fresh": "fresh",
 	} {
 		if f := cmd.Flags().Lookup(flag); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
@@ -289,6 +290,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer) (*orchestrat
 		Workers:           p.count("workers", 0),
 		ReportDir:         p.str("report_dir"),
 		Force:             p.boolean("force"),
+		Fresh:             p.boolean("fresh"),
 		MemoryCheck:       p.boolean("memory_check"),
 		AttentionFallback: p.boolean("cpu_helpers.attention_fallback"),
 		PyShimDir:         p.str("pyshim"),
@@ -425,6 +427,7 @@ var knownKeys = map[string]bool{
 	"llms_dir": true, "python": true, "name": true, "prompt_style": true, "prompt": true, "decode": true,
 	"max_seq": true, "timeout": true, "scan": true, "workers": true, "report_dir": true, "force": true,
 	"memory_check": true, "cpu_helpers": true, "cpu_helpers.attention_fallback": true, "cache": true, "pyshim": true,
+	"fresh": true,
 }
 
 // checkKeys refuses misspelt settings instead of silently ignoring them.
