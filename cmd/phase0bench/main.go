@@ -85,6 +85,7 @@ func run() int {
 		{"inventory scaling, 291/18k/73k tensors", false, (*bench).inventoryScaling},
 		{"scan, 1 GiB bf16", false, (*bench).scan},
 		{"baseline overhead", true, (*bench).baseline},
+		{"repeat and fresh run", true, (*bench).rerun},
 		{"worker logits round trip", true, (*bench).workerRoundTrip},
 		{"bridge logits call (in-process)", true, (*bench).bridgeCall},
 		{"triage, 16 hub models", false, (*bench).triage},
