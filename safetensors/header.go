@@ -48,6 +48,15 @@ type Header struct {
 // given size. file names the file in errors and is copied into each Tensor.
 // Only the first 8+header-length bytes of r are read.
 func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
+	return readHeader(r, size, file, true)
+}
+
+// readHeader is ReadHeader; without dupKeys a tensor name repeated in the
+// header is left for the caller to find. Load inserts every name into the
+// inventory's map anyway, and one map operation per tensor is cheaper than
+// two; on a repeat it reads the header again with the check on, so the
+// error is ReadHeader's.
+func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool) (*Header, error) {
 	if size < 8 {
 		return nil, &FormatError{File: file, Reason: fmt.Sprintf("file is %d bytes, too short for the 8-byte header length", size), Err: ErrTruncated}
 	}
@@ -76,7 +85,7 @@ func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
 		return nil, &FormatError{File: file, Offset: 8, Reason: "header is not valid UTF-8"}
 	}
 	dataStart := int64(8 + n)
-	p := &headerParser{jsonScanner: newScanner(buf, file, 8, "header")}
+	p := &headerParser{jsonScanner: newScanner(buf, file, 8, "header"), dupKeys: dupKeys}
 	md, raws, err := p.parse()
 	if err != nil {
 		return nil, err
@@ -114,7 +123,8 @@ type rawTensor struct {
 // keys, which a map unmarshal would silently merge, are refused.
 type headerParser struct {
 	*jsonScanner
-	shapes []int64 // one backing array for every tensor's shape
+	shapes  []int64 // one backing array for every tensor's shape
+	dupKeys bool    // refuse a repeated tensor name here (else the caller does)
 }
 
 func (p *headerParser) parse() (md map[string]string, raws []rawTensor, err error) {
@@ -125,7 +135,10 @@ func (p *headerParser) parse() (md map[string]string, raws []rawTensor, err erro
 	n := bytes.Count(p.buf, []byte{'{'})
 	raws = make([]rawTensor, 0, n)
 	p.shapes = make([]int64, 0, 2*n+1)
-	seen := make(map[string]struct{}, n)
+	var seen map[string]struct{}
+	if p.dupKeys {
+		seen = make(map[string]struct{}, n)
+	}
 	haveMD := false
 	if !p.first('}') {
 		return nil, raws, p.end()
@@ -146,10 +159,12 @@ func (p *headerParser) parse() (md map[string]string, raws []rawTensor, err erro
 				return nil, nil, err
 			}
 		} else {
-			if _, dup := seen[name]; dup {
-				return nil, nil, p.errAt(p.pos, ErrDuplicateKey, "key %q appears twice in the header", name)
+			if seen != nil {
+				size := len(seen)
+				if seen[name] = struct{}{}; len(seen) == size {
+					return nil, nil, p.errAt(p.pos, ErrDuplicateKey, "key %q appears twice in the header", name)
+				}
 			}
-			seen[name] = struct{}{}
 			rt, err := p.tensor(name)
 			if err != nil {
 				return nil, nil, err

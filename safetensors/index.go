@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +28,36 @@ type Index struct {
 	// Metadata is the free-form "metadata" object. Numbers are json.Number so
 	// large integers survive; use TotalSize for the usual field.
 	Metadata map[string]any
+	// perShard counts the weight map's tensors per shard, as parsed (nil
+	// for an Index built by hand: counted on first use).
+	perShard map[string]*shardCount
+}
+
+// shardCount is one shard of the weight map: its name (every entry's value
+// is this one string) and how many tensors are assigned to it.
+type shardCount struct {
+	name string
+	n    int
+}
+
+// shardCounts returns how many tensors the weight map assigns to each shard.
+func (ix *Index) shardCounts() map[string]*shardCount {
+	total := 0
+	for _, c := range ix.perShard {
+		total += c.n
+	}
+	if ix.perShard == nil || total != len(ix.WeightMap) {
+		ix.perShard = map[string]*shardCount{}
+		for _, s := range ix.WeightMap {
+			c := ix.perShard[s]
+			if c == nil {
+				c = &shardCount{name: s}
+				ix.perShard[s] = c
+			}
+			c.n++
+		}
+	}
+	return ix.perShard
 }
 
 // TotalSize returns metadata.total_size when it is a non-negative integer.
@@ -43,16 +74,7 @@ func (ix *Index) TotalSize() (int64, bool) {
 
 // Shards returns the distinct shard paths of the weight map, sorted.
 func (ix *Index) Shards() []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range ix.WeightMap {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(ix.shardCounts()))
 }
 
 // ReadIndex parses an index file, reading at most maxIndexSize bytes of r.
@@ -114,7 +136,7 @@ func (p *indexParser) parse() (*Index, error) {
 		switch k {
 		case "weight_map":
 			haveMap = true
-			if ix.WeightMap, err = p.weightMap(); err != nil {
+			if ix.WeightMap, ix.perShard, err = p.weightMap(); err != nil {
 				return nil, err
 			}
 		case "metadata":
@@ -149,56 +171,61 @@ func (p *indexParser) parse() (*Index, error) {
 	return ix, nil
 }
 
-func (p *indexParser) weightMap() (map[string]string, error) {
+// weightMap reads the weight map and counts its tensors per shard.
+func (p *indexParser) weightMap() (map[string]string, map[string]*shardCount, error) {
 	if !p.consume('{') {
 		at := p.pos
 		desc, err := p.describe()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, p.errAt(at, nil, "weight_map: got %s, want \"{\"", desc)
+		return nil, nil, p.errAt(at, nil, "weight_map: got %s, want \"{\"", desc)
 	}
 	wm := make(map[string]string, bytes.Count(p.buf, []byte{':'})) // one ':' per entry, plus a few
 	// A checkpoint has a handful of shards named once per tensor: each
-	// distinct name is checked once and shared by every entry.
-	shards := map[string]string{}
+	// distinct name is checked once, counted, and shared by every entry.
+	shards := map[string]*shardCount{}
 	for more := p.first('}'); more; {
 		name, err := p.key()
 		if err != nil {
-			return nil, err
-		}
-		if _, dup := wm[name]; dup {
-			return nil, p.errAt(p.pos, ErrDuplicateKey, "weight_map: tensor %q appears twice", name)
+			return nil, nil, err
 		}
 		if name == "" || name == metadataKey {
-			return nil, p.errAt(p.pos, nil, "weight_map: %q is not a tensor name", name)
+			return nil, nil, p.errAt(p.pos, nil, "weight_map: %q is not a tensor name", name)
 		}
 		at := p.pos
 		if p.ws() != '"' {
 			desc, err := p.describe()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return nil, p.errAt(at, nil, "weight_map[%q]: got %s, want a shard file name", name, desc)
+			return nil, nil, p.errAt(at, nil, "weight_map[%q]: got %s, want a shard file name", name, desc)
 		}
 		shard, err := p.str()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if known, ok := shards[shard]; ok {
-			shard = known
-		} else {
+		c := shards[shard]
+		if c == nil {
 			if err := checkShardPath(shard); err != nil {
-				return nil, p.errAt(at, err, "weight_map[%q]: shard %q: %v", name, shard, err)
+				return nil, nil, p.errAt(at, err, "weight_map[%q]: shard %q: %v", name, shard, err)
 			}
-			shards[shard] = shard
+			c = &shardCount{name: shard}
+			shards[shard] = c
 		}
+		c.n++
+		shard = c.name
+		// One map operation per entry: a repeated name leaves the size as it was.
+		size := len(wm)
 		wm[name] = shard
+		if len(wm) == size {
+			return nil, nil, p.errAt(at, ErrDuplicateKey, "weight_map: tensor %q appears twice", name)
+		}
 		if more, err = p.more('}'); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return wm, nil
+	return wm, shards, nil
 }
 
 // checkShardPath accepts only plain relative slash paths inside the model

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"unsafe"
 )
 
 // jsonScanner reads JSON from a byte slice held whole in memory. It is the
@@ -16,15 +17,18 @@ import (
 // FormatErrors at the current offset.
 type jsonScanner struct {
 	buf  []byte
-	text string // buf as a string, so names are substrings, not copies
+	text string // buf viewed as a string, so names are substrings, not copies
 	pos  int
 	file string
 	base int64  // bytes in the file before the JSON starts
 	what string // "header" or "index", for messages
 }
 
+// newScanner scans buf, which the caller must never modify afterwards: the
+// strings it returns share buf's memory (a header is read once into a
+// buffer of its own, so copying it whole again would only cost time).
 func newScanner(buf []byte, file string, base int64, what string) *jsonScanner {
-	return &jsonScanner{buf: buf, text: string(buf), file: file, base: base, what: what}
+	return &jsonScanner{buf: buf, text: unsafe.String(unsafe.SliceData(buf), len(buf)), file: file, base: base, what: what}
 }
 
 // errAt builds a FormatError at byte pos of the JSON.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -90,7 +91,11 @@ func run() int {
 		{"bridge logits call (in-process)", true, (*bench).bridgeCall},
 		{"triage, 16 hub models", false, (*bench).triage},
 	}
+	only := os.Getenv("PHASE0_BENCH_ONLY") // a substring of the step names to run, for working on one
 	for _, s := range steps {
+		if only != "" && !strings.Contains(s.name, only) {
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "phase0bench: measuring %s\n", s.name)
 		if s.needsPy && b.python == "" {
 			b.fail(s.name, fmt.Errorf("PHASE0_PYTHON is not set"))
