@@ -42,6 +42,17 @@ type Header struct {
 	Tensors   []Tensor // sorted by Begin
 	Metadata  map[string]string
 	DataStart int64 // 8 + header length
+	// keyOrder[k] is the index in Tensors of the header's k-th key, when
+	// key order and data order differ (nil: they are the same).
+	keyOrder []int32
+}
+
+// inKeyOrder returns the k-th tensor in the order the header lists them.
+func (h *Header) inKeyOrder(k int) *Tensor {
+	if h.keyOrder != nil {
+		return &h.Tensors[h.keyOrder[k]]
+	}
+	return &h.Tensors[k]
 }
 
 // ReadHeader reads and validates the header of the safetensors file r of the
@@ -90,11 +101,11 @@ func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool) (*Header, 
 	if err != nil {
 		return nil, err
 	}
-	tensors, err := layout(raws, file, size, dataStart)
+	tensors, keyOrder, err := layout(raws, file, size, dataStart)
 	if err != nil {
 		return nil, err
 	}
-	return &Header{Tensors: tensors, Metadata: md, DataStart: dataStart}, nil
+	return &Header{Tensors: tensors, Metadata: md, DataStart: dataStart, keyOrder: keyOrder}, nil
 }
 
 // readFullAt reads len(p) bytes at off, treating a short read as ErrTruncated.
@@ -116,6 +127,7 @@ type rawTensor struct {
 	shape      []int64
 	begin, end int64 // relative to the data section
 	at         int64 // header offset of the entry, for errors
+	key        int32 // position among the header's tensor keys
 }
 
 // headerParser reads a header's JSON, whose shape is known: an object of
@@ -169,7 +181,7 @@ func (p *headerParser) parse() (md map[string]string, raws []rawTensor, err erro
 			if err != nil {
 				return nil, nil, err
 			}
-			rt.at = p.base + int64(at)
+			rt.at, rt.key = p.base+int64(at), int32(len(raws))
 			raws = append(raws, rt)
 		}
 		more, err := p.more('}')
@@ -329,8 +341,9 @@ func (p *headerParser) intArray(name, field string, add func(int64)) error {
 
 // layout checks each tensor's size against its shape and dtype, checks that
 // the data regions tile the data section exactly, and returns the tensors with
-// absolute offsets, sorted by Begin.
-func layout(raws []rawTensor, file string, size, dataStart int64) ([]Tensor, error) {
+// absolute offsets, sorted by Begin, and (when that is not the header's key
+// order) where each key went.
+func layout(raws []rawTensor, file string, size, dataStart int64) ([]Tensor, []int32, error) {
 	dataLen := size - dataStart
 	for i := range raws {
 		t := &raws[i]
@@ -338,19 +351,19 @@ func layout(raws []rawTensor, file string, size, dataStart int64) ([]Tensor, err
 			return &FormatError{File: file, Offset: t.at, Reason: fmt.Sprintf("tensor %q: ", t.name) + fmt.Sprintf(format, args...)}
 		}
 		if t.begin > t.end {
-			return nil, bad("data_offsets [%d, %d]: begin is after end", t.begin, t.end)
+			return nil, nil, bad("data_offsets [%d, %d]: begin is after end", t.begin, t.end)
 		}
 		elems, ok := stformat.ElementCount(t.shape)
 		if !ok {
-			return nil, bad("shape %v: element count overflows", t.shape)
+			return nil, nil, bad("shape %v: element count overflows", t.shape)
 		}
 		esize, _ := DTypeSize(t.dtype)
 		hi, nbytes := bits.Mul64(elems, uint64(esize))
 		if hi != 0 || nbytes > math.MaxInt64 {
-			return nil, bad("shape %v of %s: byte size overflows", t.shape, t.dtype)
+			return nil, nil, bad("shape %v of %s: byte size overflows", t.shape, t.dtype)
 		}
 		if span := t.end - t.begin; uint64(span) != nbytes {
-			return nil, bad("shape %v of %s needs %d bytes but data_offsets [%d, %d] span %d", t.shape, t.dtype, nbytes, t.begin, t.end, span)
+			return nil, nil, bad("shape %v of %s needs %d bytes but data_offsets [%d, %d] span %d", t.shape, t.dtype, nbytes, t.begin, t.end, span)
 		}
 	}
 	byOffset := func(a, b rawTensor) int {
@@ -359,29 +372,34 @@ func layout(raws []rawTensor, file string, size, dataStart int64) ([]Tensor, err
 		}
 		return cmp.Compare(a.end, b.end)
 	}
+	var keyOrder []int32
 	if !slices.IsSortedFunc(raws, byOffset) { // writers usually emit offset order
 		slices.SortStableFunc(raws, byOffset)
+		keyOrder = make([]int32, len(raws))
+		for i, t := range raws {
+			keyOrder[t.key] = int32(i)
+		}
 	}
 	var next int64
 	prev := ""
 	for _, t := range raws {
 		switch {
 		case t.begin > next:
-			return nil, &FormatError{File: file, Offset: t.at, Reason: fmt.Sprintf("tensor %q: gap: data begins at %d but the previous tensor ends at %d", t.name, t.begin, next)}
+			return nil, nil, &FormatError{File: file, Offset: t.at, Reason: fmt.Sprintf("tensor %q: gap: data begins at %d but the previous tensor ends at %d", t.name, t.begin, next)}
 		case t.begin < next:
-			return nil, &FormatError{File: file, Offset: t.at, Reason: fmt.Sprintf("tensor %q: data [%d, %d] overlaps tensor %q ending at %d", t.name, t.begin, t.end, prev, next)}
+			return nil, nil, &FormatError{File: file, Offset: t.at, Reason: fmt.Sprintf("tensor %q: data [%d, %d] overlaps tensor %q ending at %d", t.name, t.begin, t.end, prev, next)}
 		}
 		next, prev = t.end, t.name
 	}
 	switch {
 	case next > dataLen:
-		return nil, &FormatError{File: file, Offset: size, Reason: fmt.Sprintf("tensor data ends at %d but the file has only %d data bytes", next, dataLen), Err: ErrTruncated}
+		return nil, nil, &FormatError{File: file, Offset: size, Reason: fmt.Sprintf("tensor data ends at %d but the file has only %d data bytes", next, dataLen), Err: ErrTruncated}
 	case next < dataLen:
-		return nil, &FormatError{File: file, Offset: dataStart + next, Reason: fmt.Sprintf("%d trailing bytes after the tensor data (data ends at %d of %d)", dataLen-next, next, dataLen)}
+		return nil, nil, &FormatError{File: file, Offset: dataStart + next, Reason: fmt.Sprintf("%d trailing bytes after the tensor data (data ends at %d of %d)", dataLen-next, next, dataLen)}
 	}
 	out := make([]Tensor, len(raws))
 	for i, t := range raws {
 		out[i] = Tensor{Name: t.name, DType: t.dtype, Shape: t.shape, File: file, Begin: dataStart + t.begin, End: dataStart + t.end}
 	}
-	return out, nil
+	return out, keyOrder, nil
 }

@@ -3,6 +3,7 @@ package safetensors
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -34,10 +35,12 @@ type Index struct {
 }
 
 // shardCount is one shard of the weight map: its name (every entry's value
-// is this one string) and how many tensors are assigned to it.
+// is this one string), how many tensors are assigned to it and, when parsed,
+// their names in the index's order.
 type shardCount struct {
-	name string
-	n    int
+	name  string
+	n     int
+	names []string
 }
 
 // shardCounts returns how many tensors the weight map assigns to each shard.
@@ -81,7 +84,14 @@ func (ix *Index) Shards() []string {
 // Repeated keys, a missing or empty weight_map, non-string shard names and
 // unsafe shard paths are errors. Unknown top-level keys are skipped.
 func ReadIndex(r io.Reader, file string) (*Index, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxIndexSize+1))
+	return readIndex(r, file, 0)
+}
+
+// readIndex is ReadIndex with the file's size when known (0 otherwise): the
+// buffer is then allocated once instead of grown (and cleared) step by step.
+func readIndex(r io.Reader, file string, size int64) (*Index, error) {
+	buf := make([]byte, 0, min(max(size, 0), maxIndexSize)+1)
+	data, err := readAllInto(buf, io.LimitReader(r, maxIndexSize+1))
 	if err != nil {
 		return nil, &FormatError{File: file, Reason: "reading the index: " + err.Error(), Err: err}
 	}
@@ -106,7 +116,29 @@ func LoadIndex(fsys fs.FS) (*Index, error) {
 		return nil, fmt.Errorf("opening %s: %w", IndexFile, err)
 	}
 	defer f.Close()
-	return ReadIndex(f, IndexFile)
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	return readIndex(f, IndexFile, size)
+}
+
+// readAllInto is io.ReadAll appending to buf, which it grows only when the
+// reader holds more than buf's capacity.
+func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // indexParser reads model.safetensors.index.json.
@@ -214,6 +246,7 @@ func (p *indexParser) weightMap() (map[string]string, map[string]*shardCount, er
 			shards[shard] = c
 		}
 		c.n++
+		c.names = append(c.names, name)
 		shard = c.name
 		// One map operation per entry: a repeated name leaves the size as it was.
 		size := len(wm)

@@ -183,6 +183,9 @@ func loadSharded(fsys fs.FS) (*Inventory, error) {
 		if err != nil {
 			return shardRead{err: err}
 		}
+		if sameKeys(h, counts[shard].names) {
+			return shardRead{h: h} // the usual case: no map lookups at all
+		}
 		for i := range h.Tensors {
 			if ix.WeightMap[h.Tensors[i].Name] != shard {
 				return shardRead{h: h, stray: h.Tensors[i].Name}
@@ -233,6 +236,22 @@ func loadSharded(fsys fs.FS) (*Inventory, error) {
 		inv.addMetadata(h.Metadata)
 	}
 	return inv, nil
+}
+
+// sameKeys reports whether the header lists exactly names, in that order.
+// Writers list a shard's tensors sorted by name in both the index and the
+// header, so this settles the check for most shards with plain string
+// compares; any other order falls back to a lookup per tensor.
+func sameKeys(h *Header, names []string) bool {
+	if len(names) != len(h.Tensors) {
+		return false
+	}
+	for k, name := range names {
+		if h.inKeyOrder(k).Name != name {
+			return false
+		}
+	}
+	return true
 }
 
 // checkRegular refuses a name in fsys that is not a regular file (links

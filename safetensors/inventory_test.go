@@ -64,6 +64,46 @@ func TestLoad(t *testing.T) {
 		sharded bool
 	}{
 		{
+			// The index lists a shard's tensors in another order than its
+			// header: the per-tensor check, not the in-order one, decides.
+			name: "sharded, header keys not in index order",
+			setup: func(t *testing.T, dir string) {
+				mustWrite(t, dir, shard1, u8("b", 5), u8("a", 3))
+				mustWrite(t, dir, shard2, u8("c", 7))
+				mustIndex(t, dir, map[string]string{"a": shard1, "b": shard1, "c": shard2})
+			},
+			files: []string{shard1, shard2}, tensors: []string{"a", "b", "c"}, sharded: true,
+		},
+		{
+			// Keys a, b in order but data b then a: the key order, not
+			// the data order, is compared with the index.
+			name: "sharded, key order differs from data order",
+			setup: func(t *testing.T, dir string) {
+				mustRaw(t, dir, shard1, string(rawFile(`{"a":{"dtype":"U8","shape":[3],"data_offsets":[5,8]},"b":{"dtype":"U8","shape":[5],"data_offsets":[0,5]}}`, 8)))
+				mustWrite(t, dir, shard2, u8("c", 7))
+				mustIndex(t, dir, map[string]string{"a": shard1, "b": shard1, "c": shard2})
+			},
+			files: []string{shard1, shard2}, tensors: []string{"a", "b", "c"}, sharded: true,
+		},
+		{
+			name: "sharded, out of order and one tensor the index puts elsewhere",
+			setup: func(t *testing.T, dir string) {
+				mustWrite(t, dir, shard1, u8("b", 5), u8("a", 3), u8("c", 1))
+				mustWrite(t, dir, shard2, u8("d", 7))
+				mustIndex(t, dir, map[string]string{"a": shard1, "b": shard1, "c": shard2, "d": shard2})
+			},
+			is: ErrTensorNotInIndex, want: []string{`tensor "c" is in the header of ` + shard1, "assigns it to " + shard2},
+		},
+		{
+			name: "sharded, a name repeated in one header",
+			setup: func(t *testing.T, dir string) {
+				mustRaw(t, dir, shard1, string(rawFile(`{"a":{"dtype":"U8","shape":[3],"data_offsets":[0,3]},"a":{"dtype":"U8","shape":[3],"data_offsets":[3,6]}}`, 6)))
+				mustWrite(t, dir, shard2, u8("c", 7))
+				mustIndex(t, dir, map[string]string{"a": shard1, "c": shard2})
+			},
+			is: ErrDuplicateKey, want: []string{`key "a" appears twice in the header`, shard1},
+		},
+		{
 			name:    "single file",
 			setup:   func(t *testing.T, dir string) { mustWrite(t, dir, SingleFile, u8("x", 4), u8("y", 2)) },
 			files:   []string{SingleFile},

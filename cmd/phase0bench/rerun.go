@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"phase0/worker"
 )
 
 const (
@@ -90,7 +93,7 @@ func (b *bench) rerun() error {
 	b.add("repeat run / import torch", fmt.Sprintf("%.3fx", ratio), fmt.Sprintf("<= %.1fx", rerunRatio), ratio <= rerunRatio)
 
 	var tFresh, tPlain []time.Duration
-	for range freshRuns {
+	for range freshRuns { // interleaved
 		r, err := run("--fresh")
 		if err != nil {
 			return err
@@ -106,21 +109,48 @@ func (b *bench) rerun() error {
 	b.add("run --fresh, tiny llama (median of 3)", fmt.Sprintf("%.2f s", mf.Seconds()), "-", true)
 	b.add("plain transformers script (median of 3)", fmt.Sprintf("%.2f s", mp.Seconds()), "-", true)
 	b.add("run --fresh / plain script", fmt.Sprintf("%.3fx", ratio), fmt.Sprintf("<= %.1fx", freshRatio), ratio <= freshRatio)
+	return b.workerExit()
+}
 
-	// The same fresh run with the worker finalizing Python before it exits
-	// (what it did before): the difference is the shutdown phase0 no longer
-	// waits for.
-	var tFinal []time.Duration
+// workerExit times closing a worker that imported torch: the child exits
+// without the interpreter's shutdown (as phase0 now does) against
+// PHASE0_WORKER_FINALIZE=1 (Py_FinalizeEx first, as before), interleaved.
+func (b *bench) workerExit() error {
+	closeAfterTorch := func(finalize bool) (time.Duration, error) {
+		opts := worker.Options{
+			Python: b.python, ExtraPath: []string{filepath.Join(b.root, "worker", "testdata")},
+			Timeout: 2 * time.Minute, Exe: []string{b.phase0, worker.Subcommand},
+		}
+		if finalize {
+			opts.Env = []string{worker.EnvFinalize + "=1"}
+		}
+		sess, err := worker.Start(context.Background(), opts, testModule)
+		if err != nil {
+			return 0, err
+		}
+		defer sess.Close()
+		if _, err := sess.Call("torch_sum", map[string]int{"n": 5}, nil); err != nil {
+			return 0, err
+		}
+		start := time.Now()
+		sess.Close()
+		return time.Since(start), nil
+	}
+	var fast, final []time.Duration
 	for range finalizeRuns {
-		r, err := runChild(dir, append(env, "PHASE0_WORKER_FINALIZE=1"), b.phase0, "run", modelDir, "--python", b.python,
-			"--llms-dir", filepath.Join(dir, "llms"), "--prompt", baselinePrompt, "--json", "--fresh")
+		d, err := closeAfterTorch(false)
 		if err != nil {
 			return err
 		}
-		tFinal = append(tFinal, r.wall)
+		fast = append(fast, d)
+		if d, err = closeAfterTorch(true); err != nil {
+			return err
+		}
+		final = append(final, d)
 	}
-	saved := median(tFinal) - mf
-	b.add("run --fresh with the worker's full Python shutdown (median of 3)", fmt.Sprintf("%.2f s", median(tFinal).Seconds()), "-", true)
-	b.add("worker exit without Py_FinalizeEx saves", ms(saved), "> 0", saved > 0)
+	mf, mF := median(fast), median(final)
+	b.add("worker close after import torch: exit without Py_FinalizeEx (median of 3)", ms(mf), "-", true)
+	b.add("worker close after import torch: PHASE0_WORKER_FINALIZE=1 (median of 3)", ms(mF), "-", true)
+	b.add("worker exit without Py_FinalizeEx saves", ms(mF-mf), "> 0", mF > mf)
 	return nil
 }
