@@ -84,12 +84,15 @@ func (ix *Index) Shards() []string {
 // Repeated keys, a missing or empty weight_map, non-string shard names and
 // unsafe shard paths are errors. Unknown top-level keys are skipped.
 func ReadIndex(r io.Reader, file string) (*Index, error) {
-	return readIndex(r, file, 0)
+	return readIndex(r, file, 0, false)
 }
 
 // readIndex is ReadIndex with the file's size when known (0 otherwise): the
 // buffer is then allocated once instead of grown (and cleared) step by step.
-func readIndex(r io.Reader, file string, size int64) (*Index, error) {
+// listsOnly builds no WeightMap (and so cannot see a repeated name): only
+// the per-shard lists, for a Load that checks every name against the
+// headers anyway and asks ReadIndex for the error when anything is off.
+func readIndex(r io.Reader, file string, size int64, listsOnly bool) (*Index, error) {
 	buf := make([]byte, 0, min(max(size, 0), maxIndexSize)+1)
 	data, err := readAllInto(buf, io.LimitReader(r, maxIndexSize+1))
 	if err != nil {
@@ -101,13 +104,17 @@ func readIndex(r io.Reader, file string, size int64) (*Index, error) {
 	if !utf8.Valid(data) {
 		return nil, &FormatError{File: file, Reason: "index is not valid UTF-8"}
 	}
-	p := &indexParser{newScanner(data, file, 0, "index")}
+	p := &indexParser{jsonScanner: newScanner(data, file, 0, "index"), listsOnly: listsOnly}
 	return p.parse()
 }
 
 // LoadIndex reads IndexFile from a model folder (fsys = os.DirFS(dir)). A
 // directory, FIFO or device of that name is refused before it is opened.
 func LoadIndex(fsys fs.FS) (*Index, error) {
+	return loadIndex(fsys, false)
+}
+
+func loadIndex(fsys fs.FS, listsOnly bool) (*Index, error) {
 	if err := checkRegular(fsys, IndexFile); err != nil {
 		return nil, err
 	}
@@ -120,7 +127,7 @@ func LoadIndex(fsys fs.FS) (*Index, error) {
 	if fi, err := f.Stat(); err == nil {
 		size = fi.Size()
 	}
-	return readIndex(f, IndexFile, size)
+	return readIndex(f, IndexFile, size, listsOnly)
 }
 
 // readAllInto is io.ReadAll appending to buf, which it grows only when the
@@ -142,7 +149,10 @@ func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
 }
 
 // indexParser reads model.safetensors.index.json.
-type indexParser struct{ *jsonScanner }
+type indexParser struct {
+	*jsonScanner
+	listsOnly bool
+}
 
 func (p *indexParser) parse() (*Index, error) {
 	if !p.consume('{') {
@@ -197,7 +207,7 @@ func (p *indexParser) parse() (*Index, error) {
 	if !haveMap {
 		return nil, p.errAt(p.pos, nil, "no weight_map")
 	}
-	if len(ix.WeightMap) == 0 {
+	if len(ix.WeightMap) == 0 && len(ix.perShard) == 0 {
 		return nil, p.errAt(p.pos, nil, "weight_map is empty")
 	}
 	return ix, nil
@@ -213,7 +223,10 @@ func (p *indexParser) weightMap() (map[string]string, map[string]*shardCount, er
 		}
 		return nil, nil, p.errAt(at, nil, "weight_map: got %s, want \"{\"", desc)
 	}
-	wm := make(map[string]string, bytes.Count(p.buf, []byte{':'})) // one ':' per entry, plus a few
+	var wm map[string]string
+	if !p.listsOnly {
+		wm = make(map[string]string, bytes.Count(p.buf, []byte{':'})) // one ':' per entry, plus a few
+	}
 	// A checkpoint has a handful of shards named once per tensor: each
 	// distinct name is checked once, counted, and shared by every entry.
 	shards := map[string]*shardCount{}
@@ -249,10 +262,11 @@ func (p *indexParser) weightMap() (map[string]string, map[string]*shardCount, er
 		c.names = append(c.names, name)
 		shard = c.name
 		// One map operation per entry: a repeated name leaves the size as it was.
-		size := len(wm)
-		wm[name] = shard
-		if len(wm) == size {
-			return nil, nil, p.errAt(at, ErrDuplicateKey, "weight_map: tensor %q appears twice", name)
+		if wm != nil {
+			size := len(wm)
+			if wm[name] = shard; len(wm) == size {
+				return nil, nil, p.errAt(at, ErrDuplicateKey, "weight_map: tensor %q appears twice", name)
+			}
 		}
 		if more, err = p.more('}'); err != nil {
 			return nil, nil, err

@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -396,5 +397,48 @@ func TestLoadShardedOffsets(t *testing.T) {
 	}
 	if inv.TotalBytes != 15 {
 		t.Errorf("TotalBytes = %d", inv.TotalBytes)
+	}
+}
+
+// TestLoadShardedInOrder: a checkpoint written as the hub writes them takes
+// the in-order way and gives the same inventory as the tensor-by-tensor
+// check; one listed in another order, or with a name twice, does not take it.
+func TestLoadShardedInOrder(t *testing.T) {
+	dir := t.TempDir()
+	var ts []sttest.WriteTensor
+	for i := range 40 {
+		ts = append(ts, u8(fmt.Sprintf("model.layers.%d.w", i), i%5+1))
+	}
+	if err := sttest.WriteSharded(dir, ts, 4); err != nil {
+		t.Fatal(err)
+	}
+	fast := loadShardedInOrder(os.DirFS(dir))
+	if fast == nil {
+		t.Fatal("a hub-ordered checkpoint did not take the in-order way")
+	}
+	checked, err := loadShardedChecked(os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fast, checked) {
+		t.Errorf("in-order inventory %+v\nchecked inventory %+v", fast, checked)
+	}
+
+	other := t.TempDir()
+	mustWrite(t, other, shard1, u8("b", 5), u8("a", 3))
+	mustWrite(t, other, shard2, u8("c", 7))
+	mustIndex(t, other, map[string]string{"a": shard1, "b": shard1, "c": shard2})
+	if loadShardedInOrder(os.DirFS(other)) != nil {
+		t.Error("a header out of the index's order took the in-order way")
+	}
+	twice := t.TempDir()
+	mustWrite(t, twice, shard1, u8("a", 3))
+	mustWrite(t, twice, shard2, u8("a", 3))
+	mustRaw(t, twice, IndexFile, `{"weight_map":{"a":"`+shard1+`","a":"`+shard2+`"}}`)
+	if loadShardedInOrder(os.DirFS(twice)) != nil {
+		t.Error("a name in two shards took the in-order way")
+	}
+	if _, err := Load(os.DirFS(twice)); !errors.Is(err, ErrDuplicateKey) {
+		t.Errorf("Load of an index naming a tensor twice: %v, want ErrDuplicateKey", err)
 	}
 }
