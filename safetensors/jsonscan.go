@@ -131,6 +131,12 @@ func (s *jsonScanner) key() (string, error) {
 // without escapes are substrings of the document.
 func (s *jsonScanner) str() (string, error) {
 	start := s.pos
+	// Fast path: the closing quote found by a vectorised search, and no
+	// escape or control character before it (a name has neither).
+	if end := bytes.IndexByte(s.buf[start+1:], '"'); end >= 0 && plain(s.buf[start+1:start+1+end]) {
+		s.pos = start + end + 2
+		return s.text[start+1 : start+1+end], nil
+	}
 	i := start + 1
 	for i < len(s.buf) {
 		c := s.buf[i]
@@ -149,6 +155,16 @@ func (s *jsonScanner) str() (string, error) {
 	}
 	s.pos = len(s.buf)
 	return "", s.syntax("")
+}
+
+// plain reports whether b holds no backslash and no control character.
+func plain(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // escaped finishes a string holding escapes: it checks them as it finds the
