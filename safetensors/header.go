@@ -97,11 +97,11 @@ func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool) (*Header, 
 	}
 	dataStart := int64(8 + n)
 	p := &headerParser{jsonScanner: newScanner(buf, file, 8, "header"), dupKeys: dupKeys}
-	md, raws, err := p.parse()
+	md, tensors, ats, err := p.parse()
 	if err != nil {
 		return nil, err
 	}
-	tensors, keyOrder, err := layout(raws, file, size, dataStart)
+	tensors, keyOrder, err := layout(tensors, ats, file, size, dataStart)
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +126,6 @@ type rawTensor struct {
 	dtype      string
 	shape      []int64
 	begin, end int64 // relative to the data section
-	at         int64 // header offset of the entry, for errors
-	key        int32 // position among the header's tensor keys
 }
 
 // headerParser reads a header's JSON, whose shape is known: an object of
@@ -139,13 +137,15 @@ type headerParser struct {
 	dupKeys bool    // refuse a repeated tensor name here (else the caller does)
 }
 
-func (p *headerParser) parse() (md map[string]string, raws []rawTensor, err error) {
+// parse returns the tensors in key order, offsets still relative to the
+// data section, and each entry's header offset (for errors).
+func (p *headerParser) parse() (md map[string]string, ts []Tensor, ats []int64, err error) {
 	p.pos = 1 // ReadHeader checked that the header starts with '{'
 	// Every tensor entry opens one object, so counting '{' (a vectorised
 	// single-byte count) sizes the slices and map with no growth; names
 	// holding '{' only make the estimate generous.
 	n := bytes.Count(p.buf, []byte{'{'})
-	raws = make([]rawTensor, 0, n)
+	ts, ats = make([]Tensor, 0, n), make([]int64, 0, n)
 	p.shapes = make([]int64, 0, 2*n+1)
 	var seen map[string]struct{}
 	if p.dupKeys {
@@ -153,46 +153,46 @@ func (p *headerParser) parse() (md map[string]string, raws []rawTensor, err erro
 	}
 	haveMD := false
 	if !p.first('}') {
-		return nil, raws, p.end()
+		return nil, ts, ats, p.end()
 	}
 	for {
 		p.ws()
 		at := p.pos
 		name, err := p.key()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if name == metadataKey {
 			if haveMD {
-				return nil, nil, p.errAt(p.pos, ErrDuplicateKey, "key %q appears twice in the header", name)
+				return nil, nil, nil, p.errAt(p.pos, ErrDuplicateKey, "key %q appears twice in the header", name)
 			}
 			haveMD = true
 			if md, err = p.metadata(); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		} else {
 			if seen != nil {
 				size := len(seen)
 				if seen[name] = struct{}{}; len(seen) == size {
-					return nil, nil, p.errAt(p.pos, ErrDuplicateKey, "key %q appears twice in the header", name)
+					return nil, nil, nil, p.errAt(p.pos, ErrDuplicateKey, "key %q appears twice in the header", name)
 				}
 			}
 			rt, err := p.tensor(name)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
-			rt.at, rt.key = p.base+int64(at), int32(len(raws))
-			raws = append(raws, rt)
+			ts = append(ts, Tensor{Name: rt.name, DType: rt.dtype, Shape: rt.shape, Begin: rt.begin, End: rt.end})
+			ats = append(ats, p.base+int64(at))
 		}
 		more, err := p.more('}')
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if !more {
 			break
 		}
 	}
-	return md, raws, p.end()
+	return md, ts, ats, p.end()
 }
 
 // gotWant reports the value at the current position as "what: got X, want Y".
@@ -343,53 +343,59 @@ func (p *headerParser) intArray(name, field string, add func(int64)) error {
 // the data regions tile the data section exactly, and returns the tensors with
 // absolute offsets, sorted by Begin, and (when that is not the header's key
 // order) where each key went.
-func layout(raws []rawTensor, file string, size, dataStart int64) ([]Tensor, []int32, error) {
+func layout(ts []Tensor, ats []int64, file string, size, dataStart int64) ([]Tensor, []int32, error) {
 	dataLen := size - dataStart
-	for i := range raws {
-		t := &raws[i]
+	for i := range ts {
+		t := &ts[i]
 		bad := func(format string, args ...any) error {
-			return &FormatError{File: file, Offset: t.at, Reason: fmt.Sprintf("tensor %q: ", t.name) + fmt.Sprintf(format, args...)}
+			return &FormatError{File: file, Offset: ats[i], Reason: fmt.Sprintf("tensor %q: ", t.Name) + fmt.Sprintf(format, args...)}
 		}
-		if t.begin > t.end {
-			return nil, nil, bad("data_offsets [%d, %d]: begin is after end", t.begin, t.end)
+		if t.Begin > t.End {
+			return nil, nil, bad("data_offsets [%d, %d]: begin is after end", t.Begin, t.End)
 		}
-		elems, ok := stformat.ElementCount(t.shape)
+		elems, ok := stformat.ElementCount(t.Shape)
 		if !ok {
-			return nil, nil, bad("shape %v: element count overflows", t.shape)
+			return nil, nil, bad("shape %v: element count overflows", t.Shape)
 		}
-		esize, _ := DTypeSize(t.dtype)
+		esize, _ := DTypeSize(t.DType)
 		hi, nbytes := bits.Mul64(elems, uint64(esize))
 		if hi != 0 || nbytes > math.MaxInt64 {
-			return nil, nil, bad("shape %v of %s: byte size overflows", t.shape, t.dtype)
+			return nil, nil, bad("shape %v of %s: byte size overflows", t.Shape, t.DType)
 		}
-		if span := t.end - t.begin; uint64(span) != nbytes {
-			return nil, nil, bad("shape %v of %s needs %d bytes but data_offsets [%d, %d] span %d", t.shape, t.dtype, nbytes, t.begin, t.end, span)
+		if span := t.End - t.Begin; uint64(span) != nbytes {
+			return nil, nil, bad("shape %v of %s needs %d bytes but data_offsets [%d, %d] span %d", t.Shape, t.DType, nbytes, t.Begin, t.End, span)
 		}
 	}
-	byOffset := func(a, b rawTensor) int {
-		if c := cmp.Compare(a.begin, b.begin); c != 0 {
+	byOffset := func(a, b *Tensor) int {
+		if c := cmp.Compare(a.Begin, b.Begin); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.end, b.end)
+		return cmp.Compare(a.End, b.End)
 	}
 	var keyOrder []int32
-	if !slices.IsSortedFunc(raws, byOffset) { // writers usually emit offset order
-		slices.SortStableFunc(raws, byOffset)
-		keyOrder = make([]int32, len(raws))
-		for i, t := range raws {
-			keyOrder[t.key] = int32(i)
+	if !slices.IsSortedFunc(ts, func(a, b Tensor) int { return byOffset(&a, &b) }) { // writers usually emit offset order
+		perm := make([]int32, len(ts))
+		for i := range perm {
+			perm[i] = int32(i)
 		}
+		slices.SortStableFunc(perm, func(a, b int32) int { return byOffset(&ts[a], &ts[b]) })
+		sorted, sortedAts := make([]Tensor, len(ts)), make([]int64, len(ts))
+		keyOrder = make([]int32, len(ts))
+		for i, k := range perm {
+			sorted[i], sortedAts[i], keyOrder[k] = ts[k], ats[k], int32(i)
+		}
+		ts, ats = sorted, sortedAts
 	}
 	var next int64
 	prev := ""
-	for _, t := range raws {
+	for i, t := range ts {
 		switch {
-		case t.begin > next:
-			return nil, nil, &FormatError{File: file, Offset: t.at, Reason: fmt.Sprintf("tensor %q: gap: data begins at %d but the previous tensor ends at %d", t.name, t.begin, next)}
-		case t.begin < next:
-			return nil, nil, &FormatError{File: file, Offset: t.at, Reason: fmt.Sprintf("tensor %q: data [%d, %d] overlaps tensor %q ending at %d", t.name, t.begin, t.end, prev, next)}
+		case t.Begin > next:
+			return nil, nil, &FormatError{File: file, Offset: ats[i], Reason: fmt.Sprintf("tensor %q: gap: data begins at %d but the previous tensor ends at %d", t.Name, t.Begin, next)}
+		case t.Begin < next:
+			return nil, nil, &FormatError{File: file, Offset: ats[i], Reason: fmt.Sprintf("tensor %q: data [%d, %d] overlaps tensor %q ending at %d", t.Name, t.Begin, t.End, prev, next)}
 		}
-		next, prev = t.end, t.name
+		next, prev = t.End, t.Name
 	}
 	switch {
 	case next > dataLen:
@@ -397,9 +403,8 @@ func layout(raws []rawTensor, file string, size, dataStart int64) ([]Tensor, []i
 	case next < dataLen:
 		return nil, nil, &FormatError{File: file, Offset: dataStart + next, Reason: fmt.Sprintf("%d trailing bytes after the tensor data (data ends at %d of %d)", dataLen-next, next, dataLen)}
 	}
-	out := make([]Tensor, len(raws))
-	for i, t := range raws {
-		out[i] = Tensor{Name: t.name, DType: t.dtype, Shape: t.shape, File: file, Begin: dataStart + t.begin, End: dataStart + t.end}
+	for i := range ts {
+		ts[i].File, ts[i].Begin, ts[i].End = file, dataStart+ts[i].Begin, dataStart+ts[i].End
 	}
-	return out, keyOrder, nil
+	return ts, keyOrder, nil
 }
