@@ -133,14 +133,6 @@ type inputsRecord struct {
 	Inputs       runInputs `json:"inputs"`
 }
 
-// freshApplies skips the reuse check when --fresh asks for a full run.
-func freshApplies(st *state) (bool, string) {
-	if st.s.Fresh {
-		return false, "--fresh: running everything"
-	}
-	return true, ""
-}
-
 // reuseStage reuses the recorded verdict when none of its inputs changed;
 // otherwise it says why not (SKIPPED) and the chain runs in full. It never
 // fails a run.
@@ -155,7 +147,7 @@ func reuseStage(_ context.Context, st *state) (verdict.Status, string, error) {
 
 // reusable returns the recorded report when it can be reused, else why not.
 // Whatever it stamps is kept in st.inputs, to be compared at the end of a
-// full run.
+// full run; under --fresh it only stamps.
 func (st *state) reusable() (*Report, string) {
 	ref, why := reuseModel(st.s, st.arg)
 	if why != "" {
@@ -169,6 +161,24 @@ func (st *state) reusable() (*Report, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
+	// Stamp what can be stamped before anything else, so that even a first
+	// run can tell, when it records, whether the model changed under it.
+	stamp := func() (string, bool) {
+		cur, err := st.currentInputs(ref, ws)
+		if err != nil {
+			return err.Error(), false
+		}
+		st.inputs = cur
+		return "", true
+	}
+	if ref.Dir != "" {
+		if why, ok := stamp(); !ok {
+			return nil, why
+		}
+	}
+	if st.s.Fresh {
+		return nil, "--fresh"
+	}
 	var rec inputsRecord
 	if err := readJSONFile(filepath.Join(reports, inputsName), &rec); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -178,16 +188,14 @@ func (st *state) reusable() (*Report, string) {
 	}
 	if ref.Dir == "" { // the default model: its folder and stamp are phase0's own conversion
 		ref.Dir, ref.Revision = rec.Inputs.Model.Dir, rec.Inputs.Model.Revision
+		if why, ok := stamp(); !ok {
+			return nil, why
+		}
 	}
-	cur, err := st.currentInputs(ref, ws)
-	if err != nil {
-		return nil, err.Error()
-	}
-	st.inputs = cur
 	if rec.Format != inputsFormat {
 		return nil, fmt.Sprintf("the recorded inputs are format %d, this phase0 writes %d", rec.Format, inputsFormat)
 	}
-	if why := inputsChange(&rec.Inputs, cur); why != "" {
+	if why := inputsChange(&rec.Inputs, st.inputs); why != "" {
 		return nil, why
 	}
 	data, err := readBounded(rec.Report, maxRecordFile)

@@ -233,6 +233,29 @@ func TestRunReuse(t *testing.T) {
 		reused(t, before)
 	})
 
+	t.Run("model changed during the run", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		touched := func() {
+			later := time.Now().Add(2 * time.Minute)
+			if err := os.Chtimes(weightsFile, later, later); err != nil {
+				t.Error(err)
+			}
+		}
+		// cancelOn calls its func when the generate stage is reported:
+		// the model is touched after the reuse stage stamped it.
+		progress := s.Progress
+		s.Progress = &cancelOn{stage: "generate", cancel: touched}
+		s.Fresh = true
+		r := Run(ctx, s, modelDir, version)
+		s.Progress, s.Fresh = progress, false
+		mustPass(t, r)
+		if got := stageDetail(r, "record_inputs"); !strings.Contains(got, "during the run") {
+			t.Fatalf("record_inputs %q, want the inputs left unrecorded", got)
+		}
+		full(t, "no recorded verdict")
+	})
+
 	t.Run("report edited", func(t *testing.T) {
 		data, err := os.ReadFile(reportJSON)
 		if err != nil {
