@@ -43,7 +43,8 @@ func (inv *Inventory) Names() []string {
 // With model.safetensors.index.json the index is the truth: every shard it
 // names must exist and hold exactly the tensors it assigns there. Without
 // one, model.safetensors is used, or else every top-level *.safetensors file.
-// Pickle checkpoints are never opened.
+// Pickle checkpoints are never opened. Shards are read concurrently, so
+// fsys must allow that (os.DirFS does).
 func Load(fsys fs.FS) (*Inventory, error) {
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"phase0/internal/sttest"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -318,14 +319,17 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// watchFS records every path opened.
+// watchFS records every path opened (Load opens shards concurrently).
 type watchFS struct {
 	fs.FS
+	mu     sync.Mutex
 	opened []string
 }
 
 func (w *watchFS) Open(name string) (fs.File, error) {
+	w.mu.Lock()
 	w.opened = append(w.opened, name)
+	w.mu.Unlock()
 	return w.FS.Open(name)
 }
 
