@@ -258,11 +258,15 @@ func workspaceDir(s *Settings, modelID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	name := s.Name
-	if name == "" {
-		name = scaffold.DeriveName(modelID)
+	return filepath.Join(llms, workspaceName(s, modelID)), nil
+}
+
+// workspaceName is the name setting, else derived from the model id.
+func workspaceName(s *Settings, modelID string) string {
+	if s.Name != "" {
+		return s.Name
 	}
-	return filepath.Join(llms, name), nil
+	return scaffold.DeriveName(modelID)
 }
 
 // reportDirFor is where run records report.json for a workspace.

@@ -73,7 +73,7 @@ func workspaceFor(s *Settings, st *state, version string) (string, scaffold.Spec
 	}
 	spec := scaffold.Spec{
 		Config: *st.analysis.Config, Family: st.analysis.Family,
-		Name: filepath.Base(ws), ModelID: st.ref.ID, Revision: st.ref.Revision, ToolVersion: version,
+		Name: workspaceName(s, st.ref.ID), ModelID: st.ref.ID, Revision: st.ref.Revision, ToolVersion: version,
 		AttentionFallback: s.AttentionFallback,
 	}
 	return ws, spec, nil
