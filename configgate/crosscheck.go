@@ -52,15 +52,13 @@ func CrossCheck(cfg *model.Config, inv *safetensors.Inventory, fsys fs.FS) *Cons
 		check("emb_dim", int64(cfg.EmbDim), s[1], "model.embed_tokens.weight columns")
 	}
 
-	layers := map[int]bool{}
 	maxLayer := -1
 	for name := range inv.Tensors {
 		if i, ok := layerIndex(name); ok {
-			layers[i] = true
 			maxLayer = max(maxLayer, i)
 		}
 	}
-	if len(layers) > 0 {
+	if maxLayer >= 0 {
 		check("n_layers", int64(cfg.NLayers), int64(maxLayer+1), "the highest layer index + 1")
 	}
 
@@ -80,7 +78,7 @@ func CrossCheck(cfg *model.Config, inv *safetensors.Inventory, fsys fs.FS) *Cons
 		check("hidden_dim", int64(cfg.HiddenDim), s[0], l0+"mlp.gate_proj.weight rows")
 	}
 
-	if len(layers) > 0 {
+	if maxLayer >= 0 {
 		c.check(SourceWeights, "qkv_bias")
 		_, hasBias := inv.Tensors[l0+"self_attn.q_proj.bias"]
 		if hasBias != cfg.QKVBias {

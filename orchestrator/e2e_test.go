@@ -117,6 +117,7 @@ func TestRunIsIdempotentAndProtectsEdits(t *testing.T) {
 	progressPath := filepath.Join(ws, "docs/development_progress/progress.md")
 	first, _ := os.ReadFile(progressPath)
 
+	s.Fresh = true // unchanged inputs would reuse the verdict; generate must run to be checked
 	again := Run(context.Background(), s, model, "test")
 	mustPass(t, again)
 	if len(again.Workspace.Written) != 0 || !slices.Contains(again.Workspace.Unchanged, "qwen3_weights.py") || !slices.Contains(again.Workspace.Unchanged, "qwen3_cpu_helpers.py") {

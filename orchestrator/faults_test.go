@@ -57,6 +57,7 @@ func TestInterruptKeepsTheRecord(t *testing.T) {
 			defer cancel()
 			s := settingsFor(t, llms)
 			s.Name = "interrupted"
+			s.Fresh = true // the inputs are unchanged: without it the recorded PASS is reused
 			s.Progress = &cancelOn{stage: after, cancel: cancel}
 			r := Run(ctx, s, model, "test")
 			if r.Status != verdict.Error || !r.Interrupted || ExitCode(r) != verdict.Interrupted {

@@ -91,12 +91,19 @@ func weightsStage(_ context.Context, st *state) (verdict.Status, string, error) 
 		return verdict.Rejected, fmt.Sprintf("%d reason(s)", len(rej)), nil
 	}
 	cfg := st.analysis.Config
-	st.weights = weights.Check(cfg, inv)
 	data := st.fsys
 	if st.ref.Remote {
 		data = nil // headers only: no tensor bytes to compare
 	}
-	st.consistency = configgate.CrossCheck(cfg, inv, data)
+	// Both only read the inventory: on a deep checkpoint each walks tens of
+	// thousands of names, so they run side by side.
+	crossChecked := make(chan struct{})
+	go func() {
+		defer close(crossChecked)
+		st.consistency = configgate.CrossCheck(cfg, inv, data)
+	}()
+	st.weights = weights.Check(cfg, inv)
+	<-crossChecked
 	detail := fmt.Sprintf("%d tensors in %d file(s), %.1f MiB", st.weights.Tensors, len(st.weights.Files), float64(st.weights.Bytes)/(1<<20))
 	return verdict.Worst(st.weights.Status, st.consistency.Status), detail, nil
 }

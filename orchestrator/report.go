@@ -74,6 +74,7 @@ type Report struct {
 	Revision     string            `json:"revision,omitempty"`
 	Source       string            `json:"source,omitempty"` // where a checkpoint that is not a hub snapshot came from
 	Status       verdict.Status    `json:"status"`
+	ReusedFrom   *ReusedFrom       `json:"reused_from,omitempty"` // run reused a recorded verdict (reuse.go)
 	Error        string            `json:"error,omitempty"`
 	Interrupted  bool              `json:"interrupted,omitempty"`
 	Architecture string            `json:"architecture"`

@@ -18,7 +18,7 @@ import (
 
 // runStages are all of Phase 0: inspect, preflight, generate, the Python
 // facts judged as gates 1 and 3, gate 2, and the record.
-var runStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "python", run: pythonStage}}, inspectStages...),
+var runStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "reuse", run: reuseStage}, {name: "python", run: pythonStage}}, inspectStages...),
 	stage{name: "preflight", when: preflightApplies, run: preflightStage},
 	stage{name: "generate", run: generateStage},
 	stage{name: "python_weights", when: pythonReady, run: loaderStage},
@@ -27,6 +27,7 @@ var runStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {na
 	stage{name: "reference", when: referenceApplies, run: recordReferenceStage},
 	stage{name: "machine", run: preflightSectionStage},
 	stage{name: "record", run: recordStage},
+	stage{name: "record_inputs", run: recordInputsStage},
 )
 
 // Run is all of Phase 0 for one model.
@@ -104,9 +105,9 @@ func (r *Report) blockers() []string {
 // a failed run (exit 2): nothing after the failed write is touched, so a
 // ticked Phase 0 always has its report on disk.
 func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
-	dir := st.s.ReportDir
-	if dir == "" {
-		dir = filepath.Join(st.wsDir, "docs", "development_progress", "phase0")
+	dir, err := reportDirFor(st.s, st.wsDir)
+	if err != nil {
+		return "", "", err
 	}
 	st.workspace.ReportJSON, st.workspace.ReportMD = filepath.Join(dir, "report.json"), filepath.Join(dir, "report.md")
 	r := st.report()

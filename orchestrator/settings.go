@@ -50,6 +50,9 @@ type Settings struct {
 	Progress io.Writer
 	// ProgressBars enables bars (stderr is a terminal, or forced).
 	ProgressBars bool
+	// Fresh makes run ignore a recorded verdict whose inputs are unchanged
+	// (reuse.go) and run everything. Setting fresh / PHASE0_FRESH / --fresh.
+	Fresh bool
 }
 
 // getenv reads an environment variable through the settings (os.Getenv when

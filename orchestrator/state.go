@@ -51,6 +51,8 @@ type state struct {
 	preflight *preflight.Report // machine readiness (run only; informational)
 
 	session  *worker.Session // the Python worker, started by the first stage that needs it
+	inputs   *runInputs      // what the verdict depends on, stamped before the run (reuse.go)
+	reused   *Report         // the recorded verdict this run reuses: the chain ends (reuse.go)
 	warnings []string
 	stages   []Stage
 	err      error // could not evaluate (or interrupted): the chain stopped here
@@ -92,7 +94,7 @@ func runChain(ctx context.Context, s *Settings, command, arg, version string, st
 			status, detail, st.err = verdict.Error, err.Error(), err
 		}
 		st.record(Stage{Name: sg.name, Status: status, Seconds: time.Since(begin).Seconds(), Detail: detail})
-		if st.err != nil || status == verdict.Rejected {
+		if st.err != nil || status == verdict.Rejected || st.reused != nil {
 			break
 		}
 	}
@@ -154,6 +156,9 @@ func (st *state) gates() Gates {
 
 // report renders the state as the report object.
 func (st *state) report() *Report {
+	if st.reused != nil {
+		return st.reusedReport()
+	}
 	r := &Report{Tool: "phase0", Version: st.version, Command: st.command, Model: st.arg, Status: st.status(),
 		Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: append([]string{}, st.warnings...),
 		Stages: append([]Stage{}, st.stages...), Started: st.started, Gates: st.gates(), Workspace: st.workspace,

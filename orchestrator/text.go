@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"phase0/model"
 	"phase0/verdict"
@@ -13,6 +14,9 @@ import (
 func (r *Report) Text() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "phase0 %s %s: %s\n", r.Command, r.Model, r.Status)
+	if u := r.ReusedFrom; u != nil {
+		fmt.Fprintf(&b, "  reused: inputs unchanged since %s, verdict from %s (--fresh runs everything)\n", u.Recorded.Format(time.RFC3339), u.Path)
+	}
 	if r.Error != "" {
 		fmt.Fprintf(&b, "  error: %s\n", r.Error)
 	}

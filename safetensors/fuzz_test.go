@@ -48,12 +48,33 @@ func FuzzReadHeader(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		size := int64(len(data))
 		h, err := ReadHeader(bytes.NewReader(data), size, "fuzz.safetensors")
+		// Load reads headers without the repeated-name check (its map
+		// insert finds them): otherwise it must agree with ReadHeader.
+		loose, looseErr := readHeader(bytes.NewReader(data), size, "fuzz.safetensors", false)
 		if err != nil {
 			var fe *FormatError
 			if !errors.As(err, &fe) {
 				t.Fatalf("error %v is %T, want *FormatError", err, err)
 			}
+			if looseErr == nil && !errors.Is(err, ErrDuplicateKey) {
+				t.Fatalf("without the repeated-name check, accepted what ReadHeader refuses: %v", err)
+			}
 			return
+		}
+		if looseErr != nil || len(loose.Tensors) != len(h.Tensors) {
+			t.Fatalf("without the repeated-name check: %v, %d tensors; with it %d", looseErr, len(loose.Tensors), len(h.Tensors))
+		}
+		// Key order is a permutation of the tensors.
+		seen := make([]bool, len(h.Tensors))
+		for k := range h.Tensors {
+			i := k
+			if h.keyOrder != nil {
+				i = int(h.keyOrder[k])
+			}
+			if seen[i] || h.inKeyOrder(k) != &h.Tensors[i] {
+				t.Fatalf("key order %v is not a permutation", h.keyOrder)
+			}
+			seen[i] = true
 		}
 		// The scanner is hand-written: whatever it accepts must be JSON.
 		if !json.Valid(data[8:h.DataStart]) {
@@ -100,6 +121,22 @@ func FuzzReadIndex(f *testing.F) {
 			if name == "" || !fs.ValidPath(shard) || strings.Contains(shard, `\`) || !strings.HasSuffix(shard, ".safetensors") {
 				t.Fatalf("accepted %q -> %q", name, shard)
 			}
+		}
+		// The per-shard lists taken while parsing are the weight map, grouped.
+		listed := 0
+		for shard, c := range ix.perShard {
+			if c.name != shard || c.n != len(c.names) {
+				t.Fatalf("shard %q: count %+v", shard, c)
+			}
+			for _, name := range c.names {
+				if ix.WeightMap[name] != shard {
+					t.Fatalf("%q listed under %q, weight map says %q", name, shard, ix.WeightMap[name])
+				}
+			}
+			listed += c.n
+		}
+		if listed != len(ix.WeightMap) {
+			t.Fatalf("%d names listed by shard, %d in the weight map", listed, len(ix.WeightMap))
 		}
 	})
 }

@@ -42,12 +42,32 @@ type Header struct {
 	Tensors   []Tensor // sorted by Begin
 	Metadata  map[string]string
 	DataStart int64 // 8 + header length
+	// keyOrder[k] is the index in Tensors of the header's k-th key, when
+	// key order and data order differ (nil: they are the same).
+	keyOrder []int32
+}
+
+// inKeyOrder returns the k-th tensor in the order the header lists them.
+func (h *Header) inKeyOrder(k int) *Tensor {
+	if h.keyOrder != nil {
+		return &h.Tensors[h.keyOrder[k]]
+	}
+	return &h.Tensors[k]
 }
 
 // ReadHeader reads and validates the header of the safetensors file r of the
 // given size. file names the file in errors and is copied into each Tensor.
 // Only the first 8+header-length bytes of r are read.
 func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
+	return readHeader(r, size, file, true)
+}
+
+// readHeader is ReadHeader; without dupKeys a tensor name repeated in the
+// header is left for the caller to find. Load inserts every name into the
+// inventory's map anyway, and one map operation per tensor is cheaper than
+// two; on a repeat it reads the header again with the check on, so the
+// error is ReadHeader's.
+func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool) (*Header, error) {
 	if size < 8 {
 		return nil, &FormatError{File: file, Reason: fmt.Sprintf("file is %d bytes, too short for the 8-byte header length", size), Err: ErrTruncated}
 	}
@@ -76,16 +96,16 @@ func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
 		return nil, &FormatError{File: file, Offset: 8, Reason: "header is not valid UTF-8"}
 	}
 	dataStart := int64(8 + n)
-	p := &headerParser{jsonScanner: newScanner(buf, file, 8, "header")}
-	md, raws, err := p.parse()
+	p := &headerParser{jsonScanner: newScanner(buf, file, 8, "header"), dupKeys: dupKeys}
+	md, tensors, ats, err := p.parse()
 	if err != nil {
 		return nil, err
 	}
-	tensors, err := layout(raws, file, size, dataStart)
+	tensors, keyOrder, err := layout(tensors, ats, file, size, dataStart)
 	if err != nil {
 		return nil, err
 	}
-	return &Header{Tensors: tensors, Metadata: md, DataStart: dataStart}, nil
+	return &Header{Tensors: tensors, Metadata: md, DataStart: dataStart, keyOrder: keyOrder}, nil
 }
 
 // readFullAt reads len(p) bytes at off, treating a short read as ErrTruncated.
@@ -106,7 +126,6 @@ type rawTensor struct {
 	dtype      string
 	shape      []int64
 	begin, end int64 // relative to the data section
-	at         int64 // header offset of the entry, for errors
 }
 
 // headerParser reads a header's JSON, whose shape is known: an object of
@@ -114,58 +133,66 @@ type rawTensor struct {
 // keys, which a map unmarshal would silently merge, are refused.
 type headerParser struct {
 	*jsonScanner
-	shapes []int64 // one backing array for every tensor's shape
+	shapes  []int64 // one backing array for every tensor's shape
+	dupKeys bool    // refuse a repeated tensor name here (else the caller does)
 }
 
-func (p *headerParser) parse() (md map[string]string, raws []rawTensor, err error) {
+// parse returns the tensors in key order, offsets still relative to the
+// data section, and each entry's header offset (for errors).
+func (p *headerParser) parse() (md map[string]string, ts []Tensor, ats []int64, err error) {
 	p.pos = 1 // ReadHeader checked that the header starts with '{'
 	// Every tensor entry opens one object, so counting '{' (a vectorised
 	// single-byte count) sizes the slices and map with no growth; names
 	// holding '{' only make the estimate generous.
 	n := bytes.Count(p.buf, []byte{'{'})
-	raws = make([]rawTensor, 0, n)
+	ts, ats = make([]Tensor, 0, n), make([]int64, 0, n)
 	p.shapes = make([]int64, 0, 2*n+1)
-	seen := make(map[string]struct{}, n)
+	var seen map[string]struct{}
+	if p.dupKeys {
+		seen = make(map[string]struct{}, n)
+	}
 	haveMD := false
 	if !p.first('}') {
-		return nil, raws, p.end()
+		return nil, ts, ats, p.end()
 	}
 	for {
 		p.ws()
 		at := p.pos
 		name, err := p.key()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if name == metadataKey {
 			if haveMD {
-				return nil, nil, p.errAt(p.pos, ErrDuplicateKey, "key %q appears twice in the header", name)
+				return nil, nil, nil, p.errAt(p.pos, ErrDuplicateKey, "key %q appears twice in the header", name)
 			}
 			haveMD = true
 			if md, err = p.metadata(); err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		} else {
-			if _, dup := seen[name]; dup {
-				return nil, nil, p.errAt(p.pos, ErrDuplicateKey, "key %q appears twice in the header", name)
+			if seen != nil {
+				size := len(seen)
+				if seen[name] = struct{}{}; len(seen) == size {
+					return nil, nil, nil, p.errAt(p.pos, ErrDuplicateKey, "key %q appears twice in the header", name)
+				}
 			}
-			seen[name] = struct{}{}
 			rt, err := p.tensor(name)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
-			rt.at = p.base + int64(at)
-			raws = append(raws, rt)
+			ts = append(ts, Tensor{Name: rt.name, DType: rt.dtype, Shape: rt.shape, Begin: rt.begin, End: rt.end})
+			ats = append(ats, p.base+int64(at))
 		}
 		more, err := p.more('}')
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if !more {
 			break
 		}
 	}
-	return md, raws, p.end()
+	return md, ts, ats, p.end()
 }
 
 // gotWant reports the value at the current position as "what: got X, want Y".
@@ -314,59 +341,70 @@ func (p *headerParser) intArray(name, field string, add func(int64)) error {
 
 // layout checks each tensor's size against its shape and dtype, checks that
 // the data regions tile the data section exactly, and returns the tensors with
-// absolute offsets, sorted by Begin.
-func layout(raws []rawTensor, file string, size, dataStart int64) ([]Tensor, error) {
+// absolute offsets, sorted by Begin, and (when that is not the header's key
+// order) where each key went.
+func layout(ts []Tensor, ats []int64, file string, size, dataStart int64) ([]Tensor, []int32, error) {
 	dataLen := size - dataStart
-	for i := range raws {
-		t := &raws[i]
+	for i := range ts {
+		t := &ts[i]
 		bad := func(format string, args ...any) error {
-			return &FormatError{File: file, Offset: t.at, Reason: fmt.Sprintf("tensor %q: ", t.name) + fmt.Sprintf(format, args...)}
+			return &FormatError{File: file, Offset: ats[i], Reason: fmt.Sprintf("tensor %q: ", t.Name) + fmt.Sprintf(format, args...)}
 		}
-		if t.begin > t.end {
-			return nil, bad("data_offsets [%d, %d]: begin is after end", t.begin, t.end)
+		if t.Begin > t.End {
+			return nil, nil, bad("data_offsets [%d, %d]: begin is after end", t.Begin, t.End)
 		}
-		elems, ok := stformat.ElementCount(t.shape)
+		elems, ok := stformat.ElementCount(t.Shape)
 		if !ok {
-			return nil, bad("shape %v: element count overflows", t.shape)
+			return nil, nil, bad("shape %v: element count overflows", t.Shape)
 		}
-		esize, _ := DTypeSize(t.dtype)
+		esize, _ := DTypeSize(t.DType)
 		hi, nbytes := bits.Mul64(elems, uint64(esize))
 		if hi != 0 || nbytes > math.MaxInt64 {
-			return nil, bad("shape %v of %s: byte size overflows", t.shape, t.dtype)
+			return nil, nil, bad("shape %v of %s: byte size overflows", t.Shape, t.DType)
 		}
-		if span := t.end - t.begin; uint64(span) != nbytes {
-			return nil, bad("shape %v of %s needs %d bytes but data_offsets [%d, %d] span %d", t.shape, t.dtype, nbytes, t.begin, t.end, span)
+		if span := t.End - t.Begin; uint64(span) != nbytes {
+			return nil, nil, bad("shape %v of %s needs %d bytes but data_offsets [%d, %d] span %d", t.Shape, t.DType, nbytes, t.Begin, t.End, span)
 		}
 	}
-	byOffset := func(a, b rawTensor) int {
-		if c := cmp.Compare(a.begin, b.begin); c != 0 {
+	byOffset := func(a, b *Tensor) int {
+		if c := cmp.Compare(a.Begin, b.Begin); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.end, b.end)
+		return cmp.Compare(a.End, b.End)
 	}
-	if !slices.IsSortedFunc(raws, byOffset) { // writers usually emit offset order
-		slices.SortStableFunc(raws, byOffset)
+	var keyOrder []int32
+	if !slices.IsSortedFunc(ts, func(a, b Tensor) int { return byOffset(&a, &b) }) { // writers usually emit offset order
+		perm := make([]int32, len(ts))
+		for i := range perm {
+			perm[i] = int32(i)
+		}
+		slices.SortStableFunc(perm, func(a, b int32) int { return byOffset(&ts[a], &ts[b]) })
+		sorted, sortedAts := make([]Tensor, len(ts)), make([]int64, len(ts))
+		keyOrder = make([]int32, len(ts))
+		for i, k := range perm {
+			sorted[i], sortedAts[i], keyOrder[k] = ts[k], ats[k], int32(i)
+		}
+		ts, ats = sorted, sortedAts
 	}
 	var next int64
 	prev := ""
-	for _, t := range raws {
+	for i, t := range ts {
 		switch {
-		case t.begin > next:
-			return nil, &FormatError{File: file, Offset: t.at, Reason: fmt.Sprintf("tensor %q: gap: data begins at %d but the previous tensor ends at %d", t.name, t.begin, next)}
-		case t.begin < next:
-			return nil, &FormatError{File: file, Offset: t.at, Reason: fmt.Sprintf("tensor %q: data [%d, %d] overlaps tensor %q ending at %d", t.name, t.begin, t.end, prev, next)}
+		case t.Begin > next:
+			return nil, nil, &FormatError{File: file, Offset: ats[i], Reason: fmt.Sprintf("tensor %q: gap: data begins at %d but the previous tensor ends at %d", t.Name, t.Begin, next)}
+		case t.Begin < next:
+			return nil, nil, &FormatError{File: file, Offset: ats[i], Reason: fmt.Sprintf("tensor %q: data [%d, %d] overlaps tensor %q ending at %d", t.Name, t.Begin, t.End, prev, next)}
 		}
-		next, prev = t.end, t.name
+		next, prev = t.End, t.Name
 	}
 	switch {
 	case next > dataLen:
-		return nil, &FormatError{File: file, Offset: size, Reason: fmt.Sprintf("tensor data ends at %d but the file has only %d data bytes", next, dataLen), Err: ErrTruncated}
+		return nil, nil, &FormatError{File: file, Offset: size, Reason: fmt.Sprintf("tensor data ends at %d but the file has only %d data bytes", next, dataLen), Err: ErrTruncated}
 	case next < dataLen:
-		return nil, &FormatError{File: file, Offset: dataStart + next, Reason: fmt.Sprintf("%d trailing bytes after the tensor data (data ends at %d of %d)", dataLen-next, next, dataLen)}
+		return nil, nil, &FormatError{File: file, Offset: dataStart + next, Reason: fmt.Sprintf("%d trailing bytes after the tensor data (data ends at %d of %d)", dataLen-next, next, dataLen)}
 	}
-	out := make([]Tensor, len(raws))
-	for i, t := range raws {
-		out[i] = Tensor{Name: t.name, DType: t.dtype, Shape: t.shape, File: file, Begin: dataStart + t.begin, End: dataStart + t.end}
+	for i := range ts {
+		ts[i].File, ts[i].Begin, ts[i].End = file, dataStart+ts[i].Begin, dataStart+ts[i].End
 	}
-	return out, nil
+	return ts, keyOrder, nil
 }

@@ -3,9 +3,11 @@ package safetensors
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +29,38 @@ type Index struct {
 	// Metadata is the free-form "metadata" object. Numbers are json.Number so
 	// large integers survive; use TotalSize for the usual field.
 	Metadata map[string]any
+	// perShard counts the weight map's tensors per shard, as parsed (nil
+	// for an Index built by hand: counted on first use).
+	perShard map[string]*shardCount
+}
+
+// shardCount is one shard of the weight map: its name (every entry's value
+// is this one string), how many tensors are assigned to it and, when parsed,
+// their names in the index's order.
+type shardCount struct {
+	name  string
+	n     int
+	names []string
+}
+
+// shardCounts returns how many tensors the weight map assigns to each shard.
+func (ix *Index) shardCounts() map[string]*shardCount {
+	total := 0
+	for _, c := range ix.perShard {
+		total += c.n
+	}
+	if ix.perShard == nil || total != len(ix.WeightMap) {
+		ix.perShard = map[string]*shardCount{}
+		for _, s := range ix.WeightMap {
+			c := ix.perShard[s]
+			if c == nil {
+				c = &shardCount{name: s}
+				ix.perShard[s] = c
+			}
+			c.n++
+		}
+	}
+	return ix.perShard
 }
 
 // TotalSize returns metadata.total_size when it is a non-negative integer.
@@ -43,23 +77,24 @@ func (ix *Index) TotalSize() (int64, bool) {
 
 // Shards returns the distinct shard paths of the weight map, sorted.
 func (ix *Index) Shards() []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, s := range ix.WeightMap {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(ix.shardCounts()))
 }
 
 // ReadIndex parses an index file, reading at most maxIndexSize bytes of r.
 // Repeated keys, a missing or empty weight_map, non-string shard names and
 // unsafe shard paths are errors. Unknown top-level keys are skipped.
 func ReadIndex(r io.Reader, file string) (*Index, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxIndexSize+1))
+	return readIndex(r, file, 0, false)
+}
+
+// readIndex is ReadIndex with the file's size when known (0 otherwise): the
+// buffer is then allocated once instead of grown (and cleared) step by step.
+// listsOnly builds no WeightMap (and so cannot see a repeated name): only
+// the per-shard lists, for a Load that checks every name against the
+// headers anyway and asks ReadIndex for the error when anything is off.
+func readIndex(r io.Reader, file string, size int64, listsOnly bool) (*Index, error) {
+	buf := make([]byte, 0, min(max(size, 0), maxIndexSize)+1)
+	data, err := readAllInto(buf, io.LimitReader(r, maxIndexSize+1))
 	if err != nil {
 		return nil, &FormatError{File: file, Reason: "reading the index: " + err.Error(), Err: err}
 	}
@@ -69,13 +104,17 @@ func ReadIndex(r io.Reader, file string) (*Index, error) {
 	if !utf8.Valid(data) {
 		return nil, &FormatError{File: file, Reason: "index is not valid UTF-8"}
 	}
-	p := &indexParser{newScanner(data, file, 0, "index")}
+	p := &indexParser{jsonScanner: newScanner(data, file, 0, "index"), listsOnly: listsOnly}
 	return p.parse()
 }
 
 // LoadIndex reads IndexFile from a model folder (fsys = os.DirFS(dir)). A
 // directory, FIFO or device of that name is refused before it is opened.
 func LoadIndex(fsys fs.FS) (*Index, error) {
+	return loadIndex(fsys, false)
+}
+
+func loadIndex(fsys fs.FS, listsOnly bool) (*Index, error) {
 	if err := checkRegular(fsys, IndexFile); err != nil {
 		return nil, err
 	}
@@ -84,11 +123,36 @@ func LoadIndex(fsys fs.FS) (*Index, error) {
 		return nil, fmt.Errorf("opening %s: %w", IndexFile, err)
 	}
 	defer f.Close()
-	return ReadIndex(f, IndexFile)
+	var size int64
+	if fi, err := f.Stat(); err == nil {
+		size = fi.Size()
+	}
+	return readIndex(f, IndexFile, size, listsOnly)
+}
+
+// readAllInto is io.ReadAll appending to buf, which it grows only when the
+// reader holds more than buf's capacity.
+func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // indexParser reads model.safetensors.index.json.
-type indexParser struct{ *jsonScanner }
+type indexParser struct {
+	*jsonScanner
+	listsOnly bool
+}
 
 func (p *indexParser) parse() (*Index, error) {
 	if !p.consume('{') {
@@ -114,7 +178,7 @@ func (p *indexParser) parse() (*Index, error) {
 		switch k {
 		case "weight_map":
 			haveMap = true
-			if ix.WeightMap, err = p.weightMap(); err != nil {
+			if ix.WeightMap, ix.perShard, err = p.weightMap(); err != nil {
 				return nil, err
 			}
 		case "metadata":
@@ -143,62 +207,72 @@ func (p *indexParser) parse() (*Index, error) {
 	if !haveMap {
 		return nil, p.errAt(p.pos, nil, "no weight_map")
 	}
-	if len(ix.WeightMap) == 0 {
+	if len(ix.WeightMap) == 0 && len(ix.perShard) == 0 {
 		return nil, p.errAt(p.pos, nil, "weight_map is empty")
 	}
 	return ix, nil
 }
 
-func (p *indexParser) weightMap() (map[string]string, error) {
+// weightMap reads the weight map and counts its tensors per shard.
+func (p *indexParser) weightMap() (map[string]string, map[string]*shardCount, error) {
 	if !p.consume('{') {
 		at := p.pos
 		desc, err := p.describe()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return nil, p.errAt(at, nil, "weight_map: got %s, want \"{\"", desc)
+		return nil, nil, p.errAt(at, nil, "weight_map: got %s, want \"{\"", desc)
 	}
-	wm := make(map[string]string, bytes.Count(p.buf, []byte{':'})) // one ':' per entry, plus a few
+	var wm map[string]string
+	if !p.listsOnly {
+		wm = make(map[string]string, bytes.Count(p.buf, []byte{':'})) // one ':' per entry, plus a few
+	}
 	// A checkpoint has a handful of shards named once per tensor: each
-	// distinct name is checked once and shared by every entry.
-	shards := map[string]string{}
+	// distinct name is checked once, counted, and shared by every entry.
+	shards := map[string]*shardCount{}
 	for more := p.first('}'); more; {
 		name, err := p.key()
 		if err != nil {
-			return nil, err
-		}
-		if _, dup := wm[name]; dup {
-			return nil, p.errAt(p.pos, ErrDuplicateKey, "weight_map: tensor %q appears twice", name)
+			return nil, nil, err
 		}
 		if name == "" || name == metadataKey {
-			return nil, p.errAt(p.pos, nil, "weight_map: %q is not a tensor name", name)
+			return nil, nil, p.errAt(p.pos, nil, "weight_map: %q is not a tensor name", name)
 		}
 		at := p.pos
 		if p.ws() != '"' {
 			desc, err := p.describe()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			return nil, p.errAt(at, nil, "weight_map[%q]: got %s, want a shard file name", name, desc)
+			return nil, nil, p.errAt(at, nil, "weight_map[%q]: got %s, want a shard file name", name, desc)
 		}
 		shard, err := p.str()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if known, ok := shards[shard]; ok {
-			shard = known
-		} else {
+		c := shards[shard]
+		if c == nil {
 			if err := checkShardPath(shard); err != nil {
-				return nil, p.errAt(at, err, "weight_map[%q]: shard %q: %v", name, shard, err)
+				return nil, nil, p.errAt(at, err, "weight_map[%q]: shard %q: %v", name, shard, err)
 			}
-			shards[shard] = shard
+			c = &shardCount{name: shard}
+			shards[shard] = c
 		}
-		wm[name] = shard
+		c.n++
+		c.names = append(c.names, name)
+		shard = c.name
+		// One map operation per entry: a repeated name leaves the size as it was.
+		if wm != nil {
+			size := len(wm)
+			if wm[name] = shard; len(wm) == size {
+				return nil, nil, p.errAt(at, ErrDuplicateKey, "weight_map: tensor %q appears twice", name)
+			}
+		}
 		if more, err = p.more('}'); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return wm, nil
+	return wm, shards, nil
 }
 
 // checkShardPath accepts only plain relative slash paths inside the model

@@ -1,14 +1,18 @@
 package safetensors
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
+	"runtime"
 	"slices"
 	"strings"
 
+	"phase0/internal/parallel"
 	"phase0/internal/stformat"
 )
 
@@ -39,7 +43,8 @@ func (inv *Inventory) Names() []string {
 // With model.safetensors.index.json the index is the truth: every shard it
 // names must exist and hold exactly the tensors it assigns there. Without
 // one, model.safetensors is used, or else every top-level *.safetensors file.
-// Pickle checkpoints are never opened.
+// Pickle checkpoints are never opened. Shards are read concurrently, so
+// fsys must allow that (os.DirFS does).
 func Load(fsys fs.FS) (*Inventory, error) {
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
@@ -97,18 +102,38 @@ func newInventory() *Inventory {
 	return &Inventory{Tensors: map[string]Tensor{}, Metadata: map[string]string{}}
 }
 
-// add records a file's header, rejecting tensor names already seen.
-func (inv *Inventory) add(file string, h *Header) error {
-	inv.Files = append(inv.Files, file)
-	for _, t := range h.Tensors {
-		if prev, dup := inv.Tensors[t.Name]; dup {
-			return fmt.Errorf("tensor %q is in both %s and %s: %w", t.Name, prev.File, file, ErrDuplicateTensor)
+// insert adds a header's tensors with one map operation each, and returns
+// the first name that was already there ("" when none was).
+func (inv *Inventory) insert(h *Header) string {
+	for i := range h.Tensors {
+		t := &h.Tensors[i]
+		size := len(inv.Tensors)
+		if inv.Tensors[t.Name] = *t; len(inv.Tensors) == size {
+			return t.Name
 		}
-		inv.Tensors[t.Name] = t
 		inv.TotalBytes += t.Bytes()
 	}
-	inv.addMetadata(h.Metadata)
-	return nil
+	return ""
+}
+
+// repeated explains a tensor name insert found twice: repeated in the
+// header of file (ReadHeader's error, reading it again with the check on), or
+// also in an earlier file (found by reading their headers again). Only a
+// failing Load gets here.
+func repeated(fsys fs.FS, name, file string, earlier []string) error {
+	if _, err := readHeaderFS(fsys, file, true); err != nil {
+		return err
+	}
+	for _, prev := range earlier {
+		h, err := readHeaderFS(fsys, prev, false)
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(h.Tensors, func(t Tensor) bool { return t.Name == name }) {
+			return fmt.Errorf("tensor %q is in both %s and %s: %w", name, prev, file, ErrDuplicateTensor)
+		}
+	}
+	return fmt.Errorf("tensor %q is in %s and an earlier file: %w", name, file, ErrDuplicateTensor)
 }
 
 // addMetadata merges a header's __metadata__; the first file wins.
@@ -124,59 +149,125 @@ func loadFiles(fsys fs.FS, files []string) (*Inventory, error) {
 	slices.Sort(files)
 	inv := newInventory()
 	for _, f := range files {
-		h, err := readHeaderFS(fsys, f)
+		h, err := readHeaderFS(fsys, f, false)
 		if err != nil {
 			return nil, err
 		}
-		if err := inv.add(f, h); err != nil {
-			return nil, err
+		if name := inv.insert(h); name != "" {
+			return nil, repeated(fsys, name, f, inv.Files)
 		}
+		inv.Files = append(inv.Files, f)
+		inv.addMetadata(h.Metadata)
 	}
 	return inv, nil
 }
 
+// loadSharded first tries the way that works for a sound checkpoint written
+// as the hub writes them: the index read into per-shard lists only, each
+// header listing exactly its shard's list in the same order, no name twice.
+// Anything else (an error, another order, a repeat) is settled by
+// loadShardedChecked, which reads everything again and explains it.
 func loadSharded(fsys fs.FS) (*Inventory, error) {
+	if inv := loadShardedInOrder(fsys); inv != nil {
+		return inv, nil
+	}
+	return loadShardedChecked(fsys)
+}
+
+// loadShardedInOrder is the fast way, or nil.
+func loadShardedInOrder(fsys fs.FS) *Inventory {
+	ix, err := loadIndex(fsys, true)
+	if err != nil {
+		return nil
+	}
+	shards := slices.Sorted(maps.Keys(ix.perShard))
+	headers, _ := parallel.Map(context.Background(), shards, runtime.GOMAXPROCS(0), func(_ context.Context, _ int, shard string) *Header {
+		h, err := readHeaderFS(fsys, shard, false)
+		if err != nil || !sameKeys(h, ix.perShard[shard].names) {
+			return nil
+		}
+		return h
+	})
+	total := 0
+	for _, c := range ix.perShard {
+		total += c.n
+	}
+	inv := newInventory()
+	inv.Sharded = true
+	inv.Tensors = make(map[string]Tensor, total)
+	for i, h := range headers {
+		if h == nil || inv.insert(h) != "" {
+			return nil
+		}
+		inv.Files = append(inv.Files, shards[i])
+		inv.addMetadata(h.Metadata)
+	}
+	return inv
+}
+
+// loadShardedChecked checks the index's every claim, tensor by tensor.
+func loadShardedChecked(fsys fs.FS) (*Inventory, error) {
 	ix, err := LoadIndex(fsys)
 	if err != nil {
 		return nil, err
 	}
-	// One pass over the weight map groups its tensors by shard, so each
-	// shard's check below costs its own tensors, not the whole map.
-	byShard := map[string][]string{}
-	for name, shard := range ix.WeightMap {
-		byShard[shard] = append(byShard[shard], name)
+	// Each tensor costs one lookup in the weight map (is it assigned to the
+	// shard it is in?) and one insert into the inventory; the per-shard
+	// counts, taken while parsing the index, close the check.
+	counts := ix.shardCounts()
+	shards := ix.Shards()
+	// Shards are read and checked against the (read-only) weight map in
+	// parallel; the inventory is filled in shard order, so errors and
+	// contents do not depend on the schedule.
+	type shardRead struct {
+		h     *Header
+		err   error
+		stray string // the first header tensor the index does not assign here
 	}
+	reads, _ := parallel.Map(context.Background(), shards, runtime.GOMAXPROCS(0), func(_ context.Context, _ int, shard string) shardRead {
+		h, err := readHeaderFS(fsys, shard, false)
+		if err != nil {
+			return shardRead{err: err}
+		}
+		if sameKeys(h, counts[shard].names) {
+			return shardRead{h: h} // the usual case: no map lookups at all
+		}
+		for i := range h.Tensors {
+			if ix.WeightMap[h.Tensors[i].Name] != shard {
+				return shardRead{h: h, stray: h.Tensors[i].Name}
+			}
+		}
+		return shardRead{h: h}
+	})
 	inv := newInventory()
 	inv.Sharded = true
 	inv.Tensors = make(map[string]Tensor, len(ix.WeightMap))
-	for _, shard := range ix.Shards() {
-		h, err := readHeaderFS(fsys, shard)
+	for i, shard := range shards {
+		h, err := reads[i].h, reads[i].err
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("%s names shard %s, which does not exist: %w", IndexFile, shard, ErrMissingShard)
 		}
 		if err != nil {
 			return nil, err
 		}
-		for _, t := range h.Tensors {
-			if ix.WeightMap[t.Name] != shard {
-				where := "does not list it"
-				if other, ok := ix.WeightMap[t.Name]; ok {
-					where = "assigns it to " + other
-				}
-				return nil, fmt.Errorf("tensor %q is in the header of %s but %s %s: %w", t.Name, shard, IndexFile, where, ErrTensorNotInIndex)
+		if name := reads[i].stray; name != "" {
+			where := "does not list it"
+			if other, ok := ix.WeightMap[name]; ok {
+				where = "assigns it to " + other
 			}
+			return nil, fmt.Errorf("tensor %q is in the header of %s but %s %s: %w", name, shard, IndexFile, where, ErrTensorNotInIndex)
 		}
-		// Every header tensor is assigned here and names are unique within
-		// a header, so equal counts mean the index's list for this shard is
-		// exactly the header's.
-		if want := byShard[shard]; len(h.Tensors) != len(want) {
-			inHeader := make(map[string]bool, len(h.Tensors))
-			for _, t := range h.Tensors {
-				inHeader[t.Name] = true
-			}
+		// Every tensor assigned to another shard was refused above, so a
+		// name insert finds twice is repeated in this header.
+		if name := inv.insert(h); name != "" {
+			return nil, repeated(fsys, name, shard, nil)
+		}
+		// Every header tensor is assigned here and unique, so equal counts
+		// mean the index's list for this shard is exactly the header's.
+		if len(h.Tensors) != counts[shard].n {
 			var missing []string
-			for _, name := range want {
-				if !inHeader[name] {
+			for name, s := range ix.WeightMap {
+				if _, ok := inv.Tensors[name]; s == shard && !ok {
 					missing = append(missing, name)
 				}
 			}
@@ -187,16 +278,26 @@ func loadSharded(fsys fs.FS) (*Inventory, error) {
 			}
 			return nil, fmt.Errorf("tensor %q%s assigned to %s by %s is not in that shard's header: %w", missing[0], more, shard, IndexFile, ErrTensorNotInShard)
 		}
-		// The checks above place each tensor in exactly one shard, so no
-		// name can repeat across shards: insert without looking first.
 		inv.Files = append(inv.Files, shard)
-		for _, t := range h.Tensors {
-			inv.Tensors[t.Name] = t
-			inv.TotalBytes += t.Bytes()
-		}
 		inv.addMetadata(h.Metadata)
 	}
 	return inv, nil
+}
+
+// sameKeys reports whether the header lists exactly names, in that order.
+// Writers list a shard's tensors sorted by name in both the index and the
+// header, so this settles the check for most shards with plain string
+// compares; any other order falls back to a lookup per tensor.
+func sameKeys(h *Header, names []string) bool {
+	if len(names) != len(h.Tensors) {
+		return false
+	}
+	for k, name := range names {
+		if h.inKeyOrder(k).Name != name {
+			return false
+		}
+	}
+	return true
 }
 
 // checkRegular refuses a name in fsys that is not a regular file (links
@@ -226,7 +327,7 @@ func checkRegular(fsys fs.FS, name string) error {
 
 // readHeaderFS opens name in fsys and reads its header. Files that are not
 // io.ReaderAt are read sequentially, never further than the header.
-func readHeaderFS(fsys fs.FS, name string) (*Header, error) {
+func readHeaderFS(fsys fs.FS, name string, dupKeys bool) (*Header, error) {
 	if err := checkRegular(fsys, name); err != nil {
 		return nil, err
 	}
@@ -246,7 +347,7 @@ func readHeaderFS(fsys fs.FS, name string) (*Header, error) {
 	if !ok {
 		ra = &seqReaderAt{r: f}
 	}
-	return ReadHeader(ra, fi.Size(), name)
+	return readHeader(ra, fi.Size(), name, dupKeys)
 }
 
 // seqReaderAt serves ReadAt from a plain reader by buffering everything read

@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"phase0/internal/sttest"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -63,6 +65,46 @@ func TestLoad(t *testing.T) {
 		tensors []string
 		sharded bool
 	}{
+		{
+			// The index lists a shard's tensors in another order than its
+			// header: the per-tensor check, not the in-order one, decides.
+			name: "sharded, header keys not in index order",
+			setup: func(t *testing.T, dir string) {
+				mustWrite(t, dir, shard1, u8("b", 5), u8("a", 3))
+				mustWrite(t, dir, shard2, u8("c", 7))
+				mustIndex(t, dir, map[string]string{"a": shard1, "b": shard1, "c": shard2})
+			},
+			files: []string{shard1, shard2}, tensors: []string{"a", "b", "c"}, sharded: true,
+		},
+		{
+			// Keys a, b in order but data b then a: the key order, not
+			// the data order, is compared with the index.
+			name: "sharded, key order differs from data order",
+			setup: func(t *testing.T, dir string) {
+				mustRaw(t, dir, shard1, string(rawFile(`{"a":{"dtype":"U8","shape":[3],"data_offsets":[5,8]},"b":{"dtype":"U8","shape":[5],"data_offsets":[0,5]}}`, 8)))
+				mustWrite(t, dir, shard2, u8("c", 7))
+				mustIndex(t, dir, map[string]string{"a": shard1, "b": shard1, "c": shard2})
+			},
+			files: []string{shard1, shard2}, tensors: []string{"a", "b", "c"}, sharded: true,
+		},
+		{
+			name: "sharded, out of order and one tensor the index puts elsewhere",
+			setup: func(t *testing.T, dir string) {
+				mustWrite(t, dir, shard1, u8("b", 5), u8("a", 3), u8("c", 1))
+				mustWrite(t, dir, shard2, u8("d", 7))
+				mustIndex(t, dir, map[string]string{"a": shard1, "b": shard1, "c": shard2, "d": shard2})
+			},
+			is: ErrTensorNotInIndex, want: []string{`tensor "c" is in the header of ` + shard1, "assigns it to " + shard2},
+		},
+		{
+			name: "sharded, a name repeated in one header",
+			setup: func(t *testing.T, dir string) {
+				mustRaw(t, dir, shard1, string(rawFile(`{"a":{"dtype":"U8","shape":[3],"data_offsets":[0,3]},"a":{"dtype":"U8","shape":[3],"data_offsets":[3,6]}}`, 6)))
+				mustWrite(t, dir, shard2, u8("c", 7))
+				mustIndex(t, dir, map[string]string{"a": shard1, "c": shard2})
+			},
+			is: ErrDuplicateKey, want: []string{`key "a" appears twice in the header`, shard1},
+		},
 		{
 			name:    "single file",
 			setup:   func(t *testing.T, dir string) { mustWrite(t, dir, SingleFile, u8("x", 4), u8("y", 2)) },
@@ -277,14 +319,17 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// watchFS records every path opened.
+// watchFS records every path opened (Load opens shards concurrently).
 type watchFS struct {
 	fs.FS
+	mu     sync.Mutex
 	opened []string
 }
 
 func (w *watchFS) Open(name string) (fs.File, error) {
+	w.mu.Lock()
 	w.opened = append(w.opened, name)
+	w.mu.Unlock()
 	return w.FS.Open(name)
 }
 
@@ -356,5 +401,48 @@ func TestLoadShardedOffsets(t *testing.T) {
 	}
 	if inv.TotalBytes != 15 {
 		t.Errorf("TotalBytes = %d", inv.TotalBytes)
+	}
+}
+
+// TestLoadShardedInOrder: a checkpoint written as the hub writes them takes
+// the in-order way and gives the same inventory as the tensor-by-tensor
+// check; one listed in another order, or with a name twice, does not take it.
+func TestLoadShardedInOrder(t *testing.T) {
+	dir := t.TempDir()
+	var ts []sttest.WriteTensor
+	for i := range 40 {
+		ts = append(ts, u8(fmt.Sprintf("model.layers.%d.w", i), i%5+1))
+	}
+	if err := sttest.WriteSharded(dir, ts, 4); err != nil {
+		t.Fatal(err)
+	}
+	fast := loadShardedInOrder(os.DirFS(dir))
+	if fast == nil {
+		t.Fatal("a hub-ordered checkpoint did not take the in-order way")
+	}
+	checked, err := loadShardedChecked(os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(fast, checked) {
+		t.Errorf("in-order inventory %+v\nchecked inventory %+v", fast, checked)
+	}
+
+	other := t.TempDir()
+	mustWrite(t, other, shard1, u8("b", 5), u8("a", 3))
+	mustWrite(t, other, shard2, u8("c", 7))
+	mustIndex(t, other, map[string]string{"a": shard1, "b": shard1, "c": shard2})
+	if loadShardedInOrder(os.DirFS(other)) != nil {
+		t.Error("a header out of the index's order took the in-order way")
+	}
+	twice := t.TempDir()
+	mustWrite(t, twice, shard1, u8("a", 3))
+	mustWrite(t, twice, shard2, u8("a", 3))
+	mustRaw(t, twice, IndexFile, `{"weight_map":{"a":"`+shard1+`","a":"`+shard2+`"}}`)
+	if loadShardedInOrder(os.DirFS(twice)) != nil {
+		t.Error("a name in two shards took the in-order way")
+	}
+	if _, err := Load(os.DirFS(twice)); !errors.Is(err, ErrDuplicateKey) {
+		t.Errorf("Load of an index naming a tensor twice: %v, want ErrDuplicateKey", err)
 	}
 }

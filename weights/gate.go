@@ -76,42 +76,63 @@ func Check(cfg *model.Config, inv *safetensors.Inventory) *Result {
 	res.Bytes = inv.TotalBytes
 	res.Files = append(res.Files, inv.Files...)
 	expected := model.ExpectedTensors(cfg)
-	want := make(map[string]bool, len(expected))
 
 	wantDType, ok := torchToSafetensors[cfg.DType]
 	if !ok {
 		wantDType = "BF16"
 	}
 	res.DType = wantDType
-	seenDTypes := map[string]int{}
+	// One map lookup per expected tensor; a checkpoint holds one dtype or
+	// two, so they are counted in a short list rather than a map.
+	type dtypeCount struct {
+		dtype string
+		n     int
+	}
+	var seenDTypes []dtypeCount
+	found := 0
 	for _, spec := range expected {
-		want[spec.Name] = true
 		t, ok := inv.Tensors[spec.Name]
 		if !ok {
 			res.Missing = append(res.Missing, spec.Name)
 			continue
 		}
+		found++
 		if !slices.Equal(t.Shape, spec.Shape) {
 			res.Mismatched = append(res.Mismatched, Mismatch{Name: spec.Name, Expected: "shape " + shapeString(spec.Shape), Actual: "shape " + shapeString(t.Shape)})
 		}
-		seenDTypes[t.DType]++
+		if i := slices.IndexFunc(seenDTypes, func(c dtypeCount) bool { return c.dtype == t.DType }); i >= 0 {
+			seenDTypes[i].n++
+		} else {
+			seenDTypes = append(seenDTypes, dtypeCount{t.DType, 1})
+		}
 		if !floatDTypes[t.DType] {
 			res.Mismatched = append(res.Mismatched, Mismatch{Name: spec.Name, Expected: "dtype " + wantDType, Actual: "dtype " + t.DType + " (quantized or integer weights cannot feed the bf16 pipeline)"})
 		}
 	}
-	for _, name := range inv.Names() {
-		if want[name] {
-			continue
+	// Expected names are distinct: when each inventory tensor was found,
+	// nothing is unexpected, and the set of expected names is not needed.
+	if found < len(inv.Tensors) {
+		want := make(map[string]bool, len(expected))
+		for _, spec := range expected {
+			want[spec.Name] = true
 		}
-		// A tied config whose checkpoint also stores lm_head.weight is judged
-		// by the consistency gate, which compares its bytes with the embeddings.
-		if harmless.MatchString(name) || (cfg.TieWordEmbeddings && name == "lm_head.weight") {
-			res.Harmless = append(res.Harmless, name)
-		} else {
-			res.Unexpected = append(res.Unexpected, name)
+		for name := range inv.Tensors {
+			if want[name] {
+				continue
+			}
+			// A tied config whose checkpoint also stores lm_head.weight is judged
+			// by the consistency gate, which compares its bytes with the embeddings.
+			if harmless.MatchString(name) || (cfg.TieWordEmbeddings && name == "lm_head.weight") {
+				res.Harmless = append(res.Harmless, name)
+			} else {
+				res.Unexpected = append(res.Unexpected, name)
+			}
 		}
+		slices.Sort(res.Harmless)
+		slices.Sort(res.Unexpected)
 	}
-	for dt, n := range seenDTypes {
+	for _, c := range seenDTypes {
+		dt, n := c.dtype, c.n
 		if floatDTypes[dt] && dt != wantDType {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("%d tensors are %s while config.json says %s: the loader converts them to bf16", n, dt, wantDType))
 		}

@@ -87,11 +87,12 @@ func run() int {
 		{"scan, 1 GiB bf16", false, (*bench).scan},
 		{"baseline overhead", true, (*bench).baseline},
 		{"reference recording and compare", true, (*bench).reference},
+		{"repeat and fresh run", true, (*bench).rerun},
 		{"worker logits round trip", true, (*bench).workerRoundTrip},
 		{"bridge logits call (in-process)", true, (*bench).bridgeCall},
 		{"triage, 16 hub models", false, (*bench).triage},
 	}
-	only := os.Getenv("PHASE0BENCH_ONLY") // a substring of step names, to measure a few
+	only := os.Getenv("PHASE0_BENCH_ONLY") // a substring of the step names to run, for working on one
 	for _, s := range steps {
 		if only != "" && !strings.Contains(s.name, only) {
 			continue

@@ -141,6 +141,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Opt
 	runCmd := add("run", "All of Phase 0: inspect, generate the workspace, Python gates, baseline, record", true, orchestrator.Run)
 	runCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
 	runCmd.Flags().String("out-dir", "", "folder for <name>/ when there is no --llms-dir (default ./workspace; bundled runner)")
+	runCmd.Flags().Bool("fresh", false, "run everything even when the recorded verdict's inputs are unchanged")
 	runCmd.Flags().String("report-dir", "", "where report.json and report.md go (default: <workspace>/docs/development_progress/phase0)")
 	refCmd := add("reference", "Record (or reuse) the HF reference the later phases compare against, into <workspace>/reference", true, orchestrator.ReferenceRun)
 	refCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
@@ -301,6 +302,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer, overrides ma
 		"prompt_style": "prompt-style", "prompt": "prompt", "decode": "decode", "force": "force", "name": "name",
 		"report_dir": "report-dir", "out_dir": "out-dir", "max_perplexity_ratio": "max-perplexity-ratio",
 		"reference_steps": "reference-steps",
+		"report_dir": "report-dir", "fresh": "fresh",
 	} {
 		if f := cmd.Flags().Lookup(flag); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
@@ -326,6 +328,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer, overrides ma
 		Workers:           p.count("workers", 0),
 		ReportDir:         p.str("report_dir"),
 		Force:             p.boolean("force"),
+		Fresh:             p.boolean("fresh"),
 		MemoryCheck:       p.boolean("memory_check"),
 		AttentionFallback: p.boolean("cpu_helpers.attention_fallback"),
 		PyShimDir:         p.str("pyshim"),
@@ -513,7 +516,7 @@ var knownKeys = map[string]bool{
 	"llms_dir": true, "python": true, "name": true, "prompt_style": true, "prompt": true, "decode": true,
 	"max_seq": true, "timeout": true, "scan": true, "workers": true, "report_dir": true, "force": true,
 	"memory_check": true, "cpu_helpers": true, "cpu_helpers.attention_fallback": true, "cache": true, "pyshim": true,
-	"out_dir": true, "max_perplexity_ratio": true, "reference_steps": true,
+	"out_dir": true, "max_perplexity_ratio": true, "reference_steps": true, "fresh": true,
 }
 
 // checkKeys refuses misspelt settings instead of silently ignoring them.

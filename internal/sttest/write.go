@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"phase0/internal/atomicfile"
 	"phase0/internal/stformat"
@@ -156,6 +157,8 @@ func WriteIndex(path string, weightMap map[string]string, totalSize int64) error
 
 // WriteSharded writes tensors, in order, into the given number of shards
 // named like the hub's (model-00001-of-00004.safetensors) plus the index.
+// Each shard's header lists its tensors sorted by name, as the hub's
+// checkpoints do.
 // Tensors without Data are holes, so a checkpoint of real size costs only
 // its headers.
 func WriteSharded(dir string, tensors []WriteTensor, shards int) error {
@@ -165,7 +168,8 @@ func WriteSharded(dir string, tensors []WriteTensor, shards int) error {
 	weightMap := make(map[string]string, len(tensors))
 	var total int64
 	for s := range shards {
-		part := tensors[s*len(tensors)/shards : (s+1)*len(tensors)/shards]
+		part := slices.SortedFunc(slices.Values(tensors[s*len(tensors)/shards:(s+1)*len(tensors)/shards]),
+			func(a, b WriteTensor) int { return strings.Compare(a.Name, b.Name) })
 		name := fmt.Sprintf("model-%05d-of-%05d.safetensors", s+1, shards)
 		for _, t := range part {
 			weightMap[t.Name] = name
