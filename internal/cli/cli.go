@@ -301,8 +301,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer, overrides ma
 		"python": "python", "timeout": "timeout", "scan": "scan", "workers": "workers", "llms_dir": "llms-dir",
 		"prompt_style": "prompt-style", "prompt": "prompt", "decode": "decode", "force": "force", "name": "name",
 		"report_dir": "report-dir", "out_dir": "out-dir", "max_perplexity_ratio": "max-perplexity-ratio",
-		"reference_steps": "reference-steps",
-		"report_dir": "report-dir", "fresh": "fresh",
+		"reference_steps": "reference-steps", "fresh": "fresh",
 	} {
 		if f := cmd.Flags().Lookup(flag); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
