@@ -127,7 +127,8 @@ def runner_source(prefill_body: str) -> str:
     )
 
 
-VOLATILE = {"started", "seconds", "seconds_load", "seconds_prefill", "preflight"}
+VOLATILE = {"started", "seconds", "seconds_load", "seconds_prefill", "seconds_calibration", "seconds_decode",
+            "seconds_diagnosis", "preflight"}
 # Readings of the moment in stage details: a throughput, the free memory.
 _READINGS = re.compile(r"[0-9.]+ ([KMGT]i?B)(/s| available)")
 

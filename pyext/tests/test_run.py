@@ -22,14 +22,16 @@ def test_run_each_family(tiny_models: Path, torch_python: str, tmp_path: Path, f
     llms = tmp_path / "llms"
     # mistral also shows a nested YAML setting given as a mapping.
     helpers = {"attention_fallback": False} if family == "mistral" else None
-    r = phase0.run(tiny_models / family, llms_dir=llms, python=torch_python, timeout=600, cpu_helpers=helpers)
+    r = phase0.run(tiny_models / family, out_dir=llms, python=torch_python, timeout=600, cpu_helpers=helpers)
     assert r.status == "PASS", r.raw
     assert "torch" not in sys.modules and "transformers" not in sys.modules
     b = r.gates.hf_baseline
     assert b is not None and b.status == "PASS" and b.runner == "bundled"
     assert 0 <= b.top1_token < 512 and b.tokens and b.prompt
     assert r.gates.python_weights is not None and r.gates.python_weights.passed
-    assert r.workspace is not None and r.workspace.name == family
+    assert r.workspace is not None and r.workspace.name == family and r.workspace.mode == "generated"
+    assert b.perplexity is not None and b.perplexity_limit is not None and b.perplexity < b.perplexity_limit
+    assert r.reference is not None and r.reference["status"] == "PASS" and r.reused_from is None
     ws = Path(r.workspace.dir)
     assert (ws / f"{family}_weights.py").is_file() and (ws / f"{family}_cpu_helpers.py").is_file()
     assert "- [x] 0: Build CPU Reference" in (ws / "TODO.md").read_text()
@@ -47,8 +49,8 @@ def test_baseline_and_run_equal_the_cli(tiny_models: Path, torch_python: str, tm
     assert r.gates.hf_baseline is not None and len(r.gates.hf_baseline.raw["decode"]["ids"]) == 3
 
     api, cli = tmp_path / "api", tmp_path / "cli"
-    r = phase0.run(model, llms_dir=api, python=torch_python)
-    code, want = cli_json("run", model, "--llms-dir", str(cli), "--python", torch_python)
+    r = phase0.run(model, out_dir=api, python=torch_python)
+    code, want = cli_json("run", model, "--out-dir", str(cli), "--python", torch_python)
     assert r.exit_code == code == 0
     assert normalise(r.raw, {str(api): "LLMS"}) == normalise(want, {str(cli): "LLMS"})
     assert "torch" not in sys.modules

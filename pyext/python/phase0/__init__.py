@@ -213,6 +213,7 @@ def baseline(
     workers: int | None = None,
     force: bool | None = None,
     memory_check: bool | None = None,
+    max_perplexity_ratio: float | None = None,
     cache: PathArg | None = None,
     progress: bool = False,
     **options: Option,
@@ -226,7 +227,7 @@ def baseline(
     return _command("baseline", model, config, progress, {
         "python": python, "llms_dir": llms_dir, "prompt_style": prompt_style, "prompt": prompt, "decode": decode,
         "max_seq": max_seq, "timeout": _duration(timeout), "scan": scan, "workers": workers, "force": force,
-        "memory_check": memory_check, "cache": cache, **options,
+        "memory_check": memory_check, "max_perplexity_ratio": max_perplexity_ratio, "cache": cache, **options,
     })
 
 
@@ -236,6 +237,7 @@ def run(
     config: PathArg | None = None,
     python: PathArg | None = None,
     llms_dir: PathArg | None = None,
+    out_dir: PathArg | None = None,
     name: str | None = None,
     report_dir: PathArg | None = None,
     prompt_style: Literal["base", "instruct"] | None = None,
@@ -248,20 +250,30 @@ def run(
     force: bool | None = None,
     memory_check: bool | None = None,
     cpu_helpers: Mapping[str, bool] | None = None,
+    max_perplexity_ratio: float | None = None,
+    reference_steps: int | None = None,
+    refresh: bool | None = None,
+    fresh: bool | None = None,
     cache: PathArg | None = None,
     progress: bool = False,
     **options: Option,
 ) -> Report:
     """All of Phase 0: inspect, generate the workspace, Python gates, baseline, record: ``phase0 run MODEL``.
 
-    Writes ``<llms_dir>/<name>/`` (default llms_dir: ./workspace) and its
-    report.json / report.md. Other options as for :func:`baseline`.
+    Writes ``<llms_dir>/<name>/`` (llms_dir: an mlir-air programming_examples/llms
+    tree; without one, ``<out_dir>/<name>/``, default ./workspace) with its
+    report.json / report.md and the recorded reference (reference_steps greedy
+    tokens per prompt, 0 = none; refresh records it anew). fresh runs everything
+    even when the recorded PASS's inputs are unchanged. Other options as for
+    :func:`baseline`.
     """
     return _command("run", model, config, progress, {
-        "python": python, "llms_dir": llms_dir, "name": name, "report_dir": report_dir, "prompt_style": prompt_style,
+        "python": python, "llms_dir": llms_dir, "out_dir": out_dir, "name": name, "report_dir": report_dir,
+        "prompt_style": prompt_style,
         "prompt": prompt, "decode": decode, "max_seq": max_seq, "timeout": _duration(timeout), "scan": scan,
-        "workers": workers, "force": force, "memory_check": memory_check, "cpu_helpers": cpu_helpers, "cache": cache,
-        **options,
+        "workers": workers, "force": force, "memory_check": memory_check, "cpu_helpers": cpu_helpers,
+        "max_perplexity_ratio": max_perplexity_ratio, "reference_steps": reference_steps, "refresh": refresh,
+        "fresh": fresh, "cache": cache, **options,
     })
 
 

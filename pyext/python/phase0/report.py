@@ -31,6 +31,10 @@ def _strs(v: object) -> tuple[str, ...]:
     return tuple(str(x) for x in _list(v))
 
 
+def _float_or_none(v: object) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
 def _ints(v: object) -> tuple[int, ...]:
     return tuple(int(x) for x in _list(v))
 
@@ -174,6 +178,10 @@ class Baseline(Gate):
     top1_token: int = -1
     top1_text: str = ""
     reasons: tuple[str, ...] = ()
+    #: The calibration passage's teacher-forced perplexity (None: not measured)
+    #: and the limit it must stay under (max_perplexity_ratio × vocab_size).
+    perplexity: float | None = None
+    perplexity_limit: float | None = None
 
     @classmethod
     def from_json(cls, d: JSONObject) -> Baseline:
@@ -192,6 +200,8 @@ class Baseline(Gate):
             top1_token=int(d.get("top1_token", -1)),
             top1_text=str(d.get("top1_text", "")),
             reasons=_strs(d.get("reasons")),
+            perplexity=_float_or_none(_obj(d.get("calibration")).get("perplexity")),
+            perplexity_limit=_float_or_none(_obj(d.get("calibration")).get("limit")),
         )
 
 
@@ -227,10 +237,14 @@ class Workspace:
 
     dir: str
     name: str
+    #: "generated", or "validated_existing" when <name>_weights.py was not
+    #: phase0's (upstream's own or user-edited) and was validated in place.
+    mode: str
     written: tuple[str, ...]
     unchanged: tuple[str, ...]
     kept: tuple[str, ...]
     helpers_kept: tuple[str, ...]
+    foreign: tuple[str, ...]
     report_json: str
     report_md: str
     raw: JSONObject = field(repr=False, compare=False)
@@ -240,10 +254,12 @@ class Workspace:
         return cls(
             dir=str(d.get("dir", "")),
             name=str(d.get("name", "")),
+            mode=str(d.get("mode", "")),
             written=_strs(d.get("written")),
             unchanged=_strs(d.get("unchanged")),
             kept=_strs(d.get("kept")),
             helpers_kept=_strs(d.get("helpers_kept")),
+            foreign=_strs(d.get("foreign")),
             report_json=str(d.get("report_json", "")),
             report_md=str(d.get("report_md", "")),
             raw=d,
@@ -289,6 +305,10 @@ class Report:
     rejections: tuple[Rejection, ...]
     gates: Gates
     workspace: Workspace | None
+    #: The recorded reference section of run / reference (None: not recorded).
+    reference: JSONObject | None
+    #: The report.json whose verdict a repeat run reused (None: it ran).
+    reused_from: str | None
     warnings: tuple[str, ...]
     stages: tuple[Stage, ...]
     started: str
@@ -331,6 +351,8 @@ class Report:
             rejections=tuple(Rejection.from_json(_obj(x)) for x in _list(d.get("rejections"))),
             gates=Gates.from_json(_obj(d.get("gates"))),
             workspace=Workspace.from_json(_obj(ws)) if isinstance(ws, Mapping) else None,
+            reference=_obj(d["reference"]) if isinstance(d.get("reference"), Mapping) else None,
+            reused_from=str(_obj(d["reused_from"]).get("path", "")) if isinstance(d.get("reused_from"), Mapping) else None,
             warnings=_strs(d.get("warnings")),
             stages=tuple(Stage.from_json(_obj(x)) for x in _list(d.get("stages"))),
             started=str(d.get("started", "")),
