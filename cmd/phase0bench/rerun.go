@@ -43,8 +43,11 @@ func (b *bench) rerun() error {
 	}
 	env := []string{"PHASE0_PYSHIM=" + pyshim}
 	run := func(extra ...string) (childRun, error) {
-		argv := append([]string{b.phase0, "run", modelDir, "--python", b.python, "--llms-dir", filepath.Join(dir, "llms"),
-			"--prompt", baselinePrompt, "--json"}, extra...)
+		// The reference recording (5 prompts × 32 greedy steps for the later
+		// phases) has its own rows; here run does what the plain script does
+		// and Phase 0's gates on top.
+		argv := append([]string{b.phase0, "run", modelDir, "--python", b.python, "--out-dir", filepath.Join(dir, "ws"),
+			"--prompt", baselinePrompt, "--reference-steps", "0", "--json"}, extra...)
 		r, err := runChild(dir, env, argv...)
 		if err != nil {
 			return r, err
