@@ -2,13 +2,13 @@ package hubmeta
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"phase0/internal/boundedfile"
 
 	"phase0/hfcache"
 	"phase0/internal/atomicfile"
@@ -56,7 +56,7 @@ func (s store) ref(rev string) string {
 	if s.dir == "" {
 		return ""
 	}
-	b, err := readBounded(filepath.Join(s.dir, "refs", filepath.FromSlash(rev)), 1<<10)
+	b, err := boundedfile.Read(filepath.Join(s.dir, "refs", filepath.FromSlash(rev)), 1<<10)
 	if err != nil {
 		return ""
 	}
@@ -78,7 +78,7 @@ func (s store) config(sha string) ([]byte, error) {
 	if s.dir == "" {
 		return nil, fs.ErrNotExist
 	}
-	return readBounded(filepath.Join(s.commitDir(sha), hfcache.ConfigFile), maxConfigBytes)
+	return boundedfile.Read(filepath.Join(s.commitDir(sha), hfcache.ConfigFile), maxConfigBytes)
 }
 
 func (s store) putConfig(sha string, data []byte) error {
@@ -95,7 +95,7 @@ func (s store) weights(sha string) ([]byte, map[string]shardMeta, error) {
 		return nil, nil, fs.ErrNotExist
 	}
 	dir := s.commitDir(sha)
-	raw, err := readBounded(filepath.Join(dir, manifestFile), maxIndexBytes)
+	raw, err := boundedfile.Read(filepath.Join(dir, manifestFile), maxIndexBytes)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -105,7 +105,7 @@ func (s store) weights(sha string) ([]byte, map[string]shardMeta, error) {
 	}
 	var index []byte
 	if man.Sharded {
-		if index, err = readBounded(filepath.Join(dir, safetensors.IndexFile), maxIndexBytes); err != nil {
+		if index, err = boundedfile.Read(filepath.Join(dir, safetensors.IndexFile), maxIndexBytes); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -115,7 +115,7 @@ func (s store) weights(sha string) ([]byte, map[string]shardMeta, error) {
 			return nil, nil, fmt.Errorf("%s: bad entry %q", filepath.Join(dir, manifestFile), name)
 		}
 		p := filepath.Join(dir, "headers", filepath.FromSlash(name))
-		b, err := readBounded(p, e.HeaderBytes)
+		b, err := boundedfile.Read(p, e.HeaderBytes)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -164,28 +164,4 @@ func (s store) write(path string, data []byte) error {
 		return fmt.Errorf("metadata cache: %w", err)
 	}
 	return nil
-}
-
-// readBounded reads a regular file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes: %w", path, limit, errors.ErrUnsupported)
-	}
-	return b, nil
 }

@@ -9,11 +9,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"phase0/internal/boundedfile"
 )
 
 // MaxFileBytes bounds a list file. Upstream's is about 3 KB; a megabyte is
@@ -58,24 +58,9 @@ func Expand(args []string) ([]Entry, error) {
 // at most MaxFileBytes. An empty list is an error, since inspecting nothing
 // is never what was meant.
 func ReadFile(path string) ([]Entry, error) {
-	f, err := os.Open(path)
+	data, err := boundedfile.Read(path, MaxFileBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrList, err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrList, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file (%s)", ErrList, path, st.Mode().Type())
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: reading %s: %w", ErrList, path, err)
-	}
-	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", ErrList, path, MaxFileBytes)
 	}
 	es, err := Parse(data, path)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"phase0/internal/boundedfile"
 
 	"phase0/hfcache"
 	"phase0/internal/atomicfile"
@@ -204,7 +205,7 @@ func (st *state) reusable() (*Report, string) {
 	if why := inputsChange(&rec.Inputs, st.inputs); why != "" {
 		return nil, why
 	}
-	data, err := readBounded(rec.Report, maxRecordFile)
+	data, err := boundedfile.Read(rec.Report, maxRecordFile)
 	if err != nil {
 		return nil, "the recorded report is unreadable: " + err.Error()
 	}
@@ -308,7 +309,7 @@ func recordInputsStage(_ context.Context, st *state) (verdict.Status, string, er
 		}
 	}
 	report := filepath.Join(reports, "report.json")
-	data, err := readBounded(report, maxRecordFile)
+	data, err := boundedfile.Read(report, maxRecordFile)
 	if err != nil {
 		return forget("the report just written is unreadable: " + err.Error())
 	}
@@ -422,7 +423,7 @@ func stampMeta(path, name string) fileStamp {
 // stampHashed identifies a small file by its content.
 func stampHashed(path, name string) fileStamp {
 	f := fileStamp{Name: name}
-	data, err := readBounded(path, maxHashedFile)
+	data, err := boundedfile.Read(path, maxHashedFile)
 	if err != nil {
 		f.Absent = true
 		return f
@@ -629,32 +630,8 @@ func clip(raw json.RawMessage) string {
 	return s
 }
 
-// readBounded reads a regular file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, limit)
-	}
-	return data, nil
-}
-
 func readJSONFile(path string, v any) error {
-	data, err := readBounded(path, maxRecordFile)
+	data, err := boundedfile.Read(path, maxRecordFile)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"phase0/internal/boundedfile"
 )
 
 // TokenizerFiles define a tokenizer; the checksum covers those present, in this order.
@@ -32,7 +34,7 @@ func TokenizerSHA256(modelDir string) (string, error) {
 		if err != nil || !st.Mode().IsRegular() {
 			continue
 		}
-		b, err := readBounded(path, maxTokenizerFile)
+		b, err := boundedfile.Read(path, maxTokenizerFile)
 		if err != nil {
 			return "", err
 		}

@@ -23,13 +23,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+
+	"phase0/internal/boundedfile"
 
 	"phase0/safetensors"
 )
@@ -112,7 +113,7 @@ func formatErr(path, format string, args ...any) error {
 // ReadMeta reads and checks reference.json alone (cheap: for the reuse decision).
 func ReadMeta(dir string) (*Meta, error) {
 	path := filepath.Join(dir, MetaFile)
-	b, err := readBounded(path, maxMetaBytes)
+	b, err := boundedfile.Read(path, maxMetaBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -132,22 +133,6 @@ func ReadMeta(dir string) (*Meta, error) {
 	return &m, nil
 }
 
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, formatErr(path, "larger than %d bytes", limit)
-	}
-	return b, nil
-}
-
 // Read reads a recording folder, checks the tensors file against the digest
 // reference.json names, and checks every tensor's dtype and shape.
 func Read(dir string) (*Recording, error) {
@@ -156,7 +141,7 @@ func Read(dir string) (*Recording, error) {
 		return nil, err
 	}
 	path := filepath.Join(dir, TensorsFile)
-	data, err := readBounded(path, maxTensorsBytes)
+	data, err := boundedfile.Read(path, maxTensorsBytes)
 	if err != nil {
 		return nil, err
 	}

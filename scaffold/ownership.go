@@ -3,13 +3,14 @@ package scaffold
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+
+	"phase0/internal/boundedfile"
 )
 
 // Bounds on what phase0 reads from a workspace: a generated module is tens of
@@ -44,7 +45,7 @@ func Owner(workspaceDir, rel string) (Ownership, error) {
 	if err != nil {
 		return Absent, err
 	}
-	data, err := readBounded(filepath.Join(workspaceDir, filepath.FromSlash(clean)), maxOwnedFile)
+	data, err := boundedfile.Read(filepath.Join(workspaceDir, filepath.FromSlash(clean)), maxOwnedFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Absent, nil
 	}
@@ -68,7 +69,7 @@ var modelIDLine = regexp.MustCompile(`(?m)^MODEL_ID\s*(?::[^=\n]*)?=\s*["']([^"'
 // ModelIDIn reads the MODEL_ID a weights module assigns, textually (the
 // module is never imported here); "" when it assigns none.
 func ModelIDIn(path string) (string, error) {
-	b, err := readBounded(path, maxOwnedFile)
+	b, err := boundedfile.Read(path, maxOwnedFile)
 	if err != nil {
 		return "", fmt.Errorf("scaffold: read %s: %w", path, err)
 	}
@@ -127,30 +128,4 @@ func CheckFolder(llmsDir, name string) error {
 		}
 	}
 	return nil
-}
-
-// readBounded reads a regular file of at most limit bytes. It stats before
-// opening: opening a FIFO for reading would wait for a writer forever.
-func readBounded(path string, limit int64) ([]byte, error) {
-	if st, err := os.Stat(path); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
-	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d phase0 reads", path, st.Size(), limit)
-	}
-	return io.ReadAll(io.LimitReader(f, limit+1))
 }

@@ -10,8 +10,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"phase0/internal/atomicfile"
 	"strings"
+
+	"phase0/internal/atomicfile"
+	"phase0/internal/boundedfile"
 )
 
 // ManifestName is the file, at the workspace root, where phase0 records the
@@ -80,7 +82,7 @@ func Write(workspaceDir string, files []File) (Result, error) {
 		}
 		seen[rel] = true
 
-		current, err := readBounded(filepath.Join(workspaceDir, filepath.FromSlash(rel)), maxOwnedFile)
+		current, err := boundedfile.Read(filepath.Join(workspaceDir, filepath.FromSlash(rel)), maxOwnedFile)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			toWrite = append(toWrite, pending{rel, f.Data})
@@ -160,7 +162,7 @@ func cleanRel(p string) (string, error) {
 func readManifest(workspaceDir string) (manifest, error) {
 	m := manifest{Files: map[string]string{}}
 	p := filepath.Join(workspaceDir, ManifestName)
-	data, err := readBounded(p, maxManifest)
+	data, err := boundedfile.Read(p, maxManifest)
 	if errors.Is(err, fs.ErrNotExist) {
 		return m, nil
 	}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"phase0/internal/boundedfile"
+
 	"github.com/spf13/cast"
 	"github.com/spf13/cobra"
 	"github.com/spf13/viper"
@@ -247,30 +249,6 @@ func printReport(w io.Writer, rep *orchestrator.Report, asJSON bool) error {
 // maxConfigFile bounds a --config file: real ones are a few hundred bytes.
 const maxConfigFile = 1 << 20
 
-// readConfigFile reads a --config file: a regular file, bounded.
-func readConfigFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxConfigFile {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxConfigFile)
-	}
-	return b, nil
-}
-
 // settings layers the configuration: flags > PHASE0_* env > --config file > defaults.
 // Every value is parsed strictly: garbage is an error naming the key and
 // where it came from, never a silent zero.
@@ -282,7 +260,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer, overrides ma
 	var fileKeys map[string]bool // the keys the --config file sets, for messages
 	path, _ := cmd.Flags().GetString("config")
 	if path != "" {
-		data, err := readConfigFile(path)
+		data, err := boundedfile.Read(path, maxConfigFile)
 		if err != nil {
 			return nil, fmt.Errorf("--config: %w", err)
 		}
