@@ -38,7 +38,7 @@ func Read(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("%s is %w (%s)", path, ErrNotRegular, kind(fi.Mode()))
 	}
 	if fi.Size() > limit {
-		return nil, fmt.Errorf("%s holds %d bytes, more than the %d allowed: %w", path, fi.Size(), limit, ErrTooLarge)
+		return nil, fmt.Errorf("%s is larger than %d bytes (%d): %w", path, limit, fi.Size(), ErrTooLarge)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {

@@ -61,7 +61,7 @@ func TestRead(t *testing.T) {
 			}
 		})
 	}
-	if _, err := Read(big, 64); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "65 bytes") {
+	if _, err := Read(big, 64); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "larger than 64 bytes (65)") {
 		t.Fatalf("over the limit: %v", err)
 	}
 }
