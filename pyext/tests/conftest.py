@@ -127,8 +127,10 @@ def runner_source(prefill_body: str) -> str:
     )
 
 
+# Timings, the machine section, and the reference recording's size (its JSON
+# holds timings too).
 VOLATILE = {"started", "seconds", "seconds_load", "seconds_prefill", "seconds_calibration", "seconds_decode",
-            "seconds_diagnosis", "preflight"}
+            "seconds_diagnosis", "preflight", "bytes"}
 # Readings of the moment in stage details: a throughput, the free memory.
 _READINGS = re.compile(r"[0-9.]+ ([KMGT]i?B)(/s| available)")
 
