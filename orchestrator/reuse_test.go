@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -103,7 +104,7 @@ func TestRunReuse(t *testing.T) {
 	s.Python = py
 	modelDir := copyDir(t, tiny(t, "llama-llama3"))
 	version := "test"
-	ws := filepath.Join(s.LLMSDir, scaffold.DeriveName(modelDir))
+	ws := filepath.Join(s.OutDir, scaffold.DeriveName(modelDir))
 	reportJSON := filepath.Join(ws, "docs", "development_progress", "phase0", "report.json")
 
 	// full runs everything, records a PASS and its inputs, and says why it
@@ -122,7 +123,7 @@ func TestRunReuse(t *testing.T) {
 		}
 		return r
 	}
-	// reused must start no Python: the only stage is reuse.
+	// reused must start no Python: after the llms-dir check, the only stage is reuse.
 	reused := func(t *testing.T, recorded time.Time) {
 		t.Helper()
 		r := Run(context.Background(), s, modelDir, version)
@@ -130,8 +131,8 @@ func TestRunReuse(t *testing.T) {
 		if r.ReusedFrom == nil || r.ReusedFrom.Path != reportJSON || !r.ReusedFrom.Recorded.Equal(recorded) {
 			t.Fatalf("reused_from %+v, want %s recorded %s; stages %v (%s)", r.ReusedFrom, reportJSON, recorded, stageNames(r), stageDetail(r, "reuse"))
 		}
-		if names := stageNames(r); len(names) != 1 || names[0] != "reuse" {
-			t.Errorf("stages %v, want only reuse (no Python, no worker)", names)
+		if names := stageNames(r); !slices.Equal(names, []string{"llms_dir", "reuse"}) {
+			t.Errorf("stages %v, want llms_dir and reuse only (no Python, no worker)", names)
 		}
 		if r.Gates.HFBaseline == nil || r.Gates.HFBaseline.Status != verdict.Pass || r.Workspace == nil {
 			t.Errorf("the reused report lacks the recorded gates or workspace: %+v", r.Gates)
@@ -209,7 +210,6 @@ func TestRunReuse(t *testing.T) {
 	})
 
 	t.Run("generated file edited", func(t *testing.T) {
-		before := mustRecorded(t, reportJSON)
 		module := filepath.Join(ws, scaffold.DeriveName(modelDir)+"_weights.py")
 		orig, err := os.ReadFile(module)
 		if err != nil {
@@ -218,19 +218,23 @@ func TestRunReuse(t *testing.T) {
 		if err := os.WriteFile(module, append(append([]byte{}, orig...), "# edited\n"...), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		r := Run(context.Background(), s, modelDir, version)
-		if r.ReusedFrom != nil || !strings.Contains(stageDetail(r, "reuse"), "generated file "+filepath.Base(module)+" changed") {
-			t.Fatalf("reused_from %+v, reuse stage %q: an edited generated file must force a full run", r.ReusedFrom, stageDetail(r, "reuse"))
+		changed := "generated file " + filepath.Base(module) + " changed"
+		// The full run validates the user's edit in place (nothing is
+		// overwritten) and records that verdict, which the next run reuses.
+		r := full(t, changed)
+		mustPass(t, r)
+		if r.Workspace == nil || r.Workspace.Mode != ModeValidatedExisting {
+			t.Errorf("workspace %+v, want the edited module validated in place", r.Workspace)
 		}
-		// The full run refuses to overwrite the user's edit (ERROR) and
-		// records nothing; restored, the file matches the record again.
-		if r.Status != verdict.Error || !strings.Contains(r.Error, "--force") {
-			t.Errorf("status %s error %q, want the user-edited refusal", r.Status, r.Error)
-		}
+		reused(t, r.Started)
+		// Restored, the file is phase0's again: one full run, then reuse.
 		if err := os.WriteFile(module, orig, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		reused(t, before)
+		time.Sleep(time.Second)
+		r = full(t, "changed")
+		mustPass(t, r)
+		reused(t, r.Started)
 	})
 
 	t.Run("model changed during the run", func(t *testing.T) {

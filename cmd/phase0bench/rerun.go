@@ -67,7 +67,7 @@ func (b *bench) rerun() error {
 		if rep.Status != "PASS" {
 			return r, fmt.Errorf("phase0 run %v: status %s", extra, rep.Status)
 		}
-		reused := rep.ReusedFrom != nil && len(rep.Stages) == 1
+		reused := rep.ReusedFrom != nil && len(rep.Stages) == 2 && rep.Stages[1].Name == "reuse" // after llms_dir
 		if fresh := len(extra) > 0; fresh == reused {
 			return r, fmt.Errorf("phase0 run %v: reused_from %v with %d stages, want reuse only without --fresh", extra, rep.ReusedFrom, len(rep.Stages))
 		}
