@@ -271,7 +271,7 @@ func (r *Reference) markdown() string {
 		r.Dir, r.Runner, r.Prompts, r.Steps, r.TopK, r.Probes)
 	fmt.Fprintf(&b, "| Size | %d bytes |\n| Key | `%s` |\n| Reused | %v |\n", r.Bytes, r.KeySHA256, r.Reused)
 	if !r.Reused && r.SecondsLoad+r.SecondsDecode > 0 {
-		fmt.Fprintf(&b, "| Seconds | load %.2f, decode %.2f, diagnosis %.2f (%d torch threads) |\n", r.SecondsLoad, r.SecondsDecode, r.SecondsDiagnosis, r.TorchThreads)
+		fmt.Fprintf(&b, "| Seconds | load %.2f, decode %.2f, diagnosis %.2f; torch threads: %d |\n", r.SecondsLoad, r.SecondsDecode, r.SecondsDiagnosis, r.TorchThreads)
 	}
 	fmt.Fprintf(&b, "\nJudge any runner against it: record a candidate in the same format (`phase0_shim.reference.record_candidate`), then `phase0 compare %s CANDIDATE`.\n", r.Dir)
 	return b.String()

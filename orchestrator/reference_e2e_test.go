@@ -151,7 +151,7 @@ func TestReferenceReusedAndRefreshed(t *testing.T) {
 		t.Fatalf("first run: reused %v; log:\n%s", rec.Reused, log)
 	}
 	md := string(mustRead(t, filepath.Join(llms, "qwen3", "docs/development_progress/phase0/report.md")))
-	if !strings.Contains(md, "## Reference (for the later phases)") || !strings.Contains(md, "phase0 compare "+rec.Dir) || !strings.Contains(md, " torch threads) |") {
+	if !strings.Contains(md, "## Reference (for the later phases)") || !strings.Contains(md, "phase0 compare "+rec.Dir) || !strings.Contains(md, "; torch threads: ") {
 		t.Errorf("report.md lacks the reference section:\n%s", md)
 	}
 	progress := string(mustRead(t, filepath.Join(llms, "qwen3", "docs/development_progress/progress.md")))
