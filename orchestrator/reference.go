@@ -37,6 +37,7 @@ type Reference struct {
 	SecondsLoad      float64  `json:"seconds_load,omitempty"`
 	SecondsDecode    float64  `json:"seconds_decode,omitempty"`
 	SecondsDiagnosis float64  `json:"seconds_diagnosis,omitempty"`
+	TorchThreads     int      `json:"torch_threads,omitempty"`
 }
 
 // referencePlan is ops.reference_plan's answer: what a recording is keyed on.
@@ -227,6 +228,7 @@ func (r *Reference) fill(rec *reference.Recording) {
 	m := rec.Meta
 	r.Runner, r.Dtype, r.Prompts, r.Steps, r.TopK, r.Probes, r.Bytes = m.Runner, m.Dtype, len(rec.Prompts), m.DecodeSteps, m.TopK, len(rec.Probes), rec.Bytes
 	r.SecondsLoad, r.SecondsDecode, r.SecondsDiagnosis = m.Seconds["load"], m.Seconds["decode"], m.Seconds["diagnosis"]
+	r.TorchThreads = m.TorchThreads
 }
 
 func (r *Reference) describe() string {
@@ -269,7 +271,7 @@ func (r *Reference) markdown() string {
 		r.Dir, r.Runner, r.Prompts, r.Steps, r.TopK, r.Probes)
 	fmt.Fprintf(&b, "| Size | %d bytes |\n| Key | `%s` |\n| Reused | %v |\n", r.Bytes, r.KeySHA256, r.Reused)
 	if !r.Reused && r.SecondsLoad+r.SecondsDecode > 0 {
-		fmt.Fprintf(&b, "| Seconds | load %.2f, decode %.2f, diagnosis %.2f |\n", r.SecondsLoad, r.SecondsDecode, r.SecondsDiagnosis)
+		fmt.Fprintf(&b, "| Seconds | load %.2f, decode %.2f, diagnosis %.2f; torch threads: %d |\n", r.SecondsLoad, r.SecondsDecode, r.SecondsDiagnosis, r.TorchThreads)
 	}
 	fmt.Fprintf(&b, "\nJudge any runner against it: record a candidate in the same format (`phase0_shim.reference.record_candidate`), then `phase0 compare %s CANDIDATE`.\n", r.Dir)
 	return b.String()

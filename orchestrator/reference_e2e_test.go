@@ -88,7 +88,7 @@ func TestReferenceSelfCheckAndBrokenLayer(t *testing.T) {
 	s, _ := referenceSettings(t, llms)
 	model := tiny(t, "llama-llama3")
 	ref := mustRecord(t, ReferenceRun(context.Background(), s, model, "test"))
-	if ref.Dir != filepath.Join(llms, "llama_llama3", "reference") || ref.Reused || ref.Prompts != 5 || ref.Steps != testSteps || ref.Probes != 3 {
+	if ref.Dir != filepath.Join(llms, "llama_llama3", "reference") || ref.Reused || ref.Prompts != 5 || ref.Steps != testSteps || ref.Probes != 3 || ref.TorchThreads < 1 {
 		t.Fatalf("reference %+v", ref)
 	}
 
@@ -151,7 +151,7 @@ func TestReferenceReusedAndRefreshed(t *testing.T) {
 		t.Fatalf("first run: reused %v; log:\n%s", rec.Reused, log)
 	}
 	md := string(mustRead(t, filepath.Join(llms, "qwen3", "docs/development_progress/phase0/report.md")))
-	if !strings.Contains(md, "## Reference (for the later phases)") || !strings.Contains(md, "phase0 compare "+rec.Dir) {
+	if !strings.Contains(md, "## Reference (for the later phases)") || !strings.Contains(md, "phase0 compare "+rec.Dir) || !strings.Contains(md, "; torch threads: ") {
 		t.Errorf("report.md lacks the reference section:\n%s", md)
 	}
 	progress := string(mustRead(t, filepath.Join(llms, "qwen3", "docs/development_progress/progress.md")))

@@ -74,6 +74,7 @@ type Meta struct {
 	TensorsSHA256       string             `json:"tensors_sha256"`
 	TensorsBytes        int64              `json:"tensors_bytes"`
 	Seconds             map[string]float64 `json:"seconds,omitempty"`
+	TorchThreads        int                `json:"torch_threads,omitempty"` // intra-op threads the recording ran with
 	Created             string             `json:"created,omitempty"`
 	Key                 *Key               `json:"key,omitempty"`
 	KeySHA256           string             `json:"key_sha256,omitempty"`

@@ -99,7 +99,7 @@ def top_k(logits: np.ndarray, k: int) -> tuple[list[int], list[float], int]:
     if z.size < k:
         raise ValueError(f"top-{k} of a {z.size}-entry logit vector")
     nonfinite = int(z.size - np.count_nonzero(np.isfinite(z)))
-    order = np.argsort(-z, kind="stable")[:k]
+    order = _best_k(z, k) if nonfinite == 0 else np.argsort(-z, kind="stable")[:k]
     z64 = z.astype(np.float64)
     if nonfinite:
         logprobs = np.full(k, np.nan)
@@ -107,6 +107,19 @@ def top_k(logits: np.ndarray, k: int) -> tuple[list[int], list[float], int]:
         shifted = z64 - float(np.max(z64))
         logprobs = shifted[order] - np.log(np.exp(shifted).sum())
     return [int(i) for i in order], [float(x) for x in logprobs], nonfinite
+
+
+def _best_k(z: np.ndarray, k: int) -> np.ndarray:
+    """``np.argsort(-z, kind="stable")[:k]`` for finite ``z``, without sorting
+    the whole vocabulary (a full sort was ~10% of a decode step).
+
+    Every id whose logit reaches the k-th largest value is a candidate, in id
+    order; a stable sort of the candidates then keeps the lowest ids among
+    ties, exactly as the full stable sort does.
+    """
+    kth = np.partition(z, z.size - k)[z.size - k]
+    candidates = np.flatnonzero(z >= kth)
+    return candidates[np.argsort(-z[candidates], kind="stable")[:k]]
 
 
 @dataclass

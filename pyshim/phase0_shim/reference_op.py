@@ -86,6 +86,7 @@ def record_reference(args_json: str) -> str:
 
     from phase0_shim.config import generated_config, runner_config
     from phase0_shim.runner import resolve_runner
+    from phase0_shim.threads import recording_threads, torch_threads, usable_cpus
     from phase0_shim.tokens import load_tokenizer
 
     args = _args(args_json, ("model_dir", "out_dir"))
@@ -116,12 +117,14 @@ def record_reference(args_json: str) -> str:
     full = resolved.runner_cls(model_dir, config, max_seq, lite_mode=False, model=runner.model)
     seconds_load = time.perf_counter() - start
 
-    start = time.perf_counter()
-    gens = [reference.generate(runner, p, t, steps, k) for p, t in zip(plan["prompts"], encoded)]
-    seconds_decode = time.perf_counter() - start
-    start = time.perf_counter()
-    diag = reference.diagnosis_tensors(full, encoded[plan["canonical_prompt"]])
-    seconds_diagnosis = time.perf_counter() - start
+    # Fewer threads than cores, whichever runner records: see threads.py.
+    with torch_threads(recording_threads(torch.get_num_threads(), usable_cpus())) as n_threads:
+        start = time.perf_counter()
+        gens = [reference.generate(runner, p, t, steps, k) for p, t in zip(plan["prompts"], encoded)]
+        seconds_decode = time.perf_counter() - start
+        start = time.perf_counter()
+        diag = reference.diagnosis_tensors(full, encoded[plan["canonical_prompt"]])
+        seconds_diagnosis = time.perf_counter() - start
 
     meta = {
         **(args.get("meta") or {}),
@@ -137,6 +140,7 @@ def record_reference(args_json: str) -> str:
         "canonical_prompt": plan["canonical_prompt"],
         "n_layers": int(config.n_layers),
         "seconds": {"load": seconds_load, "decode": seconds_decode, "diagnosis": seconds_diagnosis},
+        "torch_threads": n_threads,
         **reference._versions(),
     }
     written = reference.write(args["out_dir"], gens, diag, meta)

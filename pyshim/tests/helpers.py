@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -44,3 +45,22 @@ def prompt_ids(model_dir: Path) -> np.ndarray:
 def plain_model(model_dir: Path) -> torch.nn.Module:
     model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.bfloat16, use_safetensors=True)
     return model.eval()
+
+
+def go_config(model_dir: Path) -> dict[str, Any]:
+    c = config_of(model_dir)
+    return {
+        "n_layers": c.n_layers,
+        "emb_dim": c.emb_dim,
+        "n_heads": c.n_heads,
+        "n_kv_heads": c.n_kv_heads,
+        "head_dim": c.head_dim,
+        "hidden_dim": c.hidden_dim,
+        "vocab_size": c.vocab_size,
+        "rope_base": c.rope_base,
+        "rms_norm_eps": c.rms_norm_eps,
+        "tie_word_embeddings": c.tie_word_embeddings,
+        "qkv_bias": False,
+        "qk_norm": False,
+        "rope_scaling": None,
+    }

@@ -13,29 +13,10 @@ import pytest
 from transformers import AutoTokenizer
 
 from conftest import FAMILY_DEFAULTS
-from helpers import config_of
+from helpers import go_config
 from phase0_shim import ops
 from phase0_shim.tokens import is_placeholder
 from phase0_testmodels import RESERVED, VOCAB_SIZE
-
-
-def go_config(model_dir: Path) -> dict[str, Any]:
-    c = config_of(model_dir)
-    return {
-        "n_layers": c.n_layers,
-        "emb_dim": c.emb_dim,
-        "n_heads": c.n_heads,
-        "n_kv_heads": c.n_kv_heads,
-        "head_dim": c.head_dim,
-        "hidden_dim": c.hidden_dim,
-        "vocab_size": c.vocab_size,
-        "rope_base": c.rope_base,
-        "rms_norm_eps": c.rms_norm_eps,
-        "tie_word_embeddings": c.tie_word_embeddings,
-        "qkv_bias": False,
-        "qk_norm": False,
-        "rope_scaling": None,
-    }
 
 
 def call_baseline(**args: Any) -> tuple[dict[str, Any], np.ndarray]:

@@ -27,6 +27,38 @@ def test_top_k_ties_lower_id_first_and_nan_facts() -> None:
     assert all(np.isnan(logprobs))
 
 
+def _full_sort_top_k(z: np.ndarray, k: int) -> list[int]:
+    """The definition top_k must keep: a stable sort of the whole vector."""
+    return [int(i) for i in np.argsort(-np.asarray(z, dtype=np.float32), kind="stable")[:k]]
+
+
+@pytest.mark.parametrize(
+    ("logits", "k"),
+    [
+        ([1.0, 3.0, 3.0, 2.0, 0.0], 2),  # a tie inside the top-k
+        ([5.0, 1.0, 2.0, 2.0, 2.0, 0.0], 2),  # a tie across the k-th place: lower ids win
+        ([2.0] * 7, 3),  # all equal
+        ([0.0, -0.0, 0.0, -1.0], 2),  # signed zeros are equal
+        ([4.0, 3.0, 2.0], 3),  # k = vocabulary size
+        ([-1.0, -3.0, -2.0], 1),
+    ],
+)
+def test_top_k_is_the_full_stable_sort(logits: list[float], k: int) -> None:
+    z = np.array(logits, dtype=np.float32)
+    assert reference.top_k(z, k)[0] == _full_sort_top_k(z, k)
+
+
+def test_top_k_is_the_full_stable_sort_on_vocab_sized_logits() -> None:
+    rng = np.random.default_rng(14)
+    for trial in range(200):
+        if trial % 2:
+            z = rng.integers(-4, 5, size=1000).astype(np.float32)  # many ties
+        else:
+            z = (rng.standard_normal(49152) * 5).astype(np.float32)
+        for k in (1, 5, 10):
+            assert reference.top_k(z, k)[0] == _full_sort_top_k(z, k)
+
+
 def test_tokenizer_sha256_covers_present_files_only(tmp_path: Path) -> None:
     empty = reference.tokenizer_sha256(tmp_path)
     (tmp_path / "tokenizer.json").write_text("{}")
