@@ -86,7 +86,7 @@ func weightsStage(_ context.Context, st *state) (verdict.Status, string, error) 
 	st.inv = inv
 	// Checkpoint-only architecture rules go first, so a model the NPU cannot
 	// run is rejected with its reason rather than failing gate 1 on tensors.
-	if rej := model.TensorRejections(inv.Names()); len(rej) > 0 {
+	if rej := model.TensorRejections(inv.AllNames()); len(rej) > 0 {
 		st.analysis.Rejections = append(st.analysis.Rejections, rej...)
 		return verdict.Rejected, fmt.Sprintf("%d reason(s)", len(rej)), nil
 	}

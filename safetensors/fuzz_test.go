@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"phase0/internal/stformat"
 	"phase0/internal/sttest"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -49,8 +50,10 @@ func FuzzReadHeader(f *testing.F) {
 		size := int64(len(data))
 		h, err := ReadHeader(bytes.NewReader(data), size, "fuzz.safetensors")
 		// Load reads headers without the repeated-name check (its map
-		// insert finds them): otherwise it must agree with ReadHeader.
-		loose, looseErr := readHeader(bytes.NewReader(data), size, "fuzz.safetensors", false)
+		// insert finds them), into its own slice when it has room:
+		// otherwise it must agree with ReadHeader.
+		dst := make([]Tensor, 0, size%7)
+		loose, looseErr := readHeader(bytes.NewReader(data), size, "fuzz.safetensors", false, dst)
 		if err != nil {
 			var fe *FormatError
 			if !errors.As(err, &fe) {
@@ -61,8 +64,11 @@ func FuzzReadHeader(f *testing.F) {
 			}
 			return
 		}
-		if looseErr != nil || len(loose.Tensors) != len(h.Tensors) {
-			t.Fatalf("without the repeated-name check: %v, %d tensors; with it %d", looseErr, len(loose.Tensors), len(h.Tensors))
+		if looseErr != nil || !reflect.DeepEqual(loose, h) {
+			t.Fatalf("without the repeated-name check: %v, %+v; with it %+v", looseErr, loose, h)
+		}
+		if n := len(h.Tensors); n > 0 && n <= cap(dst) && &loose.Tensors[0] != &dst[:1][0] {
+			t.Fatalf("%d tensors fit the given slice of %d but were not written there", n, cap(dst))
 		}
 		// Key order is a permutation of the tensors.
 		seen := make([]bool, len(h.Tensors))

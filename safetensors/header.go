@@ -59,15 +59,17 @@ func (h *Header) inKeyOrder(k int) *Tensor {
 // given size. file names the file in errors and is copied into each Tensor.
 // Only the first 8+header-length bytes of r are read.
 func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
-	return readHeader(r, size, file, true)
+	return readHeader(r, size, file, true, nil)
 }
 
 // readHeader is ReadHeader; without dupKeys a tensor name repeated in the
 // header is left for the caller to find. Load inserts every name into the
 // inventory's map anyway, and one map operation per tensor is cheaper than
 // two; on a repeat it reads the header again with the check on, so the
-// error is ReadHeader's.
-func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool) (*Header, error) {
+// error is ReadHeader's. When the header holds at most cap(dst) tensors,
+// Header.Tensors is dst[:n] (Load parses every shard into its own part of
+// one slice).
+func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool, dst []Tensor) (*Header, error) {
 	if size < 8 {
 		return nil, &FormatError{File: file, Reason: fmt.Sprintf("file is %d bytes, too short for the 8-byte header length", size), Err: ErrTruncated}
 	}
@@ -96,7 +98,7 @@ func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool) (*Header, 
 		return nil, &FormatError{File: file, Offset: 8, Reason: "header is not valid UTF-8"}
 	}
 	dataStart := int64(8 + n)
-	p := &headerParser{jsonScanner: newScanner(buf, file, 8, "header"), dupKeys: dupKeys}
+	p := &headerParser{jsonScanner: newScanner(buf, file, 8, "header"), dupKeys: dupKeys, dst: dst[:0]}
 	md, tensors, ats, err := p.parse()
 	if err != nil {
 		return nil, err
@@ -133,8 +135,9 @@ type rawTensor struct {
 // keys, which a map unmarshal would silently merge, are refused.
 type headerParser struct {
 	*jsonScanner
-	shapes  []int64 // one backing array for every tensor's shape
-	dupKeys bool    // refuse a repeated tensor name here (else the caller does)
+	shapes  []int64  // one backing array for every tensor's shape
+	dupKeys bool     // refuse a repeated tensor name here (else the caller does)
+	dst     []Tensor // where the tensors go, when it has room
 }
 
 // parse returns the tensors in key order, offsets still relative to the
@@ -145,7 +148,10 @@ func (p *headerParser) parse() (md map[string]string, ts []Tensor, ats []int64, 
 	// single-byte count) sizes the slices and map with no growth; names
 	// holding '{' only make the estimate generous.
 	n := bytes.Count(p.buf, []byte{'{'})
-	ts, ats = make([]Tensor, 0, n), make([]int64, 0, n)
+	ts, ats = p.dst, make([]int64, 0, n)
+	if cap(ts) == 0 {
+		ts = make([]Tensor, 0, n)
+	}
 	p.shapes = make([]int64, 0, 2*n+1)
 	var seen map[string]struct{}
 	if p.dupKeys {
@@ -384,7 +390,8 @@ func layout(ts []Tensor, ats []int64, file string, size, dataStart int64) ([]Ten
 		for i, k := range perm {
 			sorted[i], sortedAts[i], keyOrder[k] = ts[k], ats[k], int32(i)
 		}
-		ts, ats = sorted, sortedAts
+		copy(ts, sorted) // in place: ts may be the caller's slice
+		ats = sortedAts
 	}
 	var next int64
 	prev := ""

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"maps"
 	"path"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"phase0/internal/parallel"
 	"phase0/internal/stformat"
@@ -23,16 +26,54 @@ const SingleFile = stformat.SingleFile
 type Inventory struct {
 	Sharded    bool              // true when an index file drove the inventory
 	Files      []string          // relative paths, sorted
-	Tensors    map[string]Tensor // by name
 	Metadata   map[string]string // merged __metadata__ of all files (first file wins on conflict)
 	TotalBytes int64             // sum of tensor data sizes
+
+	// The tensors are one slice, file by file and in data order within a
+	// file, plus one map from name to position: a deep checkpoint has tens
+	// of thousands of them, and a map of 88-byte Tensor values cost more to
+	// build and to walk than everything else the inventory does.
+	tensors []Tensor
+	byName  map[string]int
+}
+
+// Len is the number of tensors.
+func (inv *Inventory) Len() int { return len(inv.tensors) }
+
+// Tensor returns the tensor of that name.
+func (inv *Inventory) Tensor(name string) (Tensor, bool) {
+	if i, ok := inv.byName[name]; ok {
+		return inv.tensors[i], true
+	}
+	return Tensor{}, false
+}
+
+// Has reports whether a tensor of that name is present.
+func (inv *Inventory) Has(name string) bool {
+	_, ok := inv.byName[name]
+	return ok
+}
+
+// Tensors returns every tensor, file by file (in Files order) and by offset
+// within a file. The slice is the inventory's own: read it, do not modify it.
+func (inv *Inventory) Tensors() []Tensor { return inv.tensors }
+
+// AllNames yields every tensor name in Tensors order (not sorted).
+func (inv *Inventory) AllNames() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for i := range inv.tensors {
+			if !yield(inv.tensors[i].Name) {
+				return
+			}
+		}
+	}
 }
 
 // Names returns the tensor names, sorted.
 func (inv *Inventory) Names() []string {
-	names := make([]string, 0, len(inv.Tensors))
-	for n := range inv.Tensors {
-		names = append(names, n)
+	names := make([]string, len(inv.tensors))
+	for i := range inv.tensors {
+		names[i] = inv.tensors[i].Name
 	}
 	slices.Sort(names)
 	return names
@@ -99,19 +140,30 @@ func isPickleName(name string) bool {
 }
 
 func newInventory() *Inventory {
-	return &Inventory{Tensors: map[string]Tensor{}, Metadata: map[string]string{}}
+	return &Inventory{byName: map[string]int{}, Metadata: map[string]string{}}
 }
 
 // insert adds a header's tensors with one map operation each, and returns
 // the first name that was already there ("" when none was).
 func (inv *Inventory) insert(h *Header) string {
-	for i := range h.Tensors {
-		t := &h.Tensors[i]
-		size := len(inv.Tensors)
-		if inv.Tensors[t.Name] = *t; len(inv.Tensors) == size {
+	if len(inv.tensors) == 0 {
+		inv.tensors = h.Tensors // the usual single file: no copy
+	} else {
+		inv.tensors = append(inv.tensors, h.Tensors...)
+	}
+	return inv.index(len(inv.tensors)-len(h.Tensors), len(inv.tensors))
+}
+
+// index maps the names of tensors[from:to] to their positions and adds up
+// their sizes; it returns the first name that was already there.
+func (inv *Inventory) index(from, to int) string {
+	for i := from; i < to; i++ {
+		t := &inv.tensors[i]
+		size := len(inv.byName)
+		if inv.byName[t.Name] = i; len(inv.byName) == size {
 			return t.Name
 		}
-		inv.TotalBytes += t.Bytes()
+		inv.TotalBytes += t.End - t.Begin
 	}
 	return ""
 }
@@ -121,11 +173,11 @@ func (inv *Inventory) insert(h *Header) string {
 // also in an earlier file (found by reading their headers again). Only a
 // failing Load gets here.
 func repeated(fsys fs.FS, name, file string, earlier []string) error {
-	if _, err := readHeaderFS(fsys, file, true); err != nil {
+	if _, err := readHeaderFS(fsys, file, true, nil); err != nil {
 		return err
 	}
 	for _, prev := range earlier {
-		h, err := readHeaderFS(fsys, prev, false)
+		h, err := readHeaderFS(fsys, prev, false, nil)
 		if err != nil {
 			return err
 		}
@@ -149,7 +201,7 @@ func loadFiles(fsys fs.FS, files []string) (*Inventory, error) {
 	slices.Sort(files)
 	inv := newInventory()
 	for _, f := range files {
-		h, err := readHeaderFS(fsys, f, false)
+		h, err := readHeaderFS(fsys, f, false, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -174,32 +226,50 @@ func loadSharded(fsys fs.FS) (*Inventory, error) {
 	return loadShardedChecked(fsys)
 }
 
-// loadShardedInOrder is the fast way, or nil.
+// loadShardedInOrder is the fast way, or nil. Each shard's header is
+// parsed straight into its part of the inventory's one slice, the index
+// sizing the parts; while later shards are still being parsed, the caller's
+// goroutine maps the names of those done, in shard order.
 func loadShardedInOrder(fsys fs.FS) *Inventory {
 	ix, err := loadIndex(fsys, true)
 	if err != nil {
 		return nil
 	}
 	shards := slices.Sorted(maps.Keys(ix.perShard))
-	headers, _ := parallel.Map(context.Background(), shards, runtime.GOMAXPROCS(0), func(_ context.Context, _ int, shard string) *Header {
-		h, err := readHeaderFS(fsys, shard, false)
-		if err != nil || !sameKeys(h, ix.perShard[shard].names) {
-			return nil
-		}
-		return h
-	})
-	total := 0
-	for _, c := range ix.perShard {
-		total += c.n
+	starts := make([]int, len(shards)+1)
+	for i, s := range shards {
+		starts[i+1] = starts[i] + ix.perShard[s].n
 	}
-	inv := newInventory()
-	inv.Sharded = true
-	inv.Tensors = make(map[string]Tensor, total)
+	inv := &Inventory{Sharded: true, Files: shards, Metadata: map[string]string{}}
+	inv.tensors = make([]Tensor, starts[len(shards)])
+	headers := make([]*Header, len(shards))
+	ready := make([]chan struct{}, len(shards))
+	for i := range ready {
+		ready[i] = make(chan struct{})
+	}
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	defer wg.Wait() // on a failure too: nothing may still write into inv.tensors
+	for range min(runtime.GOMAXPROCS(0), len(shards)) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(shards) && !failed.Load(); i = int(next.Add(1) - 1) {
+				part := inv.tensors[starts[i]:starts[i]:starts[i+1]]
+				h, err := readHeaderFS(fsys, shards[i], false, part)
+				if err == nil && sameKeys(h, ix.perShard[shards[i]].names) {
+					headers[i] = h
+				}
+				close(ready[i])
+			}
+		})
+	}
+	inv.byName = make(map[string]int, len(inv.tensors))
 	for i, h := range headers {
-		if h == nil || inv.insert(h) != "" {
+		<-ready[i]
+		if h = headers[i]; h == nil || inv.index(starts[i], starts[i+1]) != "" {
+			failed.Store(true)
 			return nil
 		}
-		inv.Files = append(inv.Files, shards[i])
 		inv.addMetadata(h.Metadata)
 	}
 	return inv
@@ -225,7 +295,7 @@ func loadShardedChecked(fsys fs.FS) (*Inventory, error) {
 		stray string // the first header tensor the index does not assign here
 	}
 	reads, _ := parallel.Map(context.Background(), shards, runtime.GOMAXPROCS(0), func(_ context.Context, _ int, shard string) shardRead {
-		h, err := readHeaderFS(fsys, shard, false)
+		h, err := readHeaderFS(fsys, shard, false, nil)
 		if err != nil {
 			return shardRead{err: err}
 		}
@@ -241,7 +311,7 @@ func loadShardedChecked(fsys fs.FS) (*Inventory, error) {
 	})
 	inv := newInventory()
 	inv.Sharded = true
-	inv.Tensors = make(map[string]Tensor, len(ix.WeightMap))
+	inv.byName = make(map[string]int, len(ix.WeightMap))
 	for i, shard := range shards {
 		h, err := reads[i].h, reads[i].err
 		if errors.Is(err, fs.ErrNotExist) {
@@ -267,7 +337,7 @@ func loadShardedChecked(fsys fs.FS) (*Inventory, error) {
 		if len(h.Tensors) != counts[shard].n {
 			var missing []string
 			for name, s := range ix.WeightMap {
-				if _, ok := inv.Tensors[name]; s == shard && !ok {
+				if s == shard && !inv.Has(name) {
 					missing = append(missing, name)
 				}
 			}
@@ -327,7 +397,7 @@ func checkRegular(fsys fs.FS, name string) error {
 
 // readHeaderFS opens name in fsys and reads its header. Files that are not
 // io.ReaderAt are read sequentially, never further than the header.
-func readHeaderFS(fsys fs.FS, name string, dupKeys bool) (*Header, error) {
+func readHeaderFS(fsys fs.FS, name string, dupKeys bool, dst []Tensor) (*Header, error) {
 	if err := checkRegular(fsys, name); err != nil {
 		return nil, err
 	}
@@ -347,7 +417,7 @@ func readHeaderFS(fsys fs.FS, name string, dupKeys bool) (*Header, error) {
 	if !ok {
 		ra = &seqReaderAt{r: f}
 	}
-	return readHeader(ra, fi.Size(), name, dupKeys)
+	return readHeader(ra, fi.Size(), name, dupKeys, dst)
 }
 
 // seqReaderAt serves ReadAt from a plain reader by buffering everything read

@@ -306,7 +306,7 @@ func TestLoad(t *testing.T) {
 			}
 			var sum int64
 			for _, name := range inv.Names() {
-				tn := inv.Tensors[name]
+				tn, _ := inv.Tensor(name)
 				sum += tn.End - tn.Begin
 				if tn.Name != name {
 					t.Errorf("Tensors[%q].Name = %q", name, tn.Name)
@@ -390,7 +390,7 @@ func TestLoadShardedOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{"a": "AAA", "b": "BBBBB", "c": "CCCCCCC"} {
-		tn := inv.Tensors[name]
+		tn, _ := inv.Tensor(name)
 		data, err := os.ReadFile(filepath.Join(dir, tn.File))
 		if err != nil {
 			t.Fatal(err)

@@ -72,7 +72,7 @@ func NewResult() *Result {
 // Check diffs the expected tensor set against the inventory, both ways.
 func Check(cfg *model.Config, inv *safetensors.Inventory) *Result {
 	res := NewResult()
-	res.Tensors = len(inv.Tensors)
+	res.Tensors = inv.Len()
 	res.Bytes = inv.TotalBytes
 	res.Files = append(res.Files, inv.Files...)
 	expected := model.ExpectedTensors(cfg)
@@ -91,7 +91,7 @@ func Check(cfg *model.Config, inv *safetensors.Inventory) *Result {
 	var seenDTypes []dtypeCount
 	found := 0
 	for _, spec := range expected {
-		t, ok := inv.Tensors[spec.Name]
+		t, ok := inv.Tensor(spec.Name)
 		if !ok {
 			res.Missing = append(res.Missing, spec.Name)
 			continue
@@ -111,12 +111,13 @@ func Check(cfg *model.Config, inv *safetensors.Inventory) *Result {
 	}
 	// Expected names are distinct: when each inventory tensor was found,
 	// nothing is unexpected, and the set of expected names is not needed.
-	if found < len(inv.Tensors) {
+	if found < inv.Len() {
 		want := make(map[string]bool, len(expected))
 		for _, spec := range expected {
 			want[spec.Name] = true
 		}
-		for name := range inv.Tensors {
+		for i := range inv.Tensors() {
+			name := inv.Tensors()[i].Name
 			if want[name] {
 				continue
 			}

@@ -118,8 +118,8 @@ func (b *bench) compareInventory(model, script string, size inventorySize, gated
 			return err
 		}
 		loads = append(loads, time.Since(start))
-		if len(inv.Tensors) != wantTensors {
-			return fmt.Errorf("Load found %d tensors, want %d", len(inv.Tensors), wantTensors)
+		if inv.Len() != wantTensors {
+			return fmt.Errorf("Load found %d tensors, want %d", inv.Len(), wantTensors)
 		}
 	}
 	mi, mp := median(tInspect), median(tPython)
