@@ -254,7 +254,7 @@ func (p *headerParser) tensor(name string) (rawTensor, error) {
 	var haveDType, haveShape, haveOffsets bool
 	more := p.first('}')
 	for more {
-		field, err := p.key()
+		field, err := p.field()
 		if err != nil {
 			return rt, err
 		}
@@ -322,6 +322,26 @@ func (p *headerParser) tensor(name string) (rawTensor, error) {
 		return rt, p.errAt(p.pos, nil, "tensor %q: missing field data_offsets", name)
 	}
 	return rt, nil
+}
+
+// field reads a tensor entry's key. The three keys are matched as written
+// by every writer (quoted, no white space before the colon) before the
+// general way, which decodes any spelling to the same strings.
+func (p *headerParser) field() (string, error) {
+	if b := p.buf[p.pos:]; len(b) >= 8 && b[0] == '"' {
+		switch {
+		case string(b[:8]) == `"dtype":`:
+			p.pos += 8
+			return "dtype", nil
+		case string(b[:8]) == `"shape":`:
+			p.pos += 8
+			return "shape", nil
+		case len(b) >= 15 && string(b[:15]) == `"data_offsets":`:
+			p.pos += 15
+			return "data_offsets", nil
+		}
+	}
+	return p.key()
 }
 
 // intArray reads an array of non-negative integers, handing each to add.

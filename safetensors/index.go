@@ -230,6 +230,7 @@ func (p *indexParser) weightMap() (map[string]string, map[string]*shardCount, er
 	// A checkpoint has a handful of shards named once per tensor: each
 	// distinct name is checked once, counted, and shared by every entry.
 	shards := map[string]*shardCount{}
+	var last *shardCount
 	for more := p.first('}'); more; {
 		name, err := p.key()
 		if err != nil {
@@ -250,7 +251,12 @@ func (p *indexParser) weightMap() (map[string]string, map[string]*shardCount, er
 		if err != nil {
 			return nil, nil, err
 		}
-		c := shards[shard]
+		// Entries of one shard mostly come in runs: compare with the last
+		// one before looking the name up.
+		c := last
+		if c == nil || c.name != shard {
+			c = shards[shard]
+		}
 		if c == nil {
 			if err := checkShardPath(shard); err != nil {
 				return nil, nil, p.errAt(at, err, "weight_map[%q]: shard %q: %v", name, shard, err)
@@ -258,6 +264,7 @@ func (p *indexParser) weightMap() (map[string]string, map[string]*shardCount, er
 			c = &shardCount{name: shard}
 			shards[shard] = c
 		}
+		last = c
 		c.n++
 		c.names = append(c.names, name)
 		shard = c.name
