@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"phase0/internal/stformat"
 	"phase0/internal/sttest"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -53,7 +55,9 @@ func FuzzReadHeader(f *testing.F) {
 		// insert finds them), into its own slice when it has room:
 		// otherwise it must agree with ReadHeader.
 		dst := make([]Tensor, 0, size%7)
-		loose, looseErr := readHeader(bytes.NewReader(data), size, "fuzz.safetensors", false, dst)
+		buf := make([]byte, size%5*size/4) // too short for some headers
+		loose, looseErr := readHeader(bytes.NewReader(data), size, "fuzz.safetensors", headerOpts{dst: dst, buf: &buf})
+		clear(buf[:cap(buf)]) // names must not point into it
 		if err != nil {
 			var fe *FormatError
 			if !errors.As(err, &fe) {
@@ -143,6 +147,30 @@ func FuzzReadIndex(f *testing.F) {
 		}
 		if listed != len(ix.WeightMap) {
 			t.Fatalf("%d names listed by shard, %d in the weight map", listed, len(ix.WeightMap))
+		}
+		// The lists-only parse (Load's) gives the same lists, each entry's
+		// position in the weight map, and whether the names increase.
+		lists, err := readIndex(bytes.NewReader(data), IndexFile, 0, true)
+		if err != nil {
+			t.Fatalf("the lists-only parse refused what ReadIndex accepted: %v", err)
+		}
+		byPos := make([]string, listed)
+		for shard, c := range lists.perShard {
+			if full := ix.perShard[shard]; full == nil || !slices.Equal(c.names, full.names) || len(c.at) != len(c.names) {
+				t.Fatalf("shard %q: lists-only %+v, full %+v", shard, c, full)
+			}
+			for k, at := range c.at {
+				if at < 0 || int(at) >= listed || byPos[at] != "" || (k > 0 && at <= c.at[k-1]) {
+					t.Fatalf("shard %q: positions %v", shard, c.at)
+				}
+				byPos[at] = c.names[k]
+			}
+		}
+		if lists.increasing != slices.IsSortedFunc(byPos, func(a, b string) int { return cmp.Compare(a, b) }) {
+			t.Fatalf("increasing = %t for %q", lists.increasing, byPos)
+		}
+		if lists.increasing && len(slices.Compact(slices.Clone(byPos))) != len(byPos) {
+			t.Fatalf("increasing, but a name repeats: %q", byPos)
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"phase0/internal/stformat"
@@ -49,27 +50,44 @@ type Header struct {
 
 // inKeyOrder returns the k-th tensor in the order the header lists them.
 func (h *Header) inKeyOrder(k int) *Tensor {
+	return &h.Tensors[h.keyPos(k)]
+}
+
+// keyPos returns the index in Tensors of the header's k-th key.
+func (h *Header) keyPos(k int) int {
 	if h.keyOrder != nil {
-		return &h.Tensors[h.keyOrder[k]]
+		return int(h.keyOrder[k])
 	}
-	return &h.Tensors[k]
+	return k
 }
 
 // ReadHeader reads and validates the header of the safetensors file r of the
 // given size. file names the file in errors and is copied into each Tensor.
 // Only the first 8+header-length bytes of r are read.
 func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
-	return readHeader(r, size, file, true, nil)
+	return readHeader(r, size, file, headerOpts{dupKeys: true})
 }
 
-// readHeader is ReadHeader; without dupKeys a tensor name repeated in the
-// header is left for the caller to find. Load inserts every name into the
-// inventory's map anyway, and one map operation per tensor is cheaper than
-// two; on a repeat it reads the header again with the check on, so the
-// error is ReadHeader's. When the header holds at most cap(dst) tensors,
-// Header.Tensors is dst[:n] (Load parses every shard into its own part of
-// one slice).
-func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool, dst []Tensor) (*Header, error) {
+// headerOpts are Load's ways of reading a header.
+type headerOpts struct {
+	// dupKeys refuses a tensor name repeated in the header. Without it the
+	// caller finds repeats: Load inserts every name into the inventory's
+	// map anyway, and one map operation per tensor is cheaper than two; on
+	// a repeat it reads the header again with the check on, so the error is
+	// ReadHeader's.
+	dupKeys bool
+	// dst receives the tensors when it has room: Header.Tensors is then
+	// dst[:n] (Load parses every shard into its own part of one slice).
+	dst []Tensor
+	// buf, when set, is a read buffer kept from header to header (grown
+	// when short); the strings kept are then copied out of it, names into
+	// one allocation per header, so a deep checkpoint's headers do not
+	// each take fresh memory that only their names use.
+	buf *[]byte
+}
+
+// readHeader is ReadHeader, read Load's way.
+func readHeader(r io.ReaderAt, size int64, file string, opts headerOpts) (*Header, error) {
 	if size < 8 {
 		return nil, &FormatError{File: file, Reason: fmt.Sprintf("file is %d bytes, too short for the 8-byte header length", size), Err: ErrTruncated}
 	}
@@ -87,7 +105,15 @@ func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool, dst []Tens
 	if n < 2 {
 		return nil, &FormatError{File: file, Offset: 8, Reason: fmt.Sprintf("header length %d cannot hold a JSON object", n)}
 	}
-	buf := make([]byte, n)
+	var buf []byte
+	if opts.buf != nil && uint64(cap(*opts.buf)) >= n {
+		buf = (*opts.buf)[:n]
+	} else {
+		buf = make([]byte, n)
+		if opts.buf != nil {
+			*opts.buf = buf
+		}
+	}
 	if err := readFullAt(r, buf, 8); err != nil {
 		return nil, &FormatError{File: file, Offset: 8, Reason: "reading the header: " + err.Error(), Err: err}
 	}
@@ -98,7 +124,7 @@ func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool, dst []Tens
 		return nil, &FormatError{File: file, Offset: 8, Reason: "header is not valid UTF-8"}
 	}
 	dataStart := int64(8 + n)
-	p := &headerParser{jsonScanner: newScanner(buf, file, 8, "header"), dupKeys: dupKeys, dst: dst[:0]}
+	p := &headerParser{jsonScanner: newScanner(buf, file, 8, "header"), dupKeys: opts.dupKeys, dst: opts.dst[:0]}
 	md, tensors, ats, err := p.parse()
 	if err != nil {
 		return nil, err
@@ -107,7 +133,40 @@ func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool, dst []Tens
 	if err != nil {
 		return nil, err
 	}
+	if opts.buf != nil {
+		md = ownStrings(tensors, md)
+	}
 	return &Header{Tensors: tensors, Metadata: md, DataStart: dataStart, keyOrder: keyOrder}, nil
+}
+
+// ownStrings copies the names and metadata that point into a header's
+// buffer out of it: names into one string, dtypes are the constants, and
+// the few metadata entries are cloned.
+func ownStrings(ts []Tensor, md map[string]string) map[string]string {
+	total := 0
+	for i := range ts {
+		total += len(ts[i].Name)
+	}
+	var b strings.Builder
+	b.Grow(total)
+	for i := range ts {
+		b.WriteString(ts[i].Name)
+	}
+	names := b.String()
+	at := 0
+	for i := range ts {
+		n := len(ts[i].Name)
+		ts[i].Name, at = names[at:at+n], at+n
+		ts[i].DType = stformat.DTypeName(ts[i].DType)
+	}
+	if md == nil {
+		return nil
+	}
+	owned := make(map[string]string, len(md))
+	for k, v := range md {
+		owned[strings.Clone(k)] = strings.Clone(v)
+	}
+	return owned
 }
 
 // readFullAt reads len(p) bytes at off, treating a short read as ErrTruncated.

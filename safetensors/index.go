@@ -32,15 +32,21 @@ type Index struct {
 	// perShard counts the weight map's tensors per shard, as parsed (nil
 	// for an Index built by hand: counted on first use).
 	perShard map[string]*shardCount
+	// increasing: the weight map's names, as written, are in strictly
+	// increasing byte order (so no name is repeated), as writers that
+	// sort their keys leave them.
+	increasing bool
 }
 
 // shardCount is one shard of the weight map: its name (every entry's value
 // is this one string), how many tensors are assigned to it and, when parsed,
-// their names in the index's order.
+// their names in the index's order and (for the lists-only parse) the
+// position of each in the weight map.
 type shardCount struct {
 	name  string
 	n     int
 	names []string
+	at    []int32
 }
 
 // shardCounts returns how many tensors the weight map assigns to each shard.
@@ -178,7 +184,7 @@ func (p *indexParser) parse() (*Index, error) {
 		switch k {
 		case "weight_map":
 			haveMap = true
-			if ix.WeightMap, ix.perShard, err = p.weightMap(); err != nil {
+			if ix.WeightMap, ix.perShard, ix.increasing, err = p.weightMap(); err != nil {
 				return nil, err
 			}
 		case "metadata":
@@ -213,43 +219,47 @@ func (p *indexParser) parse() (*Index, error) {
 	return ix, nil
 }
 
-// weightMap reads the weight map and counts its tensors per shard.
-func (p *indexParser) weightMap() (map[string]string, map[string]*shardCount, error) {
+// weightMap reads the weight map, counts its tensors per shard, and tells
+// whether its names come in strictly increasing order.
+func (p *indexParser) weightMap() (wm map[string]string, shards map[string]*shardCount, increasing bool, err error) {
 	if !p.consume('{') {
 		at := p.pos
 		desc, err := p.describe()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
-		return nil, nil, p.errAt(at, nil, "weight_map: got %s, want \"{\"", desc)
+		return nil, nil, false, p.errAt(at, nil, "weight_map: got %s, want \"{\"", desc)
 	}
-	var wm map[string]string
 	if !p.listsOnly {
 		wm = make(map[string]string, bytes.Count(p.buf, []byte{':'})) // one ':' per entry, plus a few
 	}
 	// A checkpoint has a handful of shards named once per tensor: each
 	// distinct name is checked once, counted, and shared by every entry.
-	shards := map[string]*shardCount{}
+	shards = map[string]*shardCount{}
 	var last *shardCount
-	for more := p.first('}'); more; {
+	increasing = true
+	prev := ""
+	for k, more := 0, p.first('}'); more; k++ {
 		name, err := p.key()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		if name == "" || name == metadataKey {
-			return nil, nil, p.errAt(p.pos, nil, "weight_map: %q is not a tensor name", name)
+			return nil, nil, false, p.errAt(p.pos, nil, "weight_map: %q is not a tensor name", name)
 		}
+		increasing = increasing && prev < name
+		prev = name
 		at := p.pos
 		if p.ws() != '"' {
 			desc, err := p.describe()
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, false, err
 			}
-			return nil, nil, p.errAt(at, nil, "weight_map[%q]: got %s, want a shard file name", name, desc)
+			return nil, nil, false, p.errAt(at, nil, "weight_map[%q]: got %s, want a shard file name", name, desc)
 		}
 		shard, err := p.str()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 		// Entries of one shard mostly come in runs: compare with the last
 		// one before looking the name up.
@@ -259,7 +269,7 @@ func (p *indexParser) weightMap() (map[string]string, map[string]*shardCount, er
 		}
 		if c == nil {
 			if err := checkShardPath(shard); err != nil {
-				return nil, nil, p.errAt(at, err, "weight_map[%q]: shard %q: %v", name, shard, err)
+				return nil, nil, false, p.errAt(at, err, "weight_map[%q]: shard %q: %v", name, shard, err)
 			}
 			c = &shardCount{name: shard}
 			shards[shard] = c
@@ -267,19 +277,22 @@ func (p *indexParser) weightMap() (map[string]string, map[string]*shardCount, er
 		last = c
 		c.n++
 		c.names = append(c.names, name)
+		if p.listsOnly {
+			c.at = append(c.at, int32(k)) // an index of at most 64 MiB has fewer entries
+		}
 		shard = c.name
 		// One map operation per entry: a repeated name leaves the size as it was.
 		if wm != nil {
 			size := len(wm)
 			if wm[name] = shard; len(wm) == size {
-				return nil, nil, p.errAt(at, ErrDuplicateKey, "weight_map: tensor %q appears twice", name)
+				return nil, nil, false, p.errAt(at, ErrDuplicateKey, "weight_map: tensor %q appears twice", name)
 			}
 		}
 		if more, err = p.more('}'); err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
 	}
-	return wm, shards, nil
+	return wm, shards, increasing, nil
 }
 
 // checkShardPath accepts only plain relative slash paths inside the model

@@ -35,11 +35,15 @@ type Inventory struct {
 	TotalBytes int64             // sum of tensor data sizes
 
 	// The tensors are one slice, file by file and in data order within a
-	// file, plus one map from name to position: a deep checkpoint has tens
-	// of thousands of them, and a map of 88-byte Tensor values cost more to
-	// build and to walk than everything else the inventory does.
+	// file, found by name either through a map of positions or, when the
+	// index lists the names in increasing order (the hub's writers sort
+	// them), by binary search over the positions in name order, which the
+	// index gives for free: a deep checkpoint has tens of thousands of
+	// tensors, and a map of 88-byte Tensor values cost more to build and to
+	// walk than everything else the inventory does.
 	tensors []Tensor
-	byName  map[string]int
+	byName  map[string]int // nil when byOrder is set
+	byOrder []int32        // positions in tensors, in name order
 }
 
 // Len is the number of tensors.
@@ -47,7 +51,7 @@ func (inv *Inventory) Len() int { return len(inv.tensors) }
 
 // Tensor returns the tensor of that name.
 func (inv *Inventory) Tensor(name string) (Tensor, bool) {
-	if i, ok := inv.byName[name]; ok {
+	if i, ok := inv.find(name); ok {
 		return inv.tensors[i], true
 	}
 	return Tensor{}, false
@@ -55,8 +59,22 @@ func (inv *Inventory) Tensor(name string) (Tensor, bool) {
 
 // Has reports whether a tensor of that name is present.
 func (inv *Inventory) Has(name string) bool {
-	_, ok := inv.byName[name]
+	_, ok := inv.find(name)
 	return ok
+}
+
+func (inv *Inventory) find(name string) (int, bool) {
+	if inv.byOrder == nil {
+		i, ok := inv.byName[name]
+		return i, ok
+	}
+	k, ok := slices.BinarySearchFunc(inv.byOrder, name, func(i int32, name string) int {
+		return strings.Compare(inv.tensors[i].Name, name)
+	})
+	if !ok {
+		return 0, false
+	}
+	return int(inv.byOrder[k]), true
 }
 
 // Tensors returns every tensor, file by file (in Files order) and by offset
@@ -77,6 +95,12 @@ func (inv *Inventory) AllNames() iter.Seq[string] {
 // Names returns the tensor names, sorted.
 func (inv *Inventory) Names() []string {
 	names := make([]string, len(inv.tensors))
+	if inv.byOrder != nil {
+		for k, i := range inv.byOrder {
+			names[k] = inv.tensors[i].Name
+		}
+		return names
+	}
 	for i := range inv.tensors {
 		names[i] = inv.tensors[i].Name
 	}
@@ -181,11 +205,11 @@ func (inv *Inventory) index(from, to int) string {
 // also in an earlier file (found by reading their headers again). Only a
 // failing Load gets here.
 func repeated(fsys fs.FS, name, file string, earlier []string) error {
-	if _, err := readHeaderFS(fsys, file, true, nil); err != nil {
+	if _, err := readHeaderFS(fsys, file, headerOpts{dupKeys: true}); err != nil {
 		return err
 	}
 	for _, prev := range earlier {
-		h, err := readHeaderFS(fsys, prev, false, nil)
+		h, err := readHeaderFS(fsys, prev, headerOpts{})
 		if err != nil {
 			return err
 		}
@@ -209,7 +233,7 @@ func loadFiles(fsys fs.FS, files []string) (*Inventory, error) {
 	slices.Sort(files)
 	inv := newInventory()
 	for _, f := range files {
-		h, err := readHeaderFS(fsys, f, false, nil)
+		h, err := readHeaderFS(fsys, f, headerOpts{})
 		if err != nil {
 			return nil, err
 		}
@@ -236,8 +260,11 @@ func loadSharded(fsys fs.FS) (*Inventory, error) {
 
 // loadShardedInOrder is the fast way, or nil. Each shard's header is
 // parsed straight into its part of the inventory's one slice, the index
-// sizing the parts; while later shards are still being parsed, the caller's
-// goroutine maps the names of those done, in shard order.
+// sizing the parts. When the index's names are increasing they are
+// distinct, so no map is needed: the headers' names, equal to the index's
+// lists, are distinct too, and the index's order is the name order.
+// Otherwise the caller's goroutine maps the names of the shards already
+// parsed while later ones are still being parsed, in shard order.
 func loadShardedInOrder(fsys fs.FS) *Inventory {
 	ix, err := loadIndex(fsys, true)
 	if err != nil {
@@ -250,7 +277,11 @@ func loadShardedInOrder(fsys fs.FS) *Inventory {
 	}
 	inv := &Inventory{Sharded: true, Files: shards, Metadata: map[string]string{}}
 	inv.tensors = make([]Tensor, starts[len(shards)])
+	if ix.increasing {
+		inv.byOrder = make([]int32, len(inv.tensors))
+	}
 	headers := make([]*Header, len(shards))
+	bytes := make([]int64, len(shards))
 	ready := make([]chan struct{}, len(shards))
 	for i := range ready {
 		ready[i] = make(chan struct{})
@@ -258,27 +289,44 @@ func loadShardedInOrder(fsys fs.FS) *Inventory {
 	var next atomic.Int64
 	var failed atomic.Bool
 	var wg sync.WaitGroup
-	defer wg.Wait() // on a failure too: nothing may still write into inv.tensors
+	defer wg.Wait() // on a failure too: nothing may still write into inv
 	for range min(runtime.GOMAXPROCS(0), len(shards)) {
 		wg.Go(func() {
+			var buf []byte
 			for i := int(next.Add(1) - 1); i < len(shards) && !failed.Load(); i = int(next.Add(1) - 1) {
+				c := ix.perShard[shards[i]]
 				part := inv.tensors[starts[i]:starts[i]:starts[i+1]]
-				h, err := readHeaderFS(fsys, shards[i], false, part)
-				if err == nil && sameKeys(h, ix.perShard[shards[i]].names) {
+				h, err := readHeaderFS(fsys, shards[i], headerOpts{dst: part, buf: &buf})
+				if err == nil && sameKeys(h, c.names) {
 					headers[i] = h
+					for k := range h.Tensors {
+						t := h.inKeyOrder(k)
+						bytes[i] += t.End - t.Begin
+						if inv.byOrder != nil {
+							inv.byOrder[c.at[k]] = int32(starts[i] + h.keyPos(k))
+						}
+					}
 				}
 				close(ready[i])
 			}
 		})
 	}
-	inv.byName = make(map[string]int, len(inv.tensors))
-	for i, h := range headers {
+	if inv.byOrder == nil {
+		inv.byName = make(map[string]int, len(inv.tensors))
+	}
+	for i := range headers {
 		<-ready[i]
-		if h = headers[i]; h == nil || inv.index(starts[i], starts[i+1]) != "" {
+		h := headers[i]
+		if h == nil || (inv.byName != nil && inv.index(starts[i], starts[i+1]) != "") {
 			failed.Store(true)
 			return nil
 		}
 		inv.addMetadata(h.Metadata)
+	}
+	if inv.byOrder != nil { // else index added them up
+		for _, b := range bytes {
+			inv.TotalBytes += b
+		}
 	}
 	return inv
 }
@@ -303,7 +351,7 @@ func loadShardedChecked(fsys fs.FS) (*Inventory, error) {
 		stray string // the first header tensor the index does not assign here
 	}
 	reads, _ := parallel.Map(context.Background(), shards, runtime.GOMAXPROCS(0), func(_ context.Context, _ int, shard string) shardRead {
-		h, err := readHeaderFS(fsys, shard, false, nil)
+		h, err := readHeaderFS(fsys, shard, headerOpts{})
 		if err != nil {
 			return shardRead{err: err}
 		}
@@ -405,7 +453,7 @@ func checkRegular(fsys fs.FS, name string) error {
 
 // readHeaderFS opens name in fsys and reads its header. Files that are not
 // io.ReaderAt are read sequentially, never further than the header.
-func readHeaderFS(fsys fs.FS, name string, dupKeys bool, dst []Tensor) (*Header, error) {
+func readHeaderFS(fsys fs.FS, name string, opts headerOpts) (*Header, error) {
 	if err := checkRegular(fsys, name); err != nil {
 		return nil, err
 	}
@@ -425,7 +473,7 @@ func readHeaderFS(fsys fs.FS, name string, dupKeys bool, dst []Tensor) (*Header,
 	if !ok {
 		ra = &seqReaderAt{r: f}
 	}
-	return readHeader(ra, fi.Size(), name, dupKeys, dst)
+	return readHeader(ra, fi.Size(), name, opts)
 }
 
 // seqReaderAt serves ReadAt from a plain reader by buffering everything read

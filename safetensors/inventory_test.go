@@ -424,9 +424,23 @@ func TestLoadShardedInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(fast, checked) {
-		t.Errorf("in-order inventory %+v\nchecked inventory %+v", fast, checked)
+	sameInventory(t, fast, checked)
+	if fast.byName != nil {
+		t.Error("an index in increasing order still built a map of names")
 	}
+
+	// Names not in increasing order: the in-order way maps them instead.
+	unsorted := t.TempDir()
+	mustWrite(t, unsorted, shard1, u8("a", 3), u8("b", 5))
+	mustWrite(t, unsorted, shard2, u8("c", 7))
+	mustRaw(t, unsorted, IndexFile, `{"weight_map":{"c":"`+shard2+`","a":"`+shard1+`","b":"`+shard1+`"}}`)
+	if fast = loadShardedInOrder(os.DirFS(unsorted)); fast == nil || fast.byName == nil {
+		t.Fatalf("an unsorted index in the headers' order: %+v, want the in-order way with a map", fast)
+	}
+	if checked, err = loadShardedChecked(os.DirFS(unsorted)); err != nil {
+		t.Fatal(err)
+	}
+	sameInventory(t, fast, checked)
 
 	other := t.TempDir()
 	mustWrite(t, other, shard1, u8("b", 5), u8("a", 3))
@@ -444,5 +458,24 @@ func TestLoadShardedInOrder(t *testing.T) {
 	}
 	if _, err := Load(os.DirFS(twice)); !errors.Is(err, ErrDuplicateKey) {
 		t.Errorf("Load of an index naming a tensor twice: %v, want ErrDuplicateKey", err)
+	}
+}
+
+// sameInventory compares two inventories through what callers see.
+func sameInventory(t *testing.T, got, want *Inventory) {
+	t.Helper()
+	if got.Sharded != want.Sharded || !reflect.DeepEqual(got.Files, want.Files) || !reflect.DeepEqual(got.Metadata, want.Metadata) ||
+		got.TotalBytes != want.TotalBytes || !reflect.DeepEqual(got.Tensors(), want.Tensors()) || !reflect.DeepEqual(got.Names(), want.Names()) {
+		t.Fatalf("inventory %+v\nwant %+v", got, want)
+	}
+	for _, tn := range want.Tensors() {
+		if g, ok := got.Tensor(tn.Name); !ok || !reflect.DeepEqual(g, tn) {
+			t.Errorf("Tensor(%q) = %+v, %t; want %+v", tn.Name, g, ok, tn)
+		}
+	}
+	for _, name := range []string{"", "model", "zzz", "model.layers.1", "model.layers.1.w0"} {
+		if got.Has(name) || want.Has(name) {
+			t.Errorf("Has(%q) is true", name)
+		}
 	}
 }
