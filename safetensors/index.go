@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -107,11 +108,54 @@ func readIndex(r io.Reader, file string, size int64, listsOnly bool) (*Index, er
 	if len(data) > maxIndexSize {
 		return nil, &FormatError{File: file, Offset: maxIndexSize, Reason: fmt.Sprintf("index is larger than %d bytes", maxIndexSize)}
 	}
+	return parseIndex(data, file, listsOnly)
+}
+
+// parseIndex parses a whole index held in data.
+func parseIndex(data []byte, file string, listsOnly bool) (*Index, error) {
 	if !utf8.Valid(data) {
 		return nil, &FormatError{File: file, Reason: "index is not valid UTF-8"}
 	}
 	p := &indexParser{jsonScanner: newScanner(data, file, 0, "index"), listsOnly: listsOnly}
 	return p.parse()
+}
+
+// mapIndexMin is the index size from which Load maps the index instead of
+// reading it: a deep checkpoint's index is megabytes, and mapped pages come
+// straight from the page cache, with no copy and no fresh memory to clear.
+const mapIndexMin = 1 << 20
+
+// loadIndexLists is Load's lists-only read of the index, mapped when it is
+// a large regular file. The names in the lists then point into the mapping:
+// they must not be used after release, and reading them may fault if the
+// file shrinks meanwhile (the caller turns faults into panics it recovers).
+// Shard names are always copies.
+func loadIndexLists(fsys fs.FS) (ix *Index, release func(), err error) {
+	release = func() {}
+	if err := checkRegular(fsys, IndexFile); err != nil {
+		return nil, release, err
+	}
+	f, err := fsys.Open(IndexFile)
+	if err != nil {
+		return nil, release, fmt.Errorf("opening %s: %w", IndexFile, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, release, err
+	}
+	if osf, ok := f.(*os.File); ok && fi.Mode().IsRegular() && fi.Size() >= mapIndexMin && fi.Size() <= maxIndexSize {
+		if data, unmap, err := mapRange(osf, 0, fi.Size()); err == nil {
+			ix, err := parseIndex(data, IndexFile, true)
+			if err != nil {
+				unmap()
+				return nil, release, err
+			}
+			return ix, unmap, nil
+		}
+	}
+	ix, err = readIndex(f, IndexFile, fi.Size(), true)
+	return ix, release, err
 }
 
 // LoadIndex reads IndexFile from a model folder (fsys = os.DirFS(dir)). A
@@ -271,8 +315,8 @@ func (p *indexParser) weightMap() (wm map[string]string, shards map[string]*shar
 			if err := checkShardPath(shard); err != nil {
 				return nil, nil, false, p.errAt(at, err, "weight_map[%q]: shard %q: %v", name, shard, err)
 			}
-			c = &shardCount{name: shard}
-			shards[shard] = c
+			c = &shardCount{name: strings.Clone(shard)} // data may be a mapping
+			shards[c.name] = c
 		}
 		last = c
 		c.n++

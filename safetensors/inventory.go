@@ -10,6 +10,7 @@ import (
 	"maps"
 	"path"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -265,8 +266,20 @@ func loadSharded(fsys fs.FS) (*Inventory, error) {
 // lists, are distinct too, and the index's order is the name order.
 // Otherwise the caller's goroutine maps the names of the shards already
 // parsed while later ones are still being parsed, in shard order.
-func loadShardedInOrder(fsys fs.FS) *Inventory {
-	ix, err := loadIndex(fsys, true)
+func loadShardedInOrder(fsys fs.FS) (result *Inventory) {
+	// The index may be mapped: a file shrinking under the mapping faults,
+	// which here means only "take the careful way", which reads it again.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			result = nil
+		}
+	}()
+	ix, release, err := loadIndexLists(fsys)
+	defer release()
 	if err != nil {
 		return nil
 	}
@@ -275,6 +288,7 @@ func loadShardedInOrder(fsys fs.FS) *Inventory {
 	for i, s := range shards {
 		starts[i+1] = starts[i] + ix.perShard[s].n
 	}
+	// inv, not the result: a failure returns nil while the workers finish.
 	inv := &Inventory{Sharded: true, Files: shards, Metadata: map[string]string{}}
 	inv.tensors = make([]Tensor, starts[len(shards)])
 	if ix.increasing {
@@ -286,27 +300,43 @@ func loadShardedInOrder(fsys fs.FS) *Inventory {
 	for i := range ready {
 		ready[i] = make(chan struct{})
 	}
+	// readShard parses shard i into its part and checks it against the
+	// index's list; false on any difference or fault.
+	readShard := func(i int, buf *[]byte) (ok bool) {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if r := recover(); r != nil {
+				if _, fault := r.(interface{ Addr() uintptr }); !fault {
+					panic(r)
+				}
+				ok = false
+			}
+		}()
+		c := ix.perShard[shards[i]]
+		part := inv.tensors[starts[i]:starts[i]:starts[i+1]]
+		h, err := readHeaderFS(fsys, shards[i], headerOpts{dst: part, buf: buf})
+		if err != nil || !sameKeys(h, c.names) {
+			return false
+		}
+		for k := range h.Tensors {
+			t := h.inKeyOrder(k)
+			bytes[i] += t.End - t.Begin
+			if inv.byOrder != nil {
+				inv.byOrder[c.at[k]] = int32(starts[i] + h.keyPos(k))
+			}
+		}
+		headers[i] = h
+		return true
+	}
 	var next atomic.Int64
 	var failed atomic.Bool
 	var wg sync.WaitGroup
-	defer wg.Wait() // on a failure too: nothing may still write into inv
+	defer wg.Wait() // before release, and on a failure too: nothing may still use inv or the index
 	for range min(runtime.GOMAXPROCS(0), len(shards)) {
 		wg.Go(func() {
 			var buf []byte
 			for i := int(next.Add(1) - 1); i < len(shards) && !failed.Load(); i = int(next.Add(1) - 1) {
-				c := ix.perShard[shards[i]]
-				part := inv.tensors[starts[i]:starts[i]:starts[i+1]]
-				h, err := readHeaderFS(fsys, shards[i], headerOpts{dst: part, buf: &buf})
-				if err == nil && sameKeys(h, c.names) {
-					headers[i] = h
-					for k := range h.Tensors {
-						t := h.inKeyOrder(k)
-						bytes[i] += t.End - t.Begin
-						if inv.byOrder != nil {
-							inv.byOrder[c.at[k]] = int32(starts[i] + h.keyPos(k))
-						}
-					}
-				}
+				readShard(i, &buf)
 				close(ready[i])
 			}
 		})

@@ -479,3 +479,28 @@ func sameInventory(t *testing.T, got, want *Inventory) {
 		}
 	}
 }
+
+// TestLoadMappedIndex: an index past mapIndexMin is mapped, not read, and
+// gives the same inventory as the tensor-by-tensor check.
+func TestLoadMappedIndex(t *testing.T) {
+	dir := t.TempDir()
+	var ts []sttest.WriteTensor
+	for i := range 16_000 {
+		ts = append(ts, u8(fmt.Sprintf("model.layers.%d.mlp.up_proj.weight", i), i%3+1))
+	}
+	if err := sttest.WriteSharded(dir, ts, 8); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, IndexFile)); err != nil || fi.Size() < mapIndexMin {
+		t.Fatalf("index %v, %v: want at least %d bytes", fi, err, mapIndexMin)
+	}
+	fast := loadShardedInOrder(os.DirFS(dir))
+	if fast == nil {
+		t.Fatal("the mapped index did not take the in-order way")
+	}
+	checked, err := loadShardedChecked(os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameInventory(t, fast, checked)
+}
