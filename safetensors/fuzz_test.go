@@ -112,6 +112,15 @@ func FuzzReadIndex(f *testing.F) {
 	seedFiles(f, filepath.Join("testdata", "malformed-index", "*.json"))
 	f.Add([]byte(`{"metadata":{"total_size":10},"weight_map":{"a":"model-00001-of-00002.safetensors","b":"sub/model-00002-of-00002.safetensors"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Load's lists-only read, whole or in two halves from any point,
+		// accepts and refuses the same, with the same error.
+		_, wholeErr := readIndex(bytes.NewReader(data), IndexFile, 0, true)
+		for _, from := range []int{1, len(data) / 3, len(data) / 2, len(data) - 2} {
+			_, err := parseIndexSplit(data, IndexFile, true, max(from, 1))
+			if (err == nil) != (wholeErr == nil) || (err != nil && err.Error() != wholeErr.Error()) {
+				t.Fatalf("split at %d: %v; whole: %v", from, err, wholeErr)
+			}
+		}
 		ix, err := ReadIndex(bytes.NewReader(data), IndexFile)
 		if err != nil {
 			var fe *FormatError
@@ -171,6 +180,19 @@ func FuzzReadIndex(f *testing.F) {
 		}
 		if lists.increasing && len(slices.Compact(slices.Clone(byPos))) != len(byPos) {
 			t.Fatalf("increasing, but a name repeats: %q", byPos)
+		}
+		// Read in two halves from any point, the lists are the same.
+		for _, from := range []int{1, len(data) / 3, len(data) / 2, len(data) - 2} {
+			halves, err := parseIndexSplit(data, IndexFile, true, max(from, 1))
+			if err != nil || halves.increasing != lists.increasing || len(halves.perShard) != len(lists.perShard) {
+				t.Fatalf("split at %d: %v, %+v; whole: %+v", from, err, halves, lists)
+			}
+			for shard, c := range lists.perShard {
+				h := halves.perShard[shard]
+				if h == nil || h.name != c.name || h.n != c.n || !slices.Equal(h.names, c.names) || !slices.Equal(h.at, c.at) {
+					t.Fatalf("split at %d, shard %q: %+v, whole %+v", from, shard, h, c)
+				}
+			}
 		}
 	})
 }
