@@ -23,7 +23,9 @@ var (
 // bounds the hold: once the Go runtime's memory grows by budget bytes past
 // what it was at the first hold, the collector runs again (never above a
 // limit the program had set). Holds nest and may overlap across goroutines;
-// the last release restores the settings found by the first hold.
+// the last release restores the settings found by the first hold. The first
+// hold waits for a collection already marking to finish (debug.SetGCPercent
+// does), which in a short-lived CLI is rarely the case.
 func Hold(budget int64) (release func()) {
 	mu.Lock()
 	defer mu.Unlock()
