@@ -34,7 +34,7 @@ func CrossCheck(cfg *model.Config, inv *safetensors.Inventory, fsys fs.FS) *Cons
 	c := New()
 	c.source(SourceWeights)
 	shape := func(name string) []int64 {
-		if t, ok := inv.Tensors[name]; ok {
+		if t, ok := inv.Tensor(name); ok {
 			return t.Shape
 		}
 		return nil
@@ -53,8 +53,8 @@ func CrossCheck(cfg *model.Config, inv *safetensors.Inventory, fsys fs.FS) *Cons
 	}
 
 	maxLayer := -1
-	for name := range inv.Tensors {
-		if i, ok := layerIndex(name); ok {
+	for _, t := range inv.Tensors() {
+		if i, ok := layerIndex(t.Name); ok {
 			maxLayer = max(maxLayer, i)
 		}
 	}
@@ -80,13 +80,13 @@ func CrossCheck(cfg *model.Config, inv *safetensors.Inventory, fsys fs.FS) *Cons
 
 	if maxLayer >= 0 {
 		c.check(SourceWeights, "qkv_bias")
-		_, hasBias := inv.Tensors[l0+"self_attn.q_proj.bias"]
+		hasBias := inv.Has(l0 + "self_attn.q_proj.bias")
 		if hasBias != cfg.QKVBias {
 			c.add(Finding{Field: "qkv_bias", Source: SourceWeights, Config: cfg.QKVBias, Actual: hasBias,
 				Message: fmt.Sprintf("the config decides qkv_bias=%v but %sself_attn.q_proj.bias is %s", cfg.QKVBias, l0, presence(hasBias))})
 		}
 		c.check(SourceWeights, "qk_norm")
-		_, hasNorm := inv.Tensors[l0+"self_attn.q_norm.weight"]
+		hasNorm := inv.Has(l0 + "self_attn.q_norm.weight")
 		if hasNorm != cfg.QKNorm {
 			c.add(Finding{Field: "qk_norm", Source: SourceWeights, Config: cfg.QKNorm, Actual: hasNorm,
 				Message: fmt.Sprintf("the family decides qk_norm=%v but %sself_attn.q_norm.weight is %s", cfg.QKNorm, l0, presence(hasNorm))})
@@ -94,7 +94,7 @@ func CrossCheck(cfg *model.Config, inv *safetensors.Inventory, fsys fs.FS) *Cons
 	}
 
 	c.check(SourceWeights, "tie_word_embeddings")
-	head, hasHead := inv.Tensors["lm_head.weight"]
+	head, hasHead := inv.Tensor("lm_head.weight")
 	switch {
 	case cfg.TieWordEmbeddings && hasHead:
 		tiedHead(c, inv, head, fsys)
@@ -110,7 +110,7 @@ func CrossCheck(cfg *model.Config, inv *safetensors.Inventory, fsys fs.FS) *Cons
 // of the embeddings, wrong when it differs, because transformers ties the
 // head to the embeddings and ignores the checkpoint's lm_head.
 func tiedHead(c *Consistency, inv *safetensors.Inventory, head safetensors.Tensor, fsys fs.FS) {
-	emb, ok := inv.Tensors["model.embed_tokens.weight"]
+	emb, ok := inv.Tensor("model.embed_tokens.weight")
 	if !ok {
 		return // the weights gate reports the missing embeddings
 	}

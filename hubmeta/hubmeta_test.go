@@ -227,7 +227,7 @@ func TestInventoryEqualsLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(remote, local) {
-		t.Errorf("remote inventory differs from the local one: %d vs %d tensors", len(remote.Tensors), len(local.Tensors))
+		t.Errorf("remote inventory differs from the local one: %d vs %d tensors", remote.Len(), local.Len())
 	}
 	s := hub.Served("org/big-header", "model.safetensors")
 	hdrEnd := int64(8) + int64(leUint64(st[:8]))
@@ -552,7 +552,7 @@ func TestRangeIgnored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tn := inv.Tensors["a"]; tn.Bytes() != 400_000 {
+	if tn, _ := inv.Tensor("a"); tn.Bytes() != 400_000 {
 		t.Errorf("tensor a: %+v", tn)
 	}
 	if got := c.Stats().Bytes; got > 100_000+64 {

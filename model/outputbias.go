@@ -2,8 +2,10 @@ package model
 
 import (
 	"fmt"
+	"iter"
 	"regexp"
 	"slices"
+	"strings"
 )
 
 // outputBiaser is implemented by the families whose modelling code can give
@@ -44,11 +46,13 @@ var outputBiasName = regexp.MustCompile(`^model\.layers\.\d+\.self_attn\.o_proj\
 // can answer, before any tensor is compared with the config: an o_proj.bias
 // in the checkpoint is a model the NPU pipeline cannot run, whatever the
 // config says (transformers would drop it with a warning, and the baseline
-// would silently be another model). names is every tensor name.
-func TensorRejections(names []string) []Rejection {
+// would silently be another model). names is every tensor name, in any
+// order; a deep checkpoint has tens of thousands, so the suffix is tested
+// before the pattern.
+func TensorRejections(names iter.Seq[string]) []Rejection {
 	var layers []string
-	for _, n := range names {
-		if outputBiasName.MatchString(n) {
+	for n := range names {
+		if strings.HasSuffix(n, ".o_proj.bias") && outputBiasName.MatchString(n) {
 			layers = append(layers, n)
 		}
 	}

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -51,11 +52,11 @@ func TestOutputBiasByFamily(t *testing.T) {
 
 func TestTensorRejections(t *testing.T) {
 	names := []string{"model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.bias", "model.layers.0.self_attn.o_proj.weight"}
-	if rej := TensorRejections(names); rej != nil {
+	if rej := TensorRejections(slices.Values(names)); rej != nil {
 		t.Fatalf("q/k/v bias and o_proj.weight must pass, got %+v", rej)
 	}
 	names = append(names, "model.layers.1.self_attn.o_proj.bias", "model.layers.0.self_attn.o_proj.bias")
-	rej := TensorRejections(names)
+	rej := TensorRejections(slices.Values(names))
 	if len(rej) != 1 || rej[0].Code != CodeOutputBias ||
 		!strings.Contains(rej[0].Message, "2 o_proj.bias tensor(s) (e.g. model.layers.0.self_attn.o_proj.bias)") {
 		t.Fatalf("got %+v", rej)

@@ -55,3 +55,40 @@ func TestExpectedTensors(t *testing.T) {
 		}
 	}
 }
+
+// TestTensorSetFind checks that the set without written names agrees with
+// ExpectedTensors position by position, and that each position has exactly
+// one name: near-misses of a layer name are not found.
+func TestTensorSetFind(t *testing.T) {
+	for _, c := range []Config{
+		{NLayers: 12, EmbDim: 64, NHeads: 4, NKVHeads: 2, HeadDim: 32, HiddenDim: 96, VocabSize: 100, QKVBias: true, QKNorm: true},
+		{NLayers: 2, EmbDim: 64, NHeads: 4, NKVHeads: 2, HeadDim: 16, HiddenDim: 96, VocabSize: 100, TieWordEmbeddings: true},
+		{NLayers: 0, EmbDim: 8, VocabSize: 10},
+	} {
+		set, list := ExpectedSet(&c), ExpectedTensors(&c)
+		if set.Len() != len(list) {
+			t.Fatalf("config %+v: Len %d, ExpectedTensors has %d", c, set.Len(), len(list))
+		}
+		for i, want := range list {
+			got := set.Spec(i)
+			if got.Name != want.Name || !slices.Equal(got.Shape, want.Shape) || !slices.Equal(set.Shape(i), want.Shape) {
+				t.Errorf("position %d: Spec %v, Shape %v, want %v", i, got, set.Shape(i), want)
+			}
+			if at, ok := set.Find(want.Name); !ok || at != i {
+				t.Errorf("Find(%q) = %d, %t; want %d", want.Name, at, ok, i)
+			}
+		}
+		for _, name := range []string{
+			"model.layers.01.input_layernorm.weight", "model.layers.+1.input_layernorm.weight",
+			"model.layers.-1.input_layernorm.weight", "model.layers..input_layernorm.weight",
+			"model.layers.1", "model.layers.1.", "model.layers.", "model.layers.1.input_layernorm.weight.x",
+			fmt.Sprintf("model.layers.%d.input_layernorm.weight", c.NLayers),
+			"model.layers.18446744073709551617.input_layernorm.weight",
+			"model.layers.1.self_attn.o_proj.bias", "model.embed_tokens", "lm_head.weight.", "",
+		} {
+			if at, ok := set.Find(name); ok {
+				t.Errorf("config %+v: Find(%q) = %d, want not found", c, name, at)
+			}
+		}
+	}
+}

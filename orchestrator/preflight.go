@@ -15,7 +15,7 @@ const torchOverhead = 1 << 30
 // parameter as bf16, 20% for activations, allocator slack and the tokenizer,
 // plus the runtime itself.
 func referenceBytes(inv *safetensors.Inventory) (params, need int64) {
-	for _, t := range inv.Tensors {
+	for _, t := range inv.Tensors() {
 		if size, ok := safetensors.DTypeSize(t.DType); ok && size > 0 {
 			params += (t.End - t.Begin) / size
 		}

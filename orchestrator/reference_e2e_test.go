@@ -56,7 +56,7 @@ func zeroTensors(t *testing.T, dir string, names ...string) {
 		t.Fatal(err)
 	}
 	for _, n := range names {
-		tensor, ok := inv.Tensors[n]
+		tensor, ok := inv.Tensor(n)
 		if !ok {
 			t.Fatalf("%s has no tensor %s", dir, n)
 		}

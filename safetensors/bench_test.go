@@ -138,7 +138,7 @@ func BenchmarkLoadSharded(b *testing.B) {
 	cpu := cpuTime()
 	for b.Loop() {
 		inv, err := Load(fsys)
-		if err != nil || len(inv.Tensors) != n {
+		if err != nil || inv.Len() != n {
 			b.Fatalf("Load: %v", err)
 		}
 	}

@@ -2,6 +2,7 @@ package safetensors
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io/fs"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"phase0/internal/stformat"
 	"phase0/internal/sttest"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -49,8 +52,12 @@ func FuzzReadHeader(f *testing.F) {
 		size := int64(len(data))
 		h, err := ReadHeader(bytes.NewReader(data), size, "fuzz.safetensors")
 		// Load reads headers without the repeated-name check (its map
-		// insert finds them): otherwise it must agree with ReadHeader.
-		loose, looseErr := readHeader(bytes.NewReader(data), size, "fuzz.safetensors", false)
+		// insert finds them), into its own slice when it has room:
+		// otherwise it must agree with ReadHeader.
+		dst := make([]Tensor, 0, size%7)
+		buf := make([]byte, size%5*size/4) // too short for some headers
+		loose, looseErr := readHeader(bytes.NewReader(data), size, "fuzz.safetensors", headerOpts{dst: dst, buf: &buf})
+		clear(buf[:cap(buf)]) // names must not point into it
 		if err != nil {
 			var fe *FormatError
 			if !errors.As(err, &fe) {
@@ -61,8 +68,11 @@ func FuzzReadHeader(f *testing.F) {
 			}
 			return
 		}
-		if looseErr != nil || len(loose.Tensors) != len(h.Tensors) {
-			t.Fatalf("without the repeated-name check: %v, %d tensors; with it %d", looseErr, len(loose.Tensors), len(h.Tensors))
+		if looseErr != nil || !reflect.DeepEqual(loose, h) {
+			t.Fatalf("without the repeated-name check: %v, %+v; with it %+v", looseErr, loose, h)
+		}
+		if n := len(h.Tensors); n > 0 && n <= cap(dst) && &loose.Tensors[0] != &dst[:1][0] {
+			t.Fatalf("%d tensors fit the given slice of %d but were not written there", n, cap(dst))
 		}
 		// Key order is a permutation of the tensors.
 		seen := make([]bool, len(h.Tensors))
@@ -102,6 +112,15 @@ func FuzzReadIndex(f *testing.F) {
 	seedFiles(f, filepath.Join("testdata", "malformed-index", "*.json"))
 	f.Add([]byte(`{"metadata":{"total_size":10},"weight_map":{"a":"model-00001-of-00002.safetensors","b":"sub/model-00002-of-00002.safetensors"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// Load's lists-only read, whole or in two halves from any point,
+		// accepts and refuses the same, with the same error.
+		_, wholeErr := readIndex(bytes.NewReader(data), IndexFile, 0, true)
+		for _, from := range []int{1, len(data) / 3, len(data) / 2, len(data) - 2} {
+			_, err := parseIndexSplit(data, IndexFile, true, max(from, 1))
+			if (err == nil) != (wholeErr == nil) || (err != nil && err.Error() != wholeErr.Error()) {
+				t.Fatalf("split at %d: %v; whole: %v", from, err, wholeErr)
+			}
+		}
 		ix, err := ReadIndex(bytes.NewReader(data), IndexFile)
 		if err != nil {
 			var fe *FormatError
@@ -137,6 +156,43 @@ func FuzzReadIndex(f *testing.F) {
 		}
 		if listed != len(ix.WeightMap) {
 			t.Fatalf("%d names listed by shard, %d in the weight map", listed, len(ix.WeightMap))
+		}
+		// The lists-only parse (Load's) gives the same lists, each entry's
+		// position in the weight map, and whether the names increase.
+		lists, err := readIndex(bytes.NewReader(data), IndexFile, 0, true)
+		if err != nil {
+			t.Fatalf("the lists-only parse refused what ReadIndex accepted: %v", err)
+		}
+		byPos := make([]string, listed)
+		for shard, c := range lists.perShard {
+			if full := ix.perShard[shard]; full == nil || !slices.Equal(c.names, full.names) || len(c.at) != len(c.names) {
+				t.Fatalf("shard %q: lists-only %+v, full %+v", shard, c, full)
+			}
+			for k, at := range c.at {
+				if at < 0 || int(at) >= listed || byPos[at] != "" || (k > 0 && at <= c.at[k-1]) {
+					t.Fatalf("shard %q: positions %v", shard, c.at)
+				}
+				byPos[at] = c.names[k]
+			}
+		}
+		if lists.increasing != slices.IsSortedFunc(byPos, func(a, b string) int { return cmp.Compare(a, b) }) {
+			t.Fatalf("increasing = %t for %q", lists.increasing, byPos)
+		}
+		if lists.increasing && len(slices.Compact(slices.Clone(byPos))) != len(byPos) {
+			t.Fatalf("increasing, but a name repeats: %q", byPos)
+		}
+		// Read in two halves from any point, the lists are the same.
+		for _, from := range []int{1, len(data) / 3, len(data) / 2, len(data) - 2} {
+			halves, err := parseIndexSplit(data, IndexFile, true, max(from, 1))
+			if err != nil || halves.increasing != lists.increasing || len(halves.perShard) != len(lists.perShard) {
+				t.Fatalf("split at %d: %v, %+v; whole: %+v", from, err, halves, lists)
+			}
+			for shard, c := range lists.perShard {
+				h := halves.perShard[shard]
+				if h == nil || h.name != c.name || h.n != c.n || !slices.Equal(h.names, c.names) || !slices.Equal(h.at, c.at) {
+					t.Fatalf("split at %d, shard %q: %+v, whole %+v", from, shard, h, c)
+				}
+			}
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"strings"
 	"unicode/utf8"
 
 	"phase0/internal/stformat"
@@ -49,25 +50,44 @@ type Header struct {
 
 // inKeyOrder returns the k-th tensor in the order the header lists them.
 func (h *Header) inKeyOrder(k int) *Tensor {
+	return &h.Tensors[h.keyPos(k)]
+}
+
+// keyPos returns the index in Tensors of the header's k-th key.
+func (h *Header) keyPos(k int) int {
 	if h.keyOrder != nil {
-		return &h.Tensors[h.keyOrder[k]]
+		return int(h.keyOrder[k])
 	}
-	return &h.Tensors[k]
+	return k
 }
 
 // ReadHeader reads and validates the header of the safetensors file r of the
 // given size. file names the file in errors and is copied into each Tensor.
 // Only the first 8+header-length bytes of r are read.
 func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
-	return readHeader(r, size, file, true)
+	return readHeader(r, size, file, headerOpts{dupKeys: true})
 }
 
-// readHeader is ReadHeader; without dupKeys a tensor name repeated in the
-// header is left for the caller to find. Load inserts every name into the
-// inventory's map anyway, and one map operation per tensor is cheaper than
-// two; on a repeat it reads the header again with the check on, so the
-// error is ReadHeader's.
-func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool) (*Header, error) {
+// headerOpts are Load's ways of reading a header.
+type headerOpts struct {
+	// dupKeys refuses a tensor name repeated in the header. Without it the
+	// caller finds repeats: Load inserts every name into the inventory's
+	// map anyway, and one map operation per tensor is cheaper than two; on
+	// a repeat it reads the header again with the check on, so the error is
+	// ReadHeader's.
+	dupKeys bool
+	// dst receives the tensors when it has room: Header.Tensors is then
+	// dst[:n] (Load parses every shard into its own part of one slice).
+	dst []Tensor
+	// buf, when set, is a read buffer kept from header to header (grown
+	// when short); the strings kept are then copied out of it, names into
+	// one allocation per header, so a deep checkpoint's headers do not
+	// each take fresh memory that only their names use.
+	buf *[]byte
+}
+
+// readHeader is ReadHeader, read Load's way.
+func readHeader(r io.ReaderAt, size int64, file string, opts headerOpts) (*Header, error) {
 	if size < 8 {
 		return nil, &FormatError{File: file, Reason: fmt.Sprintf("file is %d bytes, too short for the 8-byte header length", size), Err: ErrTruncated}
 	}
@@ -85,7 +105,15 @@ func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool) (*Header, 
 	if n < 2 {
 		return nil, &FormatError{File: file, Offset: 8, Reason: fmt.Sprintf("header length %d cannot hold a JSON object", n)}
 	}
-	buf := make([]byte, n)
+	var buf []byte
+	if opts.buf != nil && uint64(cap(*opts.buf)) >= n {
+		buf = (*opts.buf)[:n]
+	} else {
+		buf = make([]byte, n)
+		if opts.buf != nil {
+			*opts.buf = buf
+		}
+	}
 	if err := readFullAt(r, buf, 8); err != nil {
 		return nil, &FormatError{File: file, Offset: 8, Reason: "reading the header: " + err.Error(), Err: err}
 	}
@@ -96,7 +124,7 @@ func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool) (*Header, 
 		return nil, &FormatError{File: file, Offset: 8, Reason: "header is not valid UTF-8"}
 	}
 	dataStart := int64(8 + n)
-	p := &headerParser{jsonScanner: newScanner(buf, file, 8, "header"), dupKeys: dupKeys}
+	p := &headerParser{jsonScanner: newScanner(buf, file, 8, "header"), dupKeys: opts.dupKeys, dst: opts.dst[:0]}
 	md, tensors, ats, err := p.parse()
 	if err != nil {
 		return nil, err
@@ -105,7 +133,40 @@ func readHeader(r io.ReaderAt, size int64, file string, dupKeys bool) (*Header, 
 	if err != nil {
 		return nil, err
 	}
+	if opts.buf != nil {
+		md = ownStrings(tensors, md)
+	}
 	return &Header{Tensors: tensors, Metadata: md, DataStart: dataStart, keyOrder: keyOrder}, nil
+}
+
+// ownStrings copies the names and metadata that point into a header's
+// buffer out of it: names into one string, dtypes are the constants, and
+// the few metadata entries are cloned.
+func ownStrings(ts []Tensor, md map[string]string) map[string]string {
+	total := 0
+	for i := range ts {
+		total += len(ts[i].Name)
+	}
+	var b strings.Builder
+	b.Grow(total)
+	for i := range ts {
+		b.WriteString(ts[i].Name)
+	}
+	names := b.String()
+	at := 0
+	for i := range ts {
+		n := len(ts[i].Name)
+		ts[i].Name, at = names[at:at+n], at+n
+		ts[i].DType = stformat.DTypeName(ts[i].DType)
+	}
+	if md == nil {
+		return nil
+	}
+	owned := make(map[string]string, len(md))
+	for k, v := range md {
+		owned[strings.Clone(k)] = strings.Clone(v)
+	}
+	return owned
 }
 
 // readFullAt reads len(p) bytes at off, treating a short read as ErrTruncated.
@@ -133,8 +194,9 @@ type rawTensor struct {
 // keys, which a map unmarshal would silently merge, are refused.
 type headerParser struct {
 	*jsonScanner
-	shapes  []int64 // one backing array for every tensor's shape
-	dupKeys bool    // refuse a repeated tensor name here (else the caller does)
+	shapes  []int64  // one backing array for every tensor's shape
+	dupKeys bool     // refuse a repeated tensor name here (else the caller does)
+	dst     []Tensor // where the tensors go, when it has room
 }
 
 // parse returns the tensors in key order, offsets still relative to the
@@ -145,7 +207,10 @@ func (p *headerParser) parse() (md map[string]string, ts []Tensor, ats []int64, 
 	// single-byte count) sizes the slices and map with no growth; names
 	// holding '{' only make the estimate generous.
 	n := bytes.Count(p.buf, []byte{'{'})
-	ts, ats = make([]Tensor, 0, n), make([]int64, 0, n)
+	ts, ats = p.dst, make([]int64, 0, n)
+	if cap(ts) == 0 {
+		ts = make([]Tensor, 0, n)
+	}
 	p.shapes = make([]int64, 0, 2*n+1)
 	var seen map[string]struct{}
 	if p.dupKeys {
@@ -248,7 +313,7 @@ func (p *headerParser) tensor(name string) (rawTensor, error) {
 	var haveDType, haveShape, haveOffsets bool
 	more := p.first('}')
 	for more {
-		field, err := p.key()
+		field, err := p.field()
 		if err != nil {
 			return rt, err
 		}
@@ -318,6 +383,26 @@ func (p *headerParser) tensor(name string) (rawTensor, error) {
 	return rt, nil
 }
 
+// field reads a tensor entry's key. The three keys are matched as written
+// by every writer (quoted, no white space before the colon) before the
+// general way, which decodes any spelling to the same strings.
+func (p *headerParser) field() (string, error) {
+	if b := p.buf[p.pos:]; len(b) >= 8 && b[0] == '"' {
+		switch {
+		case string(b[:8]) == `"dtype":`:
+			p.pos += 8
+			return "dtype", nil
+		case string(b[:8]) == `"shape":`:
+			p.pos += 8
+			return "shape", nil
+		case len(b) >= 15 && string(b[:15]) == `"data_offsets":`:
+			p.pos += 15
+			return "data_offsets", nil
+		}
+	}
+	return p.key()
+}
+
 // intArray reads an array of non-negative integers, handing each to add.
 func (p *headerParser) intArray(name, field string, add func(int64)) error {
 	if !p.consume('[') {
@@ -384,7 +469,8 @@ func layout(ts []Tensor, ats []int64, file string, size, dataStart int64) ([]Ten
 		for i, k := range perm {
 			sorted[i], sortedAts[i], keyOrder[k] = ts[k], ats[k], int32(i)
 		}
-		ts, ats = sorted, sortedAts
+		copy(ts, sorted) // in place: ts may be the caller's slice
+		ats = sortedAts
 	}
 	var next int64
 	prev := ""

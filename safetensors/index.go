@@ -8,6 +8,8 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,15 +34,21 @@ type Index struct {
 	// perShard counts the weight map's tensors per shard, as parsed (nil
 	// for an Index built by hand: counted on first use).
 	perShard map[string]*shardCount
+	// increasing: the weight map's names, as written, are in strictly
+	// increasing byte order (so no name is repeated), as writers that
+	// sort their keys leave them.
+	increasing bool
 }
 
 // shardCount is one shard of the weight map: its name (every entry's value
 // is this one string), how many tensors are assigned to it and, when parsed,
-// their names in the index's order.
+// their names in the index's order and (for the lists-only parse) the
+// position of each in the weight map.
 type shardCount struct {
 	name  string
 	n     int
 	names []string
+	at    []int32
 }
 
 // shardCounts returns how many tensors the weight map assigns to each shard.
@@ -101,11 +109,64 @@ func readIndex(r io.Reader, file string, size int64, listsOnly bool) (*Index, er
 	if len(data) > maxIndexSize {
 		return nil, &FormatError{File: file, Offset: maxIndexSize, Reason: fmt.Sprintf("index is larger than %d bytes", maxIndexSize)}
 	}
+	return parseIndex(data, file, listsOnly)
+}
+
+// parseIndex parses a whole index held in data.
+func parseIndex(data []byte, file string, listsOnly bool) (*Index, error) {
+	splitFrom := 0
+	if listsOnly && len(data) >= splitIndexMin {
+		splitFrom = len(data) / 2
+	}
+	return parseIndexSplit(data, file, listsOnly, splitFrom)
+}
+
+// parseIndexSplit is parseIndex reading a lists-only weight map in two
+// halves, the second from the first entry found after splitFrom (> 0).
+func parseIndexSplit(data []byte, file string, listsOnly bool, splitFrom int) (*Index, error) {
 	if !utf8.Valid(data) {
 		return nil, &FormatError{File: file, Reason: "index is not valid UTF-8"}
 	}
-	p := &indexParser{jsonScanner: newScanner(data, file, 0, "index"), listsOnly: listsOnly}
+	p := &indexParser{jsonScanner: newScanner(data, file, 0, "index"), listsOnly: listsOnly, splitFrom: splitFrom}
 	return p.parse()
+}
+
+// mapIndexMin is the index size from which Load maps the index instead of
+// reading it: a deep checkpoint's index is megabytes, and mapped pages come
+// straight from the page cache, with no copy and no fresh memory to clear.
+const mapIndexMin = 1 << 20
+
+// loadIndexLists is Load's lists-only read of the index, mapped when it is
+// a large regular file. The names in the lists then point into the mapping:
+// they must not be used after release, and reading them may fault if the
+// file shrinks meanwhile (the caller turns faults into panics it recovers).
+// Shard names are always copies.
+func loadIndexLists(fsys fs.FS) (ix *Index, release func(), err error) {
+	release = func() {}
+	if err := checkRegular(fsys, IndexFile); err != nil {
+		return nil, release, err
+	}
+	f, err := fsys.Open(IndexFile)
+	if err != nil {
+		return nil, release, fmt.Errorf("opening %s: %w", IndexFile, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, release, err
+	}
+	if osf, ok := f.(*os.File); ok && fi.Mode().IsRegular() && fi.Size() >= mapIndexMin && fi.Size() <= maxIndexSize {
+		if data, unmap, err := mapRange(osf, 0, fi.Size()); err == nil {
+			ix, err := parseIndex(data, IndexFile, true)
+			if err != nil {
+				unmap()
+				return nil, release, err
+			}
+			return ix, unmap, nil
+		}
+	}
+	ix, err = readIndex(f, IndexFile, fi.Size(), true)
+	return ix, release, err
 }
 
 // LoadIndex reads IndexFile from a model folder (fsys = os.DirFS(dir)). A
@@ -152,6 +213,7 @@ func readAllInto(buf []byte, r io.Reader) ([]byte, error) {
 type indexParser struct {
 	*jsonScanner
 	listsOnly bool
+	splitFrom int // > 0: read the weight map's entries from about here on in parallel
 }
 
 func (p *indexParser) parse() (*Index, error) {
@@ -178,7 +240,7 @@ func (p *indexParser) parse() (*Index, error) {
 		switch k {
 		case "weight_map":
 			haveMap = true
-			if ix.WeightMap, ix.perShard, err = p.weightMap(); err != nil {
+			if ix.WeightMap, ix.perShard, ix.increasing, err = p.weightMap(); err != nil {
 				return nil, err
 			}
 		case "metadata":
@@ -213,66 +275,232 @@ func (p *indexParser) parse() (*Index, error) {
 	return ix, nil
 }
 
-// weightMap reads the weight map and counts its tensors per shard.
-func (p *indexParser) weightMap() (map[string]string, map[string]*shardCount, error) {
+// weightMap reads the weight map, counts its tensors per shard, and tells
+// whether its names come in strictly increasing order. A large lists-only
+// map is read in two halves at once: see splitRead.
+func (p *indexParser) weightMap() (wm map[string]string, shards map[string]*shardCount, increasing bool, err error) {
 	if !p.consume('{') {
 		at := p.pos
 		desc, err := p.describe()
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, false, err
 		}
-		return nil, nil, p.errAt(at, nil, "weight_map: got %s, want \"{\"", desc)
+		return nil, nil, false, p.errAt(at, nil, "weight_map: got %s, want \"{\"", desc)
 	}
-	var wm map[string]string
+	st := newEntries(p.listsOnly)
 	if !p.listsOnly {
-		wm = make(map[string]string, bytes.Count(p.buf, []byte{':'})) // one ':' per entry, plus a few
+		st.wm = make(map[string]string, bytes.Count(p.buf, []byte{':'})) // one ':' per entry, plus a few
+	}
+	var split *splitRead
+	if p.listsOnly && p.splitFrom > 0 {
+		split = p.startSplit(p.splitFrom)
+		defer split.wait() // it reads p.buf, which may be unmapped after
+	}
+	for more := p.first('}'); more; {
+		if split != nil && p.ws() == '"' && p.pos == split.at {
+			if o := split.wait(); o != nil {
+				st.append(o.st)
+				p.pos = o.end
+				break
+			}
+			split = nil
+		}
+		if err := p.entry(st); err != nil {
+			return nil, nil, false, err
+		}
+		if more, err = p.more('}'); err != nil {
+			return nil, nil, false, err
+		}
+	}
+	return st.wm, st.shards, st.increasing, nil
+}
+
+// entries is what reading weight_map entries builds.
+type entries struct {
+	wm          map[string]string // nil for lists only
+	shards      map[string]*shardCount
+	last        *shardCount
+	listsOnly   bool
+	increasing  bool
+	first, prev string // the first and the last name read
+	k           int    // entries read
+}
+
+func newEntries(listsOnly bool) *entries {
+	return &entries{shards: map[string]*shardCount{}, listsOnly: listsOnly, increasing: true}
+}
+
+// entry reads one "name": "shard" entry.
+func (p *indexParser) entry(st *entries) error {
+	name, err := p.key()
+	if err != nil {
+		return err
+	}
+	if name == "" || name == metadataKey {
+		return p.errAt(p.pos, nil, "weight_map: %q is not a tensor name", name)
+	}
+	if st.k == 0 {
+		st.first = name
+	}
+	st.increasing = st.increasing && st.prev < name
+	st.prev = name
+	at := p.pos
+	if p.ws() != '"' {
+		desc, err := p.describe()
+		if err != nil {
+			return err
+		}
+		return p.errAt(at, nil, "weight_map[%q]: got %s, want a shard file name", name, desc)
+	}
+	shard, err := p.str()
+	if err != nil {
+		return err
 	}
 	// A checkpoint has a handful of shards named once per tensor: each
 	// distinct name is checked once, counted, and shared by every entry.
-	shards := map[string]*shardCount{}
-	for more := p.first('}'); more; {
-		name, err := p.key()
-		if err != nil {
-			return nil, nil, err
+	// Entries of one shard mostly come in runs: compare with the last one
+	// before looking the name up.
+	c := st.last
+	if c == nil || c.name != shard {
+		c = st.shards[shard]
+	}
+	if c == nil {
+		if err := checkShardPath(shard); err != nil {
+			return p.errAt(at, err, "weight_map[%q]: shard %q: %v", name, shard, err)
 		}
-		if name == "" || name == metadataKey {
-			return nil, nil, p.errAt(p.pos, nil, "weight_map: %q is not a tensor name", name)
-		}
-		at := p.pos
-		if p.ws() != '"' {
-			desc, err := p.describe()
-			if err != nil {
-				return nil, nil, err
-			}
-			return nil, nil, p.errAt(at, nil, "weight_map[%q]: got %s, want a shard file name", name, desc)
-		}
-		shard, err := p.str()
-		if err != nil {
-			return nil, nil, err
-		}
-		c := shards[shard]
-		if c == nil {
-			if err := checkShardPath(shard); err != nil {
-				return nil, nil, p.errAt(at, err, "weight_map[%q]: shard %q: %v", name, shard, err)
-			}
-			c = &shardCount{name: shard}
-			shards[shard] = c
-		}
-		c.n++
-		c.names = append(c.names, name)
-		shard = c.name
-		// One map operation per entry: a repeated name leaves the size as it was.
-		if wm != nil {
-			size := len(wm)
-			if wm[name] = shard; len(wm) == size {
-				return nil, nil, p.errAt(at, ErrDuplicateKey, "weight_map: tensor %q appears twice", name)
-			}
-		}
-		if more, err = p.more('}'); err != nil {
-			return nil, nil, err
+		c = &shardCount{name: strings.Clone(shard)} // data may be a mapping
+		st.shards[c.name] = c
+	}
+	st.last = c
+	c.n++
+	c.names = append(c.names, name)
+	if st.listsOnly {
+		c.at = append(c.at, int32(st.k)) // an index of at most 64 MiB has fewer entries
+	}
+	st.k++
+	// One map operation per entry: a repeated name leaves the size as it was.
+	if st.wm != nil {
+		size := len(st.wm)
+		if st.wm[name] = c.name; len(st.wm) == size {
+			return p.errAt(at, ErrDuplicateKey, "weight_map: tensor %q appears twice", name)
 		}
 	}
-	return wm, shards, nil
+	return nil
+}
+
+// append adds the entries o read after st's.
+func (st *entries) append(o *entries) {
+	st.increasing = st.increasing && o.increasing && (st.k == 0 || o.k == 0 || st.prev < o.first)
+	for name, c := range o.shards {
+		for i := range c.at {
+			c.at[i] += int32(st.k)
+		}
+		mine := st.shards[name]
+		if mine == nil {
+			st.shards[name] = c
+			continue
+		}
+		mine.n += c.n
+		mine.names = append(mine.names, c.names...)
+		mine.at = append(mine.at, c.at...)
+	}
+	if o.k > 0 {
+		if st.k == 0 {
+			st.first = o.first
+		}
+		st.prev = o.prev
+	}
+	st.k += o.k
+	st.last = nil
+}
+
+// splitRead reads the second half of a large weight map while the caller
+// reads the first: it starts at what looks like an entry (a quote, comma
+// and quote, white space aside), and its result is used only if the
+// caller's own reading arrives at exactly that point at the start of an
+// entry, so a guess that fell inside a string is never used. Any error in
+// the second half leaves it to the caller, who reads on and reports it.
+type splitRead struct {
+	at   int
+	done chan struct{}
+	res  *splitResult
+}
+
+type splitResult struct {
+	st  *entries
+	end int // just after the weight map's closing brace
+}
+
+// splitIndexMin is the weight map size from which Load reads it in halves.
+const splitIndexMin = 1 << 20
+
+func (p *indexParser) startSplit(from int) *splitRead {
+	at := entryStart(p.buf, from)
+	if at < 0 {
+		return nil
+	}
+	r := &splitRead{at: at, done: make(chan struct{})}
+	q := &indexParser{jsonScanner: newScanner(p.buf, p.file, p.base, p.what), listsOnly: true}
+	q.pos = at
+	go func() {
+		defer close(r.done)
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if rec := recover(); rec != nil {
+				if _, fault := rec.(interface{ Addr() uintptr }); !fault {
+					panic(rec)
+				}
+				r.res = nil
+			}
+		}()
+		st := newEntries(true)
+		for {
+			if q.entry(st) != nil {
+				return
+			}
+			more, err := q.more('}')
+			if err != nil {
+				return
+			}
+			if !more {
+				break
+			}
+		}
+		r.res = &splitResult{st: st, end: q.pos}
+	}()
+	return r
+}
+
+// wait returns the second half's result, or nil.
+func (r *splitRead) wait() *splitResult {
+	if r == nil {
+		return nil
+	}
+	<-r.done
+	return r.res
+}
+
+// entryStart finds, from b[from:], a quote, a comma, white space and a
+// quote, and returns the last quote's offset (-1 if none).
+func entryStart(b []byte, from int) int {
+	for i := from; i < len(b); {
+		j := bytes.IndexByte(b[i:], ',')
+		if j < 0 {
+			return -1
+		}
+		i += j
+		if i > 0 && b[i-1] == '"' {
+			k := i + 1
+			for k < len(b) && (b[k] == ' ' || b[k] == '\n' || b[k] == '\t' || b[k] == '\r') {
+				k++
+			}
+			if k < len(b) && b[k] == '"' {
+				return k
+			}
+		}
+		i++
+	}
+	return -1
 }
 
 // checkShardPath accepts only plain relative slash paths inside the model

@@ -6,15 +6,24 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"iter"
 	"maps"
 	"path"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
+	"phase0/internal/gcpause"
 	"phase0/internal/parallel"
 	"phase0/internal/stformat"
 )
+
+// gcBudget bounds how far the heap may grow while Load holds the collector
+// off: an inventory of 73,731 tensors takes about 30 MB.
+const gcBudget = 512 << 20
 
 // SingleFile is the name of an unsharded checkpoint.
 const SingleFile = stformat.SingleFile
@@ -23,16 +32,78 @@ const SingleFile = stformat.SingleFile
 type Inventory struct {
 	Sharded    bool              // true when an index file drove the inventory
 	Files      []string          // relative paths, sorted
-	Tensors    map[string]Tensor // by name
 	Metadata   map[string]string // merged __metadata__ of all files (first file wins on conflict)
 	TotalBytes int64             // sum of tensor data sizes
+
+	// The tensors are one slice, file by file and in data order within a
+	// file, found by name either through a map of positions or, when the
+	// index lists the names in increasing order (the hub's writers sort
+	// them), by binary search over the positions in name order, which the
+	// index gives for free: a deep checkpoint has tens of thousands of
+	// tensors, and a map of 88-byte Tensor values cost more to build and to
+	// walk than everything else the inventory does.
+	tensors []Tensor
+	byName  map[string]int // nil when byOrder is set
+	byOrder []int32        // positions in tensors, in name order
+}
+
+// Len is the number of tensors.
+func (inv *Inventory) Len() int { return len(inv.tensors) }
+
+// Tensor returns the tensor of that name.
+func (inv *Inventory) Tensor(name string) (Tensor, bool) {
+	if i, ok := inv.find(name); ok {
+		return inv.tensors[i], true
+	}
+	return Tensor{}, false
+}
+
+// Has reports whether a tensor of that name is present.
+func (inv *Inventory) Has(name string) bool {
+	_, ok := inv.find(name)
+	return ok
+}
+
+func (inv *Inventory) find(name string) (int, bool) {
+	if inv.byOrder == nil {
+		i, ok := inv.byName[name]
+		return i, ok
+	}
+	k, ok := slices.BinarySearchFunc(inv.byOrder, name, func(i int32, name string) int {
+		return strings.Compare(inv.tensors[i].Name, name)
+	})
+	if !ok {
+		return 0, false
+	}
+	return int(inv.byOrder[k]), true
+}
+
+// Tensors returns every tensor, file by file (in Files order) and by offset
+// within a file. The slice is the inventory's own: read it, do not modify it.
+func (inv *Inventory) Tensors() []Tensor { return inv.tensors }
+
+// AllNames yields every tensor name in Tensors order (not sorted).
+func (inv *Inventory) AllNames() iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for i := range inv.tensors {
+			if !yield(inv.tensors[i].Name) {
+				return
+			}
+		}
+	}
 }
 
 // Names returns the tensor names, sorted.
 func (inv *Inventory) Names() []string {
-	names := make([]string, 0, len(inv.Tensors))
-	for n := range inv.Tensors {
-		names = append(names, n)
+	names := make([]string, len(inv.tensors))
+	if inv.byOrder != nil {
+		for k, i := range inv.byOrder {
+			names[k] = inv.tensors[i].Name
+		}
+		return names
+	}
+	for i := range inv.tensors {
+		names[i] = inv.tensors[i].Name
 	}
 	slices.Sort(names)
 	return names
@@ -46,6 +117,9 @@ func (inv *Inventory) Names() []string {
 // Pickle checkpoints are never opened. Shards are read concurrently, so
 // fsys must allow that (os.DirFS does).
 func Load(fsys fs.FS) (*Inventory, error) {
+	// Nearly everything Load allocates is the inventory it returns, so a
+	// collection in the middle would only mark it.
+	defer gcpause.Hold(gcBudget)()
 	entries, err := fs.ReadDir(fsys, ".")
 	if err != nil {
 		return nil, fmt.Errorf("listing the model folder: %w", err)
@@ -99,19 +173,30 @@ func isPickleName(name string) bool {
 }
 
 func newInventory() *Inventory {
-	return &Inventory{Tensors: map[string]Tensor{}, Metadata: map[string]string{}}
+	return &Inventory{byName: map[string]int{}, Metadata: map[string]string{}}
 }
 
 // insert adds a header's tensors with one map operation each, and returns
 // the first name that was already there ("" when none was).
 func (inv *Inventory) insert(h *Header) string {
-	for i := range h.Tensors {
-		t := &h.Tensors[i]
-		size := len(inv.Tensors)
-		if inv.Tensors[t.Name] = *t; len(inv.Tensors) == size {
+	if len(inv.tensors) == 0 {
+		inv.tensors = h.Tensors // the usual single file: no copy
+	} else {
+		inv.tensors = append(inv.tensors, h.Tensors...)
+	}
+	return inv.index(len(inv.tensors)-len(h.Tensors), len(inv.tensors))
+}
+
+// index maps the names of tensors[from:to] to their positions and adds up
+// their sizes; it returns the first name that was already there.
+func (inv *Inventory) index(from, to int) string {
+	for i := from; i < to; i++ {
+		t := &inv.tensors[i]
+		size := len(inv.byName)
+		if inv.byName[t.Name] = i; len(inv.byName) == size {
 			return t.Name
 		}
-		inv.TotalBytes += t.Bytes()
+		inv.TotalBytes += t.End - t.Begin
 	}
 	return ""
 }
@@ -121,11 +206,11 @@ func (inv *Inventory) insert(h *Header) string {
 // also in an earlier file (found by reading their headers again). Only a
 // failing Load gets here.
 func repeated(fsys fs.FS, name, file string, earlier []string) error {
-	if _, err := readHeaderFS(fsys, file, true); err != nil {
+	if _, err := readHeaderFS(fsys, file, headerOpts{dupKeys: true}); err != nil {
 		return err
 	}
 	for _, prev := range earlier {
-		h, err := readHeaderFS(fsys, prev, false)
+		h, err := readHeaderFS(fsys, prev, headerOpts{})
 		if err != nil {
 			return err
 		}
@@ -149,7 +234,7 @@ func loadFiles(fsys fs.FS, files []string) (*Inventory, error) {
 	slices.Sort(files)
 	inv := newInventory()
 	for _, f := range files {
-		h, err := readHeaderFS(fsys, f, false)
+		h, err := readHeaderFS(fsys, f, headerOpts{})
 		if err != nil {
 			return nil, err
 		}
@@ -174,33 +259,104 @@ func loadSharded(fsys fs.FS) (*Inventory, error) {
 	return loadShardedChecked(fsys)
 }
 
-// loadShardedInOrder is the fast way, or nil.
-func loadShardedInOrder(fsys fs.FS) *Inventory {
-	ix, err := loadIndex(fsys, true)
+// loadShardedInOrder is the fast way, or nil. Each shard's header is
+// parsed straight into its part of the inventory's one slice, the index
+// sizing the parts. When the index's names are increasing they are
+// distinct, so no map is needed: the headers' names, equal to the index's
+// lists, are distinct too, and the index's order is the name order.
+// Otherwise the caller's goroutine maps the names of the shards already
+// parsed while later ones are still being parsed, in shard order.
+func loadShardedInOrder(fsys fs.FS) (result *Inventory) {
+	// The index may be mapped: a file shrinking under the mapping faults,
+	// which here means only "take the careful way", which reads it again.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			result = nil
+		}
+	}()
+	ix, release, err := loadIndexLists(fsys)
+	defer release()
 	if err != nil {
 		return nil
 	}
 	shards := slices.Sorted(maps.Keys(ix.perShard))
-	headers, _ := parallel.Map(context.Background(), shards, runtime.GOMAXPROCS(0), func(_ context.Context, _ int, shard string) *Header {
-		h, err := readHeaderFS(fsys, shard, false)
-		if err != nil || !sameKeys(h, ix.perShard[shard].names) {
-			return nil
-		}
-		return h
-	})
-	total := 0
-	for _, c := range ix.perShard {
-		total += c.n
+	starts := make([]int, len(shards)+1)
+	for i, s := range shards {
+		starts[i+1] = starts[i] + ix.perShard[s].n
 	}
-	inv := newInventory()
-	inv.Sharded = true
-	inv.Tensors = make(map[string]Tensor, total)
-	for i, h := range headers {
-		if h == nil || inv.insert(h) != "" {
+	// inv, not the result: a failure returns nil while the workers finish.
+	inv := &Inventory{Sharded: true, Files: shards, Metadata: map[string]string{}}
+	inv.tensors = make([]Tensor, starts[len(shards)])
+	if ix.increasing {
+		inv.byOrder = make([]int32, len(inv.tensors))
+	}
+	headers := make([]*Header, len(shards))
+	bytes := make([]int64, len(shards))
+	ready := make([]chan struct{}, len(shards))
+	for i := range ready {
+		ready[i] = make(chan struct{})
+	}
+	// readShard parses shard i into its part and checks it against the
+	// index's list; false on any difference or fault.
+	readShard := func(i int, buf *[]byte) (ok bool) {
+		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+		defer func() {
+			if r := recover(); r != nil {
+				if _, fault := r.(interface{ Addr() uintptr }); !fault {
+					panic(r)
+				}
+				ok = false
+			}
+		}()
+		c := ix.perShard[shards[i]]
+		part := inv.tensors[starts[i]:starts[i]:starts[i+1]]
+		h, err := readHeaderFS(fsys, shards[i], headerOpts{dst: part, buf: buf})
+		if err != nil || !sameKeys(h, c.names) {
+			return false
+		}
+		for k := range h.Tensors {
+			t := h.inKeyOrder(k)
+			bytes[i] += t.End - t.Begin
+			if inv.byOrder != nil {
+				inv.byOrder[c.at[k]] = int32(starts[i] + h.keyPos(k))
+			}
+		}
+		headers[i] = h
+		return true
+	}
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	defer wg.Wait() // before release, and on a failure too: nothing may still use inv or the index
+	for range min(runtime.GOMAXPROCS(0), len(shards)) {
+		wg.Go(func() {
+			var buf []byte
+			for i := int(next.Add(1) - 1); i < len(shards) && !failed.Load(); i = int(next.Add(1) - 1) {
+				readShard(i, &buf)
+				close(ready[i])
+			}
+		})
+	}
+	if inv.byOrder == nil {
+		inv.byName = make(map[string]int, len(inv.tensors))
+	}
+	for i := range headers {
+		<-ready[i]
+		h := headers[i]
+		if h == nil || (inv.byName != nil && inv.index(starts[i], starts[i+1]) != "") {
+			failed.Store(true)
 			return nil
 		}
-		inv.Files = append(inv.Files, shards[i])
 		inv.addMetadata(h.Metadata)
+	}
+	if inv.byOrder != nil { // else index added them up
+		for _, b := range bytes {
+			inv.TotalBytes += b
+		}
 	}
 	return inv
 }
@@ -225,7 +381,7 @@ func loadShardedChecked(fsys fs.FS) (*Inventory, error) {
 		stray string // the first header tensor the index does not assign here
 	}
 	reads, _ := parallel.Map(context.Background(), shards, runtime.GOMAXPROCS(0), func(_ context.Context, _ int, shard string) shardRead {
-		h, err := readHeaderFS(fsys, shard, false)
+		h, err := readHeaderFS(fsys, shard, headerOpts{})
 		if err != nil {
 			return shardRead{err: err}
 		}
@@ -241,7 +397,7 @@ func loadShardedChecked(fsys fs.FS) (*Inventory, error) {
 	})
 	inv := newInventory()
 	inv.Sharded = true
-	inv.Tensors = make(map[string]Tensor, len(ix.WeightMap))
+	inv.byName = make(map[string]int, len(ix.WeightMap))
 	for i, shard := range shards {
 		h, err := reads[i].h, reads[i].err
 		if errors.Is(err, fs.ErrNotExist) {
@@ -267,7 +423,7 @@ func loadShardedChecked(fsys fs.FS) (*Inventory, error) {
 		if len(h.Tensors) != counts[shard].n {
 			var missing []string
 			for name, s := range ix.WeightMap {
-				if _, ok := inv.Tensors[name]; s == shard && !ok {
+				if s == shard && !inv.Has(name) {
 					missing = append(missing, name)
 				}
 			}
@@ -327,7 +483,7 @@ func checkRegular(fsys fs.FS, name string) error {
 
 // readHeaderFS opens name in fsys and reads its header. Files that are not
 // io.ReaderAt are read sequentially, never further than the header.
-func readHeaderFS(fsys fs.FS, name string, dupKeys bool) (*Header, error) {
+func readHeaderFS(fsys fs.FS, name string, opts headerOpts) (*Header, error) {
 	if err := checkRegular(fsys, name); err != nil {
 		return nil, err
 	}
@@ -347,7 +503,7 @@ func readHeaderFS(fsys fs.FS, name string, dupKeys bool) (*Header, error) {
 	if !ok {
 		ra = &seqReaderAt{r: f}
 	}
-	return readHeader(ra, fi.Size(), name, dupKeys)
+	return readHeader(ra, fi.Size(), name, opts)
 }
 
 // seqReaderAt serves ReadAt from a plain reader by buffering everything read

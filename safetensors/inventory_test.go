@@ -306,7 +306,7 @@ func TestLoad(t *testing.T) {
 			}
 			var sum int64
 			for _, name := range inv.Names() {
-				tn := inv.Tensors[name]
+				tn, _ := inv.Tensor(name)
 				sum += tn.End - tn.Begin
 				if tn.Name != name {
 					t.Errorf("Tensors[%q].Name = %q", name, tn.Name)
@@ -390,7 +390,7 @@ func TestLoadShardedOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{"a": "AAA", "b": "BBBBB", "c": "CCCCCCC"} {
-		tn := inv.Tensors[name]
+		tn, _ := inv.Tensor(name)
 		data, err := os.ReadFile(filepath.Join(dir, tn.File))
 		if err != nil {
 			t.Fatal(err)
@@ -424,9 +424,23 @@ func TestLoadShardedInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(fast, checked) {
-		t.Errorf("in-order inventory %+v\nchecked inventory %+v", fast, checked)
+	sameInventory(t, fast, checked)
+	if fast.byName != nil {
+		t.Error("an index in increasing order still built a map of names")
 	}
+
+	// Names not in increasing order: the in-order way maps them instead.
+	unsorted := t.TempDir()
+	mustWrite(t, unsorted, shard1, u8("a", 3), u8("b", 5))
+	mustWrite(t, unsorted, shard2, u8("c", 7))
+	mustRaw(t, unsorted, IndexFile, `{"weight_map":{"c":"`+shard2+`","a":"`+shard1+`","b":"`+shard1+`"}}`)
+	if fast = loadShardedInOrder(os.DirFS(unsorted)); fast == nil || fast.byName == nil {
+		t.Fatalf("an unsorted index in the headers' order: %+v, want the in-order way with a map", fast)
+	}
+	if checked, err = loadShardedChecked(os.DirFS(unsorted)); err != nil {
+		t.Fatal(err)
+	}
+	sameInventory(t, fast, checked)
 
 	other := t.TempDir()
 	mustWrite(t, other, shard1, u8("b", 5), u8("a", 3))
@@ -445,4 +459,48 @@ func TestLoadShardedInOrder(t *testing.T) {
 	if _, err := Load(os.DirFS(twice)); !errors.Is(err, ErrDuplicateKey) {
 		t.Errorf("Load of an index naming a tensor twice: %v, want ErrDuplicateKey", err)
 	}
+}
+
+// sameInventory compares two inventories through what callers see.
+func sameInventory(t *testing.T, got, want *Inventory) {
+	t.Helper()
+	if got.Sharded != want.Sharded || !reflect.DeepEqual(got.Files, want.Files) || !reflect.DeepEqual(got.Metadata, want.Metadata) ||
+		got.TotalBytes != want.TotalBytes || !reflect.DeepEqual(got.Tensors(), want.Tensors()) || !reflect.DeepEqual(got.Names(), want.Names()) {
+		t.Fatalf("inventory %+v\nwant %+v", got, want)
+	}
+	for _, tn := range want.Tensors() {
+		if g, ok := got.Tensor(tn.Name); !ok || !reflect.DeepEqual(g, tn) {
+			t.Errorf("Tensor(%q) = %+v, %t; want %+v", tn.Name, g, ok, tn)
+		}
+	}
+	for _, name := range []string{"", "model", "zzz", "model.layers.1", "model.layers.1.w0"} {
+		if got.Has(name) || want.Has(name) {
+			t.Errorf("Has(%q) is true", name)
+		}
+	}
+}
+
+// TestLoadMappedIndex: an index past mapIndexMin is mapped, not read, and
+// gives the same inventory as the tensor-by-tensor check.
+func TestLoadMappedIndex(t *testing.T) {
+	dir := t.TempDir()
+	var ts []sttest.WriteTensor
+	for i := range 16_000 {
+		ts = append(ts, u8(fmt.Sprintf("model.layers.%d.mlp.up_proj.weight", i), i%3+1))
+	}
+	if err := sttest.WriteSharded(dir, ts, 8); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(dir, IndexFile)); err != nil || fi.Size() < mapIndexMin {
+		t.Fatalf("index %v, %v: want at least %d bytes", fi, err, mapIndexMin)
+	}
+	fast := loadShardedInOrder(os.DirFS(dir))
+	if fast == nil {
+		t.Fatal("the mapped index did not take the in-order way")
+	}
+	checked, err := loadShardedChecked(os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameInventory(t, fast, checked)
 }

@@ -2,8 +2,10 @@ package safetensors
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"strconv"
 	"unsafe"
 )
@@ -131,13 +133,14 @@ func (s *jsonScanner) key() (string, error) {
 // without escapes are substrings of the document.
 func (s *jsonScanner) str() (string, error) {
 	start := s.pos
-	// Fast path: the closing quote found by a vectorised search, and no
-	// escape or control character before it (a name has neither).
-	if end := bytes.IndexByte(s.buf[start+1:], '"'); end >= 0 && plain(s.buf[start+1:start+1+end]) {
-		s.pos = start + end + 2
-		return s.text[start+1 : start+1+end], nil
+	// Fast path: the first quote, backslash or control byte, found eight
+	// bytes at a time, is the closing quote (a name has neither escape nor
+	// control character).
+	i := start + 1 + special(s.buf[start+1:])
+	if i < len(s.buf) && s.buf[i] == '"' {
+		s.pos = i + 1
+		return s.text[start+1 : i], nil
 	}
-	i := start + 1
 	for i < len(s.buf) {
 		c := s.buf[i]
 		if c == '"' {
@@ -157,14 +160,28 @@ func (s *jsonScanner) str() (string, error) {
 	return "", s.syntax("")
 }
 
-// plain reports whether b holds no backslash and no control character.
-func plain(b []byte) bool {
-	for _, c := range b {
-		if c < 0x20 || c == '\\' {
-			return false
+// special returns the index of the first '"', backslash or control byte in
+// b, or len(b). It tests eight bytes per step: in each word, a byte equal
+// to '"' or '\\' becomes zero after an XOR, and a zero or control byte
+// borrows when 1 or 0x20 is subtracted from it while its top bit is clear.
+// A borrow can also flag bytes above a true match, never below one, so the
+// lowest flag is exact.
+func special(b []byte) int {
+	const ones, tops = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		w := binary.LittleEndian.Uint64(b[i:])
+		q, bs := w^(ones*'"'), w^(ones*'\\')
+		if m := ((q-ones)&^q | (bs-ones)&^bs | (w-ones*0x20)&^w) & tops; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
 		}
 	}
-	return true
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return len(b)
 }
 
 // escaped finishes a string holding escapes: it checks them as it finds the

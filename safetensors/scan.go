@@ -69,8 +69,7 @@ func Scan(ctx context.Context, dir string, inv *Inventory, workers int, progress
 	chunkSize := min(scanChunkSize, max(scanBudget/int64(workers), 1<<20))
 	var items []*scanItem
 	byFile := map[string][]*scanItem{}
-	for _, name := range inv.Names() {
-		t := inv.Tensors[name]
+	for _, t := range inv.Tensors() {
 		if !scannable(t.DType) || t.End <= t.Begin {
 			continue
 		}
@@ -149,6 +148,7 @@ wait:
 			out = append(out, NonFinite{Name: it.t.Name, NaN: n, Inf: i})
 		}
 	}
+	slices.SortFunc(out, func(a, b NonFinite) int { return cmp.Compare(a.Name, b.Name) })
 	return out, nil
 }
 

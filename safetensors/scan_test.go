@@ -218,7 +218,7 @@ func TestScanProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wantTotal int64
-	for _, tn := range inv.Tensors {
+	for _, tn := range inv.Tensors() {
 		if scannable(tn.DType) {
 			wantTotal += tn.Bytes()
 		}
@@ -353,7 +353,7 @@ func TestScanFaultBecomesError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := inv.Tensors["w"]
+	w, _ := inv.Tensor("w")
 	src, err := openSource(dir, SingleFile, w.End)
 	if err != nil {
 		t.Fatal(err)

@@ -72,33 +72,42 @@ func NewResult() *Result {
 // Check diffs the expected tensor set against the inventory, both ways.
 func Check(cfg *model.Config, inv *safetensors.Inventory) *Result {
 	res := NewResult()
-	res.Tensors = len(inv.Tensors)
+	res.Tensors = inv.Len()
 	res.Bytes = inv.TotalBytes
 	res.Files = append(res.Files, inv.Files...)
-	expected := model.ExpectedTensors(cfg)
+	expected := model.ExpectedSet(cfg)
 
 	wantDType, ok := torchToSafetensors[cfg.DType]
 	if !ok {
 		wantDType = "BF16"
 	}
 	res.DType = wantDType
-	// One map lookup per expected tensor; a checkpoint holds one dtype or
-	// two, so they are counted in a short list rather than a map.
+	// One walk over the inventory, each name placed in the expected set
+	// without writing the expected names out; a checkpoint holds one dtype
+	// or two, so they are counted in a short list rather than a map.
 	type dtypeCount struct {
 		dtype string
 		n     int
 	}
 	var seenDTypes []dtypeCount
-	found := 0
-	for _, spec := range expected {
-		t, ok := inv.Tensors[spec.Name]
+	type placed struct {
+		at int // position in the expected set: findings keep its order
+		m  Mismatch
+	}
+	var mismatched []placed
+	var extra []string
+	found := make([]bool, expected.Len())
+	tensors := inv.Tensors()
+	for k := range tensors {
+		t := &tensors[k]
+		at, ok := expected.Find(t.Name)
 		if !ok {
-			res.Missing = append(res.Missing, spec.Name)
+			extra = append(extra, t.Name)
 			continue
 		}
-		found++
-		if !slices.Equal(t.Shape, spec.Shape) {
-			res.Mismatched = append(res.Mismatched, Mismatch{Name: spec.Name, Expected: "shape " + shapeString(spec.Shape), Actual: "shape " + shapeString(t.Shape)})
+		found[at] = true // names are unique in both, so each position once
+		if want := expected.Shape(at); !slices.Equal(t.Shape, want) {
+			mismatched = append(mismatched, placed{at, Mismatch{Name: t.Name, Expected: "shape " + shapeString(want), Actual: "shape " + shapeString(t.Shape)}})
 		}
 		if i := slices.IndexFunc(seenDTypes, func(c dtypeCount) bool { return c.dtype == t.DType }); i >= 0 {
 			seenDTypes[i].n++
@@ -106,31 +115,29 @@ func Check(cfg *model.Config, inv *safetensors.Inventory) *Result {
 			seenDTypes = append(seenDTypes, dtypeCount{t.DType, 1})
 		}
 		if !floatDTypes[t.DType] {
-			res.Mismatched = append(res.Mismatched, Mismatch{Name: spec.Name, Expected: "dtype " + wantDType, Actual: "dtype " + t.DType + " (quantized or integer weights cannot feed the bf16 pipeline)"})
+			mismatched = append(mismatched, placed{at, Mismatch{Name: t.Name, Expected: "dtype " + wantDType, Actual: "dtype " + t.DType + " (quantized or integer weights cannot feed the bf16 pipeline)"}})
 		}
 	}
-	// Expected names are distinct: when each inventory tensor was found,
-	// nothing is unexpected, and the set of expected names is not needed.
-	if found < len(inv.Tensors) {
-		want := make(map[string]bool, len(expected))
-		for _, spec := range expected {
-			want[spec.Name] = true
+	for at, ok := range found {
+		if !ok {
+			res.Missing = append(res.Missing, expected.Spec(at).Name)
 		}
-		for name := range inv.Tensors {
-			if want[name] {
-				continue
-			}
-			// A tied config whose checkpoint also stores lm_head.weight is judged
-			// by the consistency gate, which compares its bytes with the embeddings.
-			if harmless.MatchString(name) || (cfg.TieWordEmbeddings && name == "lm_head.weight") {
-				res.Harmless = append(res.Harmless, name)
-			} else {
-				res.Unexpected = append(res.Unexpected, name)
-			}
-		}
-		slices.Sort(res.Harmless)
-		slices.Sort(res.Unexpected)
 	}
+	slices.SortStableFunc(mismatched, func(a, b placed) int { return a.at - b.at })
+	for _, p := range mismatched {
+		res.Mismatched = append(res.Mismatched, p.m)
+	}
+	for _, name := range extra {
+		// A tied config whose checkpoint also stores lm_head.weight is judged
+		// by the consistency gate, which compares its bytes with the embeddings.
+		if harmless.MatchString(name) || (cfg.TieWordEmbeddings && name == "lm_head.weight") {
+			res.Harmless = append(res.Harmless, name)
+		} else {
+			res.Unexpected = append(res.Unexpected, name)
+		}
+	}
+	slices.Sort(res.Harmless)
+	slices.Sort(res.Unexpected)
 	for _, c := range seenDTypes {
 		dt, n := c.dtype, c.n
 		if floatDTypes[dt] && dt != wantDType {

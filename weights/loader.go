@@ -144,7 +144,7 @@ func CheckLoader(cfg *model.Config, facts *LoaderFacts, inv *safetensors.Invento
 		if f.field == "lm_head" && cfg.TieWordEmbeddings {
 			name = "model.embed_tokens.weight"
 		}
-		if t, ok := inv.Tensors[name]; ok {
+		if t, ok := inv.Tensor(name); ok {
 			l.compare(where, f, t, a, fsys)
 		}
 	}

@@ -31,7 +31,7 @@ func loadedAs(t *testing.T, cfg *model.Config, inv *safetensors.Inventory, fsys 
 	facts := &LoaderFacts{Globals: map[string]ArrayFacts{}}
 	describe := func(f loaderField, hf string) ArrayFacts {
 		name, transposed := source(f.field, hf)
-		tn := inv.Tensors[name]
+		tn, _ := inv.Tensor(name)
 		shape := append([]int64{}, tn.Shape...)
 		if transposed {
 			shape = []int64{shape[1], shape[0]}

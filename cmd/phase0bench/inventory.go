@@ -65,6 +65,14 @@ func (b *bench) inventoryScaling() error {
 	if err := os.WriteFile(script, []byte(pythonHeaderReader), 0o644); err != nil {
 		return err
 	}
+	// The interpreter itself, not what PATH finds first: a version
+	// manager's shim (pyenv's is a shell script) would add its own start-up
+	// to every Python run and flatter the ratio.
+	r, err := runChild(dir, nil, "python3", "-c", "import sys; print(sys.executable)")
+	if err != nil {
+		return err
+	}
+	python := strings.TrimSpace(string(r.stdout))
 	for i, size := range inventorySizes {
 		cfg, err := scaledConfig(base, size)
 		if err != nil {
@@ -77,17 +85,17 @@ func (b *bench) inventoryScaling() error {
 		if err := writeCheckpoint(model, cfg, size.shards); err != nil {
 			return err
 		}
-		if err := b.compareInventory(model, script, size, i == len(inventorySizes)-1); err != nil {
+		if err := b.compareInventory(model, python, script, size, i == len(inventorySizes)-1); err != nil {
 			return err
 		}
 	}
-	b.note("inventory rows: sparse Llama-shaped checkpoints from model.ExpectedTensors; python3 reads the index and each shard's 8-byte length + json.loads(header)")
+	b.note("inventory rows: sparse Llama-shaped checkpoints from model.ExpectedTensors; %s (python3's sys.executable) reads the index and each shard's 8-byte length + json.loads(header)", python)
 	return nil
 }
 
-func (b *bench) compareInventory(model, script string, size inventorySize, gated bool) error {
+func (b *bench) compareInventory(model, pythonExe, script string, size inventorySize, gated bool) error {
 	inspect := []string{b.phase0, "inspect", model, "--json"}
-	python := []string{"python3", script, model}
+	python := []string{pythonExe, script, model}
 	wantTensors := 9*size.layers + 3
 	// Warm both binaries and the headers in the page cache.
 	if _, err := runChild(model, nil, inspect...); err != nil {
@@ -118,8 +126,8 @@ func (b *bench) compareInventory(model, script string, size inventorySize, gated
 			return err
 		}
 		loads = append(loads, time.Since(start))
-		if len(inv.Tensors) != wantTensors {
-			return fmt.Errorf("Load found %d tensors, want %d", len(inv.Tensors), wantTensors)
+		if inv.Len() != wantTensors {
+			return fmt.Errorf("Load found %d tensors, want %d", inv.Len(), wantTensors)
 		}
 	}
 	mi, mp := median(tInspect), median(tPython)

@@ -200,7 +200,7 @@ func writeRandomBF16(path string) error {
 	rng := rand.New(rand.NewPCG(1, 2))
 	buf := make([]byte, fillChunk)
 	for _, name := range inv.Names() {
-		t := inv.Tensors[name]
+		t, _ := inv.Tensor(name)
 		for off := t.Begin; off < t.End; off += fillChunk {
 			chunk := buf[:min(fillChunk, t.End-off)]
 			fillBF16(rng, chunk)
@@ -213,7 +213,7 @@ func writeRandomBF16(path string) error {
 	// One NaN at each tensor's last element and one +Inf in its middle, so
 	// the scan's answer proves it read every tensor to the end.
 	for _, name := range inv.Names() {
-		t := inv.Tensors[name]
+		t, _ := inv.Tensor(name)
 		mid := t.Begin + (t.Bytes()/2)&^1
 		for off, bits := range map[int64]uint16{t.End - 2: 0x7fc1, mid: 0x7f80} {
 			if _, err := f.WriteAt(binary.LittleEndian.AppendUint16(nil, bits), off); err != nil {

@@ -34,6 +34,21 @@ func DTypeSize(dtype string) (int64, bool) {
 	return 0, false
 }
 
+// DTypeName returns the constant spelling of a known dtype name (the name
+// itself when unknown), so a parsed name need not keep its buffer alive.
+func DTypeName(dtype string) string {
+	for _, n := range dtypeNames {
+		if n == dtype {
+			return n
+		}
+	}
+	return dtype
+}
+
+// dtypeNames are the names DTypeSize knows.
+var dtypeNames = [...]string{"BF16", "F16", "F32", "F64", "BOOL", "U8", "I8", "F8_E4M3", "F8_E5M2", "F8_E8M0",
+	"I16", "U16", "I32", "U32", "I64", "U64"}
+
 // ElementCount multiplies a shape's dims, reporting false on overflow.
 func ElementCount(shape []int64) (uint64, bool) {
 	n := uint64(1)

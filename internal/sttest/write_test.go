@@ -135,10 +135,10 @@ func TestWriteSharded(t *testing.T) {
 	if !inv.Sharded || len(inv.Files) != 3 {
 		t.Errorf("Sharded %t, files %v", inv.Sharded, inv.Files)
 	}
-	if len(inv.Tensors) != len(ts) {
-		t.Errorf("%d tensors, want %d", len(inv.Tensors), len(ts))
+	if inv.Len() != len(ts) {
+		t.Errorf("%d tensors, want %d", inv.Len(), len(ts))
 	}
-	if got := inv.Tensors["t6"]; !reflect.DeepEqual(got.Shape, []int64{1 << 20, 7}) || got.File != "model-00003-of-00003.safetensors" {
+	if got, _ := inv.Tensor("t6"); !reflect.DeepEqual(got.Shape, []int64{1 << 20, 7}) || got.File != "model-00003-of-00003.safetensors" {
 		t.Errorf("t6 = %+v", got)
 	}
 	const want = 2<<20*(1+2+3+4+5+6+7) + 3
