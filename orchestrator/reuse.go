@@ -362,7 +362,7 @@ func (st *state) currentInputs(ref *resolvedModel, ws string) (*runInputs, error
 			CacheDir: abs(s.CacheDir), PyShimDir: abs(s.PyShimDir),
 			OutDir: abs(s.OutDir), MaxPerplexity: s.MaxPerplexityRatio, ReferenceSteps: s.ReferenceSteps,
 		},
-		Phase0: phase0Inputs{Version: st.version, Executable: stampMeta(exe, "phase0")},
+		Phase0: phase0Inputs{Version: st.version, Executable: stampExecutable(exe)},
 		Model:  modelInputs{Dir: ref.Dir, ID: ref.ID, Revision: ref.Revision, PromptStyle: ref.PromptStyle},
 	}
 	if in.Python, err = stampPython(py); err != nil {

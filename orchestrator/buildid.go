@@ -1,0 +1,32 @@
+package orchestrator
+
+import (
+	"debug/elf"
+	"io"
+)
+
+// maxBuildIDNote bounds the note read: Go's build ID note is ~100 bytes.
+const maxBuildIDNote = 4 << 10
+
+// stampExecutable identifies phase0's own binary by its Go build ID (the
+// .note.go.buildid section, a hash of everything the binary was built from),
+// not by its mtime: `make phase0` rebuilds bin/phase0 on every call, which
+// rewrites an identical binary with a new mtime and would otherwise make
+// every repeat run look changed. A binary without the note (not ELF, or a
+// build that dropped it) is stamped by its metadata.
+func stampExecutable(path string) fileStamp {
+	f, err := elf.Open(path)
+	if err != nil {
+		return stampMeta(path, "phase0")
+	}
+	defer f.Close()
+	sec := f.Section(".note.go.buildid")
+	if sec == nil || sec.Size == 0 || sec.Size > maxBuildIDNote {
+		return stampMeta(path, "phase0")
+	}
+	note, err := io.ReadAll(io.LimitReader(sec.Open(), maxBuildIDNote))
+	if err != nil {
+		return stampMeta(path, "phase0")
+	}
+	return fileStamp{Name: "phase0", Size: int64(len(note)), SHA256: sha256Hex(note)}
+}
