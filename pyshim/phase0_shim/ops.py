@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from phase0_shim import facts
+from phase0_shim import facts, opargs
 from phase0_shim.calibration import passage_facts
 from phase0_shim.config import generated_config, runner_config
 from phase0_shim.prompts import canonical_prompt, style_from_model_id
@@ -31,15 +31,6 @@ DEFAULT_MAX_SEQ = 64
 TOP_K = 10
 
 
-def _args(args_json: str, required: tuple[str, ...]) -> dict[str, Any]:
-    args = json.loads(args_json)
-    if not isinstance(args, dict):
-        raise ValueError(f"arguments must be a JSON object, got {type(args).__name__}")
-    missing = [k for k in required if args.get(k) in (None, "")]
-    if missing:
-        raise ValueError(f"missing argument(s): {', '.join(missing)}")
-    return args
-
 
 def _dumps(value: dict[str, Any]) -> str:
     return json.dumps(value, allow_nan=False, ensure_ascii=False)
@@ -50,7 +41,7 @@ def environment(args_json: str) -> str:
     import sys
     from importlib import metadata
 
-    _args(args_json, ())
+    opargs.parse(args_json, ())
 
     def version(package: str) -> str:
         try:
@@ -83,7 +74,7 @@ def baseline(args_json: str) -> tuple[str, np.ndarray]:
     # default-model ops do not need.
     from phase0_shim.runner import resolve_runner
 
-    args = _args(args_json, ("model_dir",))
+    args = opargs.parse(args_json, ("model_dir",))
     model_dir = str(args["model_dir"])
     model_id = str(args.get("model_id") or model_dir)
     max_seq = int(args.get("max_seq") or DEFAULT_MAX_SEQ)
@@ -158,7 +149,7 @@ def baseline(args_json: str) -> tuple[str, np.ndarray]:
 def decode_ids(args_json: str) -> str:
     """{model_dir, ids[]} → {texts[] (one per id), text (all ids decoded together), tokens[]}."""
 
-    args = _args(args_json, ("model_dir",))
+    args = opargs.parse(args_json, ("model_dir",))
     ids = args.get("ids") or []
     if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
         raise ValueError(f"ids must be a list of integers, got {ids!r}")
@@ -177,7 +168,7 @@ def decode_ids(args_json: str) -> str:
 
 def loader_facts(args_json: str) -> str:
     """Gate 1 facts: {weights_module, model_dir} → what load_weights returned."""
-    args = _args(args_json, ("weights_module", "model_dir"))
+    args = opargs.parse(args_json, ("weights_module", "model_dir"))
     return _dumps(facts.loader_facts(Path(args["weights_module"]), Path(args["model_dir"])))
 
 
@@ -188,7 +179,7 @@ def config_facts(args_json: str) -> str:
     ``transformers`` is what AutoConfig resolved and the parameters of the
     model transformers would build from it.
     """
-    args = _args(args_json, ("model_dir",))
+    args = opargs.parse(args_json, ("model_dir",))
     module = args.get("weights_module")
     return _dumps(
         {

@@ -8,20 +8,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from phase0_shim import reference
+from phase0_shim import opargs, reference
 from phase0_shim.prompts import BUNDLED_PROMPTS_DIR, PromptStyle, read_prompts, style_from_model_id
 
 DTYPES = ("bfloat16", "float32")
 
-
-def _args(args_json: str, required: tuple[str, ...]) -> dict[str, Any]:
-    args = json.loads(args_json)
-    if not isinstance(args, dict):
-        raise ValueError(f"arguments must be a JSON object, got {type(args).__name__}")
-    missing = [k for k in required if args.get(k) in (None, "")]
-    if missing:
-        raise ValueError(f"missing argument(s): {', '.join(missing)}")
-    return args
 
 
 def _prompt_set(args: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +57,7 @@ def _prompt_set(args: dict[str, Any]) -> dict[str, Any]:
 def reference_plan(args_json: str) -> str:
     """{model_dir, model_id, llms_dir|null, prompt_style|null, prompt|null} →
     the facts a recording is keyed on, without loading torch or the model."""
-    args = _args(args_json, ("model_dir",))
+    args = opargs.parse(args_json, ("model_dir",))
     plan = _prompt_set(args)
     plan["tokenizer_sha256"] = reference.tokenizer_sha256(args["model_dir"])
     plan.update(reference._versions())
@@ -89,7 +80,7 @@ def record_reference(args_json: str) -> str:
     from phase0_shim.threads import recording_threads, torch_threads, usable_cpus
     from phase0_shim.tokens import load_tokenizer
 
-    args = _args(args_json, ("model_dir", "out_dir"))
+    args = opargs.parse(args_json, ("model_dir", "out_dir"))
     model_dir = str(args["model_dir"])
     steps = int(args.get("steps") or reference.DEFAULT_STEPS)
     k = int(args.get("top_k") or reference.DEFAULT_TOP_K)
