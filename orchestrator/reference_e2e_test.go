@@ -204,3 +204,61 @@ func TestReferenceThroughVerifyTree(t *testing.T) {
 		t.Errorf("a recording against itself: %s", res.Text())
 	}
 }
+
+// TestReferenceFailureInRun: a runner whose decode_step raises cannot record
+// the reference. The Phase 0 gates stand (PASS, with a warning), the section
+// says ERROR naming the runner's error, and the verdict is not recorded for
+// reuse, so the next run tries the recording again.
+func TestReferenceFailureInRun(t *testing.T) {
+	llms := t.TempDir()
+	src := filepath.Join(testenv.PyShim(), "tests", "data", "llms", "verify")
+	if err := os.CopyFS(filepath.Join(llms, "verify"), os.DirFS(src)); err != nil {
+		t.Fatal(err)
+	}
+	runner := filepath.Join(llms, "verify", "runners", "hf_runner.py")
+	if err := os.Chmod(runner, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(runner, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.WriteString(`
+
+def _broken_decode_step(self, input_token, current_pos):
+    raise RuntimeError("decode_step broke on purpose")
+
+
+HfRunner.decode_step = _broken_decode_step
+`)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := referenceSettings(t, llms)
+	r := Run(context.Background(), s, tiny(t, "llama-llama3"), "test")
+	if r.Status != verdict.Pass || r.Gates.HFBaseline == nil || r.Gates.HFBaseline.Status != verdict.Pass {
+		b, _ := r.JSON()
+		t.Fatalf("a failed recording must leave the Phase 0 gates standing:\n%s", b)
+	}
+	if r.Reference == nil || r.Reference.Status != verdict.Error || !strings.Contains(r.Reference.Summary, "broke on purpose") {
+		t.Errorf("reference section %+v, want ERROR naming the runner's error", r.Reference)
+	}
+	warned := false
+	for _, w := range r.Warnings {
+		warned = warned || strings.Contains(w, "reference not recorded")
+	}
+	if !warned {
+		t.Errorf("warnings %q do not say the reference was not recorded", r.Warnings)
+	}
+	if got := stageDetail(r, "record_inputs"); !strings.Contains(got, "the reference was not recorded") {
+		t.Errorf("record_inputs %q, want the verdict kept from reuse", got)
+	}
+	if r.Workspace == nil {
+		t.Fatal("no workspace in the report")
+	}
+	inputs := filepath.Join(r.Workspace.Dir, "docs", "development_progress", "phase0", inputsName)
+	if _, err := os.Stat(inputs); !os.IsNotExist(err) {
+		t.Errorf("%s exists (%v): the next run would reuse a verdict without a reference", inputs, err)
+	}
+}

@@ -298,6 +298,11 @@ func recordInputsStage(_ context.Context, st *state) (verdict.Status, string, er
 	if status := st.status(); status != verdict.Pass {
 		return forget(fmt.Sprintf("verdict %s is not reused", status))
 	}
+	// A PASS whose reference could not be recorded must not be reused: the
+	// next run would skip the recording the later phases need.
+	if r := st.reference; r != nil && r.Status != verdict.Pass {
+		return forget("the reference was not recorded")
+	}
 	cur, err := st.currentInputs(st.ref, st.wsDir)
 	if err != nil {
 		return forget(err.Error())
