@@ -5,11 +5,12 @@ import (
 	"path/filepath"
 
 	"context"
+	"strings"
+	"testing"
+
 	"phase0/internal/sttest"
 	"phase0/safetensors"
 	"phase0/verdict"
-	"strings"
-	"testing"
 )
 
 func TestMemoryPreflight(t *testing.T) {

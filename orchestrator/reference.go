@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
-	"phase0/internal/wslock"
 	"phase0/reference"
 	"phase0/scaffold"
 	"phase0/verdict"
@@ -96,14 +94,9 @@ func (st *state) referenceDir() (string, error) {
 		return "", err
 	}
 	ws := filepath.Join(root, spec.Name)
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return "", fmt.Errorf("creating workspace %s: %w", ws, err)
+	if _, err := st.lockWorkspace(ws); err != nil {
+		return "", err
 	}
-	lock, err := wslock.Acquire(filepath.Join(ws, scaffold.LockName), wslock.Self(st.started))
-	if err != nil {
-		return "", fmt.Errorf("workspace %s: %w; wait for that run to finish", ws, err)
-	}
-	st.lock = lock
 	return filepath.Join(ws, "reference"), nil
 }
 

@@ -6,8 +6,9 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
-	"phase0/internal/atomicfile"
 	"strings"
+
+	"phase0/internal/atomicfile"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"

@@ -255,31 +255,6 @@ func reuseModel(s *Settings, arg string) (*resolvedModel, string) {
 	return &resolvedModel{Dir: res.Dir, Revision: res.Revision, ID: ref.ID}, ""
 }
 
-// workspaceDir is <llms>/<name> for a model id.
-func workspaceDir(s *Settings, modelID string) (string, error) {
-	root, err := filepath.Abs(workspaceRoot(s))
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, workspaceName(s, modelID)), nil
-}
-
-// workspaceName is the name setting, else derived from the model id.
-func workspaceName(s *Settings, modelID string) string {
-	if s.Name != "" {
-		return s.Name
-	}
-	return scaffold.DeriveName(modelID)
-}
-
-// reportDirFor is where run records report.json for a workspace.
-func reportDirFor(s *Settings, ws string) (string, error) {
-	if s.ReportDir == "" {
-		return filepath.Join(ws, "docs", "development_progress", "phase0"), nil
-	}
-	return filepath.Abs(s.ReportDir)
-}
-
 // recordInputsStage writes inputs.json for a PASS just recorded, so the next
 // run with the same inputs can reuse it; for any other verdict it removes a
 // stale one. Inputs that changed while the run read them are not recorded.

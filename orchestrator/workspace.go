@@ -51,14 +51,11 @@ func generateStage(_ context.Context, st *state) (verdict.Status, string, error)
 	if _, err := classify(root, spec, files); err != nil {
 		return "", "", err
 	}
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		return "", "", fmt.Errorf("creating workspace %s: %w", ws, err)
-	}
-	lock, err := wslock.Acquire(filepath.Join(ws, scaffold.LockName), wslock.Self(st.started))
+	lock, err := st.lockWorkspace(ws)
 	if err != nil {
-		return "", "", fmt.Errorf("workspace %s: %w; wait for that run to finish", ws, err)
+		return "", "", err
 	}
-	st.lock, st.wsDir, st.spec = lock, ws, spec
+	st.wsDir, st.spec = ws, spec
 	// Decide again under the lock: another run may have changed the folder.
 	mode, err := classify(root, spec, files)
 	if err != nil {
@@ -197,12 +194,9 @@ func workspaceFor(s *Settings, st *state, version string) (string, scaffold.Spec
 	if err != nil {
 		return "", scaffold.Spec{}, err
 	}
-	name := s.Name
+	name := workspaceName(s, st.ref.ID)
 	if name == "" {
-		name = scaffold.DeriveName(st.ref.ID)
-		if name == "" {
-			return "", scaffold.Spec{}, fmt.Errorf("no workspace name can be derived from %q (only ASCII letters and digits are kept); pass --name", filepath.Base(st.ref.ID))
-		}
+		return "", scaffold.Spec{}, fmt.Errorf("no workspace name can be derived from %q (only ASCII letters and digits are kept); pass --name", filepath.Base(st.ref.ID))
 	}
 	spec := scaffold.Spec{
 		Config: *st.analysis.Config, Family: st.analysis.Family,
@@ -213,4 +207,43 @@ func workspaceFor(s *Settings, st *state, version string) (string, scaffold.Spec
 		return "", scaffold.Spec{}, err
 	}
 	return root, spec, nil
+}
+
+// workspaceDir is <llms>/<name> for a model id.
+func workspaceDir(s *Settings, modelID string) (string, error) {
+	root, err := filepath.Abs(workspaceRoot(s))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, workspaceName(s, modelID)), nil
+}
+
+// workspaceName is the name setting, else derived from the model id.
+func workspaceName(s *Settings, modelID string) string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return scaffold.DeriveName(modelID)
+}
+
+// reportDirFor is where run records report.json for a workspace.
+func reportDirFor(s *Settings, ws string) (string, error) {
+	if s.ReportDir == "" {
+		return filepath.Join(ws, "docs", "development_progress", "phase0"), nil
+	}
+	return filepath.Abs(s.ReportDir)
+}
+
+// lockWorkspace creates <name>/ and takes its lock for the rest of the run
+// (released when the state closes); a held lock names its holder.
+func (st *state) lockWorkspace(ws string) (*wslock.Lock, error) {
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		return nil, fmt.Errorf("creating workspace %s: %w", ws, err)
+	}
+	lock, err := wslock.Acquire(filepath.Join(ws, scaffold.LockName), wslock.Self(st.started))
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w; wait for that run to finish", ws, err)
+	}
+	st.lock = lock
+	return lock, nil
 }
