@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"debug/elf"
 	"io"
+	"phase0/fingerprint"
 )
 
 // maxBuildIDNote bounds the note read: Go's build ID note is ~100 bytes.
@@ -14,19 +15,19 @@ const maxBuildIDNote = 4 << 10
 // rewrites an identical binary with a new mtime and would otherwise make
 // every repeat run look changed. A binary without the note (not ELF, or a
 // build that dropped it) is stamped by its metadata.
-func stampExecutable(path string) fileStamp {
+func stampExecutable(path string) fingerprint.File {
 	f, err := elf.Open(path)
 	if err != nil {
-		return stampMeta(path, "phase0")
+		return fingerprint.Stat(path, "phase0", -1)
 	}
 	defer f.Close()
 	sec := f.Section(".note.go.buildid")
 	if sec == nil || sec.Size == 0 || sec.Size > maxBuildIDNote {
-		return stampMeta(path, "phase0")
+		return fingerprint.Stat(path, "phase0", -1)
 	}
 	note, err := io.ReadAll(io.LimitReader(sec.Open(), maxBuildIDNote))
 	if err != nil {
-		return stampMeta(path, "phase0")
+		return fingerprint.Stat(path, "phase0", -1)
 	}
-	return fileStamp{Name: "phase0", Size: int64(len(note)), SHA256: sha256Hex(note)}
+	return fingerprint.File{Name: "phase0", Size: int64(len(note)), SHA256: sha256Hex(note)}
 }

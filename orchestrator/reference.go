@@ -2,10 +2,13 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"phase0/fingerprint"
+	"phase0/internal/atomicfile"
 	"strings"
 	"time"
 
@@ -120,8 +123,14 @@ func recordReferenceStage(ctx context.Context, st *state) (verdict.Status, strin
 			}
 			return "", "", stop
 		}
-		st.warnings = append(st.warnings, "reference not recorded: "+strings.Join(reasons(err), "; "))
-		return verdict.Fail, "not recorded: " + reasons(err)[0], nil
+		// One line in the report (warnings[], report.md); the traceback
+		// goes to the run's log on stderr only.
+		why := reasons(err)
+		st.warnings = append(st.warnings, "reference not recorded: "+why[0])
+		if len(why) > 1 && st.s.Progress != nil {
+			fmt.Fprintf(st.s.Progress, "phase0: reference not recorded: %s\n", strings.Join(why, "\n"))
+		}
+		return verdict.Fail, "not recorded: " + why[0], nil
 	}
 	if r.Status != verdict.Pass && st.command == "reference" {
 		return "", "", errors.New(r.Summary)
@@ -156,6 +165,11 @@ func (st *state) recordReference(ctx context.Context) (*Reference, error) {
 		Prompts: plan.Prompts, CanonicalPrompt: plan.CanonicalPrompt, Dtype: r.Dtype, DecodeSteps: r.Steps, TopK: r.TopK,
 		Runner: plan.Runner + " " + plan.RunnerPath, TorchVersion: plan.Torch, TransformersVersion: plan.Transformers,
 	}
+	if key.InterpreterSHA256, err = st.interpreterDigest(); err != nil {
+		// Unstampable: a key no later run can match, so nothing is reused on it.
+		r.Why = append(r.Why, err.Error())
+		key.InterpreterSHA256 = "unstamped " + st.started.Format(time.RFC3339Nano)
+	}
 	r.KeySHA256 = key.SHA256()
 
 	if st.s.Refresh {
@@ -163,6 +177,9 @@ func (st *state) recordReference(ctx context.Context) (*Reference, error) {
 	} else if old, err := reference.ReadMeta(dir); err == nil {
 		if old.KeySHA256 == r.KeySHA256 {
 			rec, err := reference.Read(dir)
+			if err == nil {
+				err = sourcesUnchanged(dir)
+			}
 			if err == nil {
 				r.Reused = true
 				r.fill(rec)
@@ -191,6 +208,9 @@ func (st *state) recordReference(ctx context.Context) (*Reference, error) {
 	if err != nil {
 		return r, fmt.Errorf("reading back the recording: %w", err)
 	}
+	if err := st.recordSources(dir); err != nil {
+		return r, err
+	}
 	r.fill(got)
 	if got.Meta.KeySHA256 != r.KeySHA256 {
 		r.FailWith("the recording's key %s is not the key it was asked for (%s)", got.Meta.KeySHA256, r.KeySHA256)
@@ -215,6 +235,55 @@ func (st *state) recordReference(ctx context.Context) (*Reference, error) {
 	}
 	r.Summary = fmt.Sprintf("%s %s: %s", verb, dir, r.describe())
 	return r, nil
+}
+
+// sourcesName is the file, in a reference folder, that stamps the Python
+// code the recording ran (the runner, what it imports, the workspace
+// module, the installed packages): a recording whose key matches is reused
+// only while all of it is unchanged.
+const sourcesName = "sources.json"
+
+// recordSources stamps what the worker has imported so far — everything the
+// recording ran — into the reference folder.
+func (st *state) recordSources(dir string) error {
+	var im fingerprint.Imports
+	if _, err := st.session.Call("python_sources", nil, &im); err != nil {
+		return fmt.Errorf("listing the Python the recording ran: %w", err)
+	}
+	js, err := json.MarshalIndent(fingerprint.StampSources(im), "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.Write(filepath.Join(dir, sourcesName), append(js, '\n')); err != nil {
+		return fmt.Errorf("recording the reference's sources: %w", err)
+	}
+	return nil
+}
+
+// sourcesUnchanged says why a recording's Python sources changed since it
+// was made (nil when none did).
+func sourcesUnchanged(dir string) error {
+	var old fingerprint.Sources
+	if err := readJSONFile(filepath.Join(dir, sourcesName), &old); err != nil {
+		return fmt.Errorf("the recording's %s is unreadable (%w)", sourcesName, err)
+	}
+	if why := fingerprint.SourcesChange(old, old.Restamp()); why != "" {
+		return errors.New(why)
+	}
+	return nil
+}
+
+// interpreterDigest stamps the run's Python and its installed packages.
+func (st *state) interpreterDigest() (string, error) {
+	py, err := st.s.python()
+	if err != nil {
+		return "", err
+	}
+	in, err := fingerprint.StampInterpreter(py)
+	if err != nil {
+		return "", err
+	}
+	return in.Digest(), nil
 }
 
 func (r *Reference) fill(rec *reference.Recording) {

@@ -13,11 +13,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"phase0/internal/boundedfile"
 
+	"phase0/fingerprint"
 	"phase0/hfcache"
 	"phase0/internal/atomicfile"
 	"phase0/scaffold"
@@ -27,13 +27,18 @@ import (
 // A repeat `run` on unchanged inputs reuses the recorded verdict instead of
 // starting Python (seconds of interpreter start, torch import and model
 // load for an answer that cannot change). The inputs are everything the
-// verdict depends on, stamped cheaply: the model's files by size, mtime,
-// inode and hub blob name (never re-hashed), the generated files and the
-// verify/ prompts and runner by content (they are small), the settings that
-// change a verdict, phase0's version and binary, and the Python environment
-// by its interpreter and installed distributions (read from site-packages,
-// without starting Python). Only a PASS is reused: a FAIL may come from
-// the machine (memory, a timeout, a crash) and is cheap to recompute anyway.
+// verdict read, stamped by package fingerprint (size, mtime, ctime, inode,
+// device, HF blob; small files by content): every file of the model folder,
+// every file of the workspace module (whoever wrote it), the verify/ tree,
+// every Python source the worker imported outside the standard library
+// (with the import path's folders and the .pth files, so a new
+// sitecustomize is seen), the environment variables that steer Python and
+// torch, the settings that change a verdict, phase0's build, the
+// interpreter and its installed distributions, and the recorded reference
+// the report names. Only a PASS is reused: a FAIL may come from the machine
+// (memory, a timeout, a crash) and is cheap to recompute anyway. When in
+// doubt (a file that cannot be stamped, a record without a stamp) nothing
+// is reused and the run says which input changed.
 
 // inputsName is the file, next to report.json, that records the inputs of
 // the verdict in report.json.
@@ -41,13 +46,10 @@ const inputsName = "inputs.json"
 
 // inputsFormat changes when the stamps change meaning; an older record is
 // then simply not reused.
-const inputsFormat = 1
+const inputsFormat = 2
 
-const (
-	maxRecordFile = 64 << 20 // report.json and inputs.json
-	maxHashedFile = 16 << 20 // generated files, prompts, runners
-	maxListed     = 10000    // entries of one folder we stamp
-)
+// maxRecordFile bounds report.json and inputs.json.
+const maxRecordFile = 64 << 20
 
 // ReusedFrom names the recorded verdict a run reused (report.json) and when
 // it was reached.
@@ -56,28 +58,29 @@ type ReusedFrom struct {
 	Recorded time.Time `json:"recorded"`
 }
 
-// fileStamp identifies one file cheaply. Small files the verdict reads as
-// text carry their sha256 (and no times: content is what matters); model
-// files carry size, mtime, inode and, in the HF cache, the blob they link to.
-type fileStamp struct {
-	Name   string `json:"name"`
-	Size   int64  `json:"size"`
-	MTime  int64  `json:"mtime_ns,omitempty"`
-	Inode  uint64 `json:"inode,omitempty"`
-	Blob   string `json:"blob,omitempty"`
-	SHA256 string `json:"sha256,omitempty"`
-	Absent bool   `json:"absent,omitempty"`
-}
-
 // runInputs is what a `run` verdict depends on.
 type runInputs struct {
-	Settings  settingsInputs `json:"settings"`
-	Phase0    phase0Inputs   `json:"phase0"`
-	Python    pythonInputs   `json:"python"`
-	Model     modelInputs    `json:"model"`
-	Verify    []fileStamp    `json:"verify"`
-	Shim      []fileStamp    `json:"shim"`
-	Generated []fileStamp    `json:"generated"`
+	Settings settingsInputs          `json:"settings"`
+	Phase0   phase0Inputs            `json:"phase0"`
+	Python   fingerprint.Interpreter `json:"python"`
+	Model    modelInputs             `json:"model"`
+	Verify   []fingerprint.File      `json:"verify"`
+	Shim     []fingerprint.File      `json:"shim"`
+	// Workspace is every file of the workspace module: the manifest, the
+	// files it lists and every .py file there, whoever wrote it.
+	Workspace []fingerprint.File `json:"workspace"`
+	// Sources and Reference are stamped at the end of a run (the worker
+	// reports what it imported; the reference is recorded late).
+	Sources   *fingerprint.Sources `json:"sources,omitempty"`
+	Reference *referenceStamp      `json:"reference,omitempty"`
+}
+
+// referenceStamp is the recorded reference a reused PASS names: it must
+// still be there, byte for byte, for the verdict to be reused.
+type referenceStamp struct {
+	Dir       string             `json:"dir"`
+	KeySHA256 string             `json:"key_sha256"`
+	Files     []fingerprint.File `json:"files"`
 }
 
 // settingsInputs are the settings that can change a verdict or where it is
@@ -105,27 +108,16 @@ type settingsInputs struct {
 }
 
 type phase0Inputs struct {
-	Version    string    `json:"version"`
-	Executable fileStamp `json:"executable"`
-}
-
-// pythonInputs stamp the interpreter and what is installed next to it.
-type pythonInputs struct {
-	Executable   string    `json:"executable"`
-	Interpreter  fileStamp `json:"interpreter"`
-	PyvenvCfg    fileStamp `json:"pyvenv_cfg"`
-	SitePackages []string  `json:"site_packages"`
-	Dists        []string  `json:"dists"` // *.dist-info / *.egg-info names: name and version of every package
-	Torch        string    `json:"torch"`
-	Transformers string    `json:"transformers"`
+	Version    string           `json:"version"`
+	Executable fingerprint.File `json:"executable"`
 }
 
 type modelInputs struct {
-	Dir         string      `json:"dir"`
-	ID          string      `json:"id"`
-	Revision    string      `json:"revision,omitempty"`
-	PromptStyle string      `json:"prompt_style,omitempty"`
-	Files       []fileStamp `json:"files"`
+	Dir         string             `json:"dir"`
+	ID          string             `json:"id"`
+	Revision    string             `json:"revision,omitempty"`
+	PromptStyle string             `json:"prompt_style,omitempty"`
+	Files       []fingerprint.File `json:"files"`
 }
 
 // inputsRecord is inputs.json.
@@ -189,6 +181,9 @@ func (st *state) reusable() (*Report, string) {
 	var rec inputsRecord
 	if err := readJSONFile(filepath.Join(reports, inputsName), &rec); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
+			if _, err := os.Stat(filepath.Join(reports, "report.json")); err == nil {
+				return nil, "the verdict recorded in " + reports + " is not a reusable PASS"
+			}
 			return nil, "no recorded verdict in " + reports
 		}
 		return nil, "the recorded inputs are unreadable: " + err.Error()
@@ -218,6 +213,15 @@ func (st *state) reusable() (*Report, string) {
 	}
 	if r.Status != verdict.Pass {
 		return nil, fmt.Sprintf("the recorded verdict is %s; only a PASS is reused", r.Status)
+	}
+	if rec.Inputs.Sources == nil {
+		return nil, "the recorded inputs list no Python sources"
+	}
+	if why := fingerprint.SourcesChange(*rec.Inputs.Sources, rec.Inputs.Sources.Restamp()); why != "" {
+		return nil, why
+	}
+	if why := referenceStillThere(&r, rec.Inputs.Reference); why != "" {
+		return nil, why
 	}
 	r.ReusedFrom = &ReusedFrom{Path: rec.Report, Recorded: rec.Recorded}
 	return &r, ""
@@ -283,10 +287,26 @@ func recordInputsStage(_ context.Context, st *state) (verdict.Status, string, er
 		return forget(err.Error())
 	}
 	if before := st.inputs; before != nil && before.Model.Dir == cur.Model.Dir {
-		before.Generated = cur.Generated // the run itself writes them
+		before.Workspace = cur.Workspace // the run itself writes them
 		if why := inputsChange(before, cur); why != "" {
 			return forget(why + " during the run")
 		}
+	}
+	if st.session == nil {
+		return forget("no Python ran")
+	}
+	var im fingerprint.Imports
+	if _, err := st.session.Call("python_sources", nil, &im); err != nil {
+		return forget("the worker could not list the Python it ran: " + reasons(err)[0])
+	}
+	sources := fingerprint.StampSources(im)
+	cur.Sources = &sources
+	if r := st.reference; r != nil {
+		files, err := fingerprint.Tree(r.Dir, fingerprint.TreeOptions{})
+		if err != nil {
+			return forget("the reference just recorded cannot be stamped: " + err.Error())
+		}
+		cur.Reference = &referenceStamp{Dir: r.Dir, KeySHA256: r.KeySHA256, Files: files}
 	}
 	report := filepath.Join(reports, "report.json")
 	data, err := boundedfile.Read(report, maxRecordFile)
@@ -345,162 +365,69 @@ func (st *state) currentInputs(ref *resolvedModel, ws string) (*runInputs, error
 		Phase0: phase0Inputs{Version: st.version, Executable: stampExecutable(exe)},
 		Model:  modelInputs{Dir: ref.Dir, ID: ref.ID, Revision: ref.Revision, PromptStyle: ref.PromptStyle},
 	}
-	if in.Python, err = stampPython(py); err != nil {
+	if in.Python, err = fingerprint.StampInterpreter(py); err != nil {
 		return nil, err
 	}
-	if in.Model.Files, err = stampFolder(ref.Dir, false); err != nil {
+	if in.Model.Files, err = fingerprint.Tree(ref.Dir, fingerprint.TreeOptions{}); err != nil {
 		return nil, fmt.Errorf("model folder: %w", err)
 	}
 	if s.LLMSDir != "" {
-		for _, sub := range []string{"verify", filepath.Join("verify", "runners"), filepath.Join("verify", "prompts")} {
-			files, err := stampFolder(filepath.Join(in.Settings.LLMSDir, sub), true)
-			if err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, fmt.Errorf("%s: %w", sub, err)
-			}
-			for _, f := range files {
-				f.Name = filepath.Join(sub, f.Name)
-				in.Verify = append(in.Verify, f)
-			}
+		// The whole verify/ tree: the runner, its prompts, and whatever the
+		// runner reads or imports from sub-folders.
+		in.Verify, err = fingerprint.Tree(filepath.Join(in.Settings.LLMSDir, "verify"), fingerprint.TreeOptions{})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("verify: %w", err)
 		}
 	}
 	if s.PyShimDir != "" {
-		if in.Shim, err = stampTree(in.Settings.PyShimDir); err != nil {
+		if in.Shim, err = fingerprint.Tree(in.Settings.PyShimDir, fingerprint.TreeOptions{Skip: []string{".mypy_cache", ".pytest_cache"}}); err != nil {
 			return nil, fmt.Errorf("pyshim %s: %w", s.PyShimDir, err)
 		}
 	}
-	files, err := scaffold.ManifestFiles(ws)
-	if err != nil {
+	if in.Workspace, err = stampWorkspace(ws); err != nil {
 		return nil, err
-	}
-	in.Generated = append(in.Generated, stampHashed(filepath.Join(ws, scaffold.ManifestName), scaffold.ManifestName))
-	for _, rel := range files {
-		in.Generated = append(in.Generated, stampHashed(filepath.Join(ws, filepath.FromSlash(rel)), rel))
 	}
 	return in, nil
 }
 
-// stampMeta identifies a file by size, mtime, inode and (for a link into the
-// HF cache's blobs/) the blob name, which is the hub's hash of its content.
-func stampMeta(path, name string) fileStamp {
-	f := fileStamp{Name: name}
-	if li, err := os.Lstat(path); err == nil && li.Mode()&fs.ModeSymlink != 0 {
-		if target, err := os.Readlink(path); err == nil && strings.Contains(filepath.ToSlash(target), "/blobs/") {
-			f.Blob = filepath.Base(target)
-		}
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		f.Absent = true
-		return f
-	}
-	f.Size, f.MTime = fi.Size(), fi.ModTime().UnixNano()
-	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
-		f.Inode = sys.Ino
-	}
-	return f
-}
-
-// stampHashed identifies a small file by its content.
-func stampHashed(path, name string) fileStamp {
-	f := fileStamp{Name: name}
-	data, err := boundedfile.Read(path, maxHashedFile)
-	if err != nil {
-		f.Absent = true
-		return f
-	}
-	f.Size, f.SHA256 = int64(len(data)), sha256Hex(data)
-	return f
-}
-
-// stampFolder stamps the files directly in dir (not its subfolders), by
-// content when hashed, else by metadata.
-func stampFolder(dir string, hashed bool) ([]fileStamp, error) {
-	entries, err := os.ReadDir(dir)
+// stampWorkspace stamps the workspace module: the manifest and the files it
+// lists (phase0's), and every .py file of the folder (anyone's: a validated
+// upstream module has no manifest).
+func stampWorkspace(ws string) ([]fingerprint.File, error) {
+	listed, err := scaffold.ManifestFiles(ws)
 	if err != nil {
 		return nil, err
 	}
-	if len(entries) > maxListed {
-		return nil, fmt.Errorf("%s holds %d entries, more than the %d phase0 stamps", dir, len(entries), maxListed)
-	}
-	out := []fileStamp{}
-	for _, e := range entries {
-		path := filepath.Join(dir, e.Name())
-		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-			continue
-		}
-		if hashed {
-			out = append(out, stampHashed(path, e.Name()))
-		} else {
-			out = append(out, stampMeta(path, e.Name()))
-		}
-	}
-	return out, nil
-}
-
-// stampTree stamps the files of a working copy of the Python shim, skipping
-// caches tools write there (__pycache__, .mypy_cache, …).
-func stampTree(root string) ([]fileStamp, error) {
-	var out []fileStamp
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if path != root && (d.Name() == "__pycache__" || strings.HasPrefix(d.Name(), ".")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if len(out) == maxListed {
-			return fmt.Errorf("more than %d files", maxListed)
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		out = append(out, stampMeta(path, rel))
-		return nil
+	listed = append(listed, scaffold.ManifestName)
+	files, err := fingerprint.Tree(ws, fingerprint.TreeOptions{
+		Skip:  []string{"reference", ".phase0"},
+		Files: func(rel string) bool { return strings.HasSuffix(rel, ".py") || slices.Contains(listed, rel) },
 	})
-	return out, err
+	if errors.Is(err, fs.ErrNotExist) {
+		return []fingerprint.File{}, nil // not generated yet: every listed file is new at the end
+	}
+	return files, err
 }
 
-// stampPython stamps the interpreter and the distributions installed in its
-// prefix's site-packages, without running it: a venv's python is
-// <prefix>/bin/python and its packages are <prefix>/lib/python3.*/site-packages.
-func stampPython(py string) (pythonInputs, error) {
-	p := pythonInputs{Executable: py, Interpreter: stampMeta(py, filepath.Base(py)), Dists: []string{}}
-	prefix := filepath.Dir(filepath.Dir(py))
-	p.PyvenvCfg = stampMeta(filepath.Join(prefix, "pyvenv.cfg"), "pyvenv.cfg")
-	for _, pattern := range []string{"lib/python3*/site-packages", "lib/python3*/dist-packages", "lib64/python3*/site-packages"} {
-		dirs, _ := filepath.Glob(filepath.Join(prefix, filepath.FromSlash(pattern)))
-		p.SitePackages = append(p.SitePackages, dirs...)
+// referenceStillThere says why a recorded PASS cannot be reused because of
+// its reference ("" when it can): a PASS that names a recording needs that
+// recording, unchanged.
+func referenceStillThere(r *Report, stamp *referenceStamp) string {
+	if r.Reference == nil || r.Reference.Status != verdict.Pass {
+		return ""
 	}
-	for _, dir := range p.SitePackages {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return p, fmt.Errorf("python environment: %w", err)
-		}
-		for _, e := range entries {
-			name := e.Name()
-			if strings.HasSuffix(name, ".dist-info") || strings.HasSuffix(name, ".egg-info") || strings.HasSuffix(name, ".pth") {
-				p.Dists = append(p.Dists, name)
-			}
-		}
+	if stamp == nil || stamp.KeySHA256 != r.Reference.KeySHA256 {
+		return "the recorded inputs do not stamp the reference the report names"
 	}
-	slices.Sort(p.Dists)
-	p.Torch, p.Transformers = distVersion(p.Dists, "torch"), distVersion(p.Dists, "transformers")
-	if p.Torch == "" || p.Transformers == "" {
-		return p, fmt.Errorf("python environment of %s: torch or transformers not found in %s (cannot tell whether it changed)", py, strings.Join(p.SitePackages, ", "))
+	files, err := fingerprint.Tree(stamp.Dir, fingerprint.TreeOptions{})
+	if errors.Is(err, fs.ErrNotExist) {
+		return "the recorded reference " + stamp.Dir + " is gone (it is recorded again)"
 	}
-	return p, nil
-}
-
-// distVersion reads a package's version from its <name>-<version>.dist-info.
-func distVersion(dists []string, pkg string) string {
-	for _, d := range dists {
-		if v, ok := strings.CutPrefix(d, pkg+"-"); ok && strings.HasSuffix(v, ".dist-info") {
-			return strings.TrimSuffix(v, ".dist-info")
-		}
+	if err != nil {
+		return "the recorded reference cannot be stamped: " + err.Error()
+	}
+	if why := fingerprint.Change("reference file", stamp.Files, files); why != "" {
+		return why + " in " + stamp.Dir + " (it is recorded again)"
 	}
 	return ""
 }
@@ -521,9 +448,9 @@ func inputsChange(old, cur *runInputs) string {
 	}
 	for _, l := range []struct {
 		what     string
-		old, cur []fileStamp
-	}{{"verify file", old.Verify, cur.Verify}, {"pyshim file", old.Shim, cur.Shim}, {"generated file", old.Generated, cur.Generated}} {
-		if why := stampsChange(l.what, l.old, l.cur); why != "" {
+		old, cur []fingerprint.File
+	}{{"verify file", old.Verify, cur.Verify}, {"pyshim file", old.Shim, cur.Shim}, {"workspace file", old.Workspace, cur.Workspace}} {
+		if why := fingerprint.Change(l.what, l.old, l.cur); why != "" {
 			return why
 		}
 	}
@@ -558,9 +485,9 @@ func fieldChange(what string, old, cur any) string {
 		if bytes.Equal(a[k], b[k]) {
 			continue
 		}
-		var fa, fb []fileStamp
+		var fa, fb []fingerprint.File
 		if k == "files" && json.Unmarshal(a[k], &fa) == nil && json.Unmarshal(b[k], &fb) == nil {
-			return stampsChange(what+" file", fa, fb)
+			return fingerprint.Change(what+" file", fa, fb)
 		}
 		var da, db []string
 		if k == "dists" && json.Unmarshal(a[k], &da) == nil && json.Unmarshal(b[k], &db) == nil {
@@ -574,32 +501,6 @@ func fieldChange(what string, old, cur any) string {
 		return fmt.Sprintf("%s %s changed (%s → %s)", what, k, clip(a[k]), clip(b[k]))
 	}
 	return what + " changed"
-}
-
-// stampsChange names the first file added, removed or changed.
-func stampsChange(what string, old, cur []fileStamp) string {
-	byName := make(map[string]fileStamp, len(old))
-	for _, f := range old {
-		byName[f.Name] = f
-	}
-	for _, f := range cur {
-		o, ok := byName[f.Name]
-		switch {
-		case !ok:
-			return fmt.Sprintf("%s %s is new", what, f.Name)
-		case o.Absent != f.Absent && f.Absent:
-			return fmt.Sprintf("%s %s was removed", what, f.Name)
-		case o != f:
-			return fmt.Sprintf("%s %s changed", what, f.Name)
-		}
-		delete(byName, f.Name)
-	}
-	for _, f := range old {
-		if _, gone := byName[f.Name]; gone {
-			return fmt.Sprintf("%s %s was removed", what, f.Name)
-		}
-	}
-	return ""
 }
 
 func clip(raw json.RawMessage) string {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"phase0/fingerprint"
 	"phase0/scaffold"
 	"phase0/verdict"
 )
@@ -218,7 +219,7 @@ func TestRunReuse(t *testing.T) {
 		if err := os.WriteFile(module, append(append([]byte{}, orig...), "# edited\n"...), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		changed := "generated file " + filepath.Base(module) + " changed"
+		changed := "workspace file " + filepath.Base(module) + " changed"
 		// The full run validates the user's edit in place (nothing is
 		// overwritten) and records that verdict, which the next run reuses.
 		r := full(t, changed)
@@ -226,6 +227,12 @@ func TestRunReuse(t *testing.T) {
 		if r.Workspace == nil || r.Workspace.Mode != ModeValidatedExisting {
 			t.Errorf("workspace %+v, want the edited module validated in place", r.Workspace)
 		}
+		reused(t, r.Started)
+		// The validated module, edited again (same size, mtime put back):
+		// stamped although phase0 did not write it.
+		rewriteInPlace(t, module, func(b []byte) []byte { return []byte(strings.Replace(string(b), "# edited", "# edites", 1)) })
+		r = full(t, changed)
+		mustPass(t, r)
 		reused(t, r.Started)
 		// Restored, the file is phase0's again: one full run, then reuse.
 		if err := os.WriteFile(module, orig, 0o644); err != nil {
@@ -257,7 +264,7 @@ func TestRunReuse(t *testing.T) {
 		if got := stageDetail(r, "record_inputs"); !strings.Contains(got, "during the run") {
 			t.Fatalf("record_inputs %q, want the inputs left unrecorded", got)
 		}
-		full(t, "no recorded verdict")
+		full(t, "is not a reusable PASS")
 	})
 
 	t.Run("report edited", func(t *testing.T) {
@@ -297,7 +304,7 @@ func TestStampPython(t *testing.T) {
 	if err := os.WriteFile(py, []byte("not run"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	before, err := stampPython(py)
+	before, err := fingerprint.StampInterpreter(py)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,7 +314,7 @@ func TestStampPython(t *testing.T) {
 	if err := os.Rename(filepath.Join(site, "transformers-4.57.0.dist-info"), filepath.Join(site, "transformers-4.58.0.dist-info")); err != nil {
 		t.Fatal(err)
 	}
-	after, err := stampPython(py)
+	after, err := fingerprint.StampInterpreter(py)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +324,7 @@ func TestStampPython(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(site, "torch-2.5.1+cpu.dist-info")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := stampPython(py); err == nil || !strings.Contains(err.Error(), "torch or transformers not found") {
+	if _, err := fingerprint.StampInterpreter(py); err == nil || !strings.Contains(err.Error(), "torch or transformers not found") {
 		t.Errorf("an environment without torch: %v", err)
 	}
 }

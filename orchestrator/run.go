@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"phase0/configgate"
+	"phase0/internal/atomicfile"
 	"phase0/model"
 	"phase0/scaffold"
 	"phase0/verdict"
@@ -110,25 +111,36 @@ func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
 		return "", "", err
 	}
 	st.workspace.ReportJSON, st.workspace.ReportMD = filepath.Join(dir, "report.json"), filepath.Join(dir, "report.md")
+	timing := filepath.Join(st.wsDir, "docs", "development_progress", scaffold.PhaseTimingName)
+	progress := filepath.Join(st.wsDir, "docs", "development_progress", "progress.md")
+	todo := filepath.Join(st.wsDir, "TODO.md")
+	// One commit: every file the record writes must be writable before the
+	// first is written, so a folder that refuses one (read-only, immutable,
+	// full) leaves the previous record whole rather than a PASS report
+	// beside an exit 2.
+	for _, p := range []string{st.workspace.ReportJSON, st.workspace.ReportMD, filepath.Join(dir, "top10.png"), timing, progress, todo, filepath.Join(st.wsDir, scaffold.ManifestName)} {
+		if err := atomicfile.CheckWritable(p); err != nil {
+			return "", "", fmt.Errorf("recording the result (nothing was written): %w", err)
+		}
+	}
 	r := st.report()
 	if err := writeReports(r, dir); err != nil {
 		return "", "", fmt.Errorf("recording the result: %w", err)
 	}
-	timing := filepath.Join(st.wsDir, "docs", "development_progress", scaffold.PhaseTimingName)
 	blockers := withoutLocalPaths(r.blockers(), st)
-	if err := scaffold.UpsertPhase0Entry(timing, scaffold.Phase0Timing(r.Started, time.Now(), string(r.Status), blockers)); err != nil {
-		return "", "", fmt.Errorf("recording the result: %w", err)
+	err = scaffold.UpsertPhase0Entry(timing, scaffold.Phase0Timing(r.Started, time.Now(), string(r.Status), blockers))
+	if err == nil && r.Status == verdict.Pass {
+		err = scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir)))
 	}
-	todo := filepath.Join(st.wsDir, "TODO.md")
-	if r.Status == verdict.Pass {
-		entry := progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir))
-		if err := scaffold.UpsertPhase0Entry(filepath.Join(st.wsDir, "docs", "development_progress", "progress.md"), entry); err != nil {
-			return "", "", fmt.Errorf("recording the result: %w", err)
-		}
-		if err := scaffold.SetPhase0Status(todo, true, nil); err != nil {
-			return "", "", fmt.Errorf("recording the result: %w", err)
-		}
-	} else if err := scaffold.SetPhase0Status(todo, false, blockers); err != nil {
+	if err == nil {
+		err = scaffold.SetPhase0Status(todo, r.Status == verdict.Pass, blockers)
+	}
+	if err != nil {
+		// Checked writable a moment ago, yet a write failed (the disk
+		// filled, a file was locked meanwhile): the report must not stand as
+		// a complete PASS. Marking it is best effort; the error stands.
+		r.Status, r.Error = verdict.Error, "the record is incomplete: "+err.Error()
+		_ = writeReports(r, dir)
 		return "", "", fmt.Errorf("recording the result: %w", err)
 	}
 	return verdict.Pass, st.workspace.ReportMD, nil

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -241,8 +242,11 @@ func (st *state) lockWorkspace(ws string) (*wslock.Lock, error) {
 		return nil, fmt.Errorf("creating workspace %s: %w", ws, err)
 	}
 	lock, err := wslock.Acquire(filepath.Join(ws, scaffold.LockName), wslock.Self(st.started))
-	if err != nil {
+	if errors.Is(err, wslock.ErrHeld) {
 		return nil, fmt.Errorf("workspace %s: %w; wait for that run to finish", ws, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", ws, err)
 	}
 	st.lock = lock
 	return lock, nil

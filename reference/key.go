@@ -5,12 +5,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"phase0/fingerprint"
 	"phase0/internal/boundedfile"
 )
 
@@ -45,33 +45,20 @@ func TokenizerSHA256(modelDir string) (string, error) {
 }
 
 // ModelFilesSHA256 fingerprints a checkpoint without reading its tensors:
-// the name, size and modification time of config.json, generation_config.json,
-// the index and every *.safetensors file. A changed byte is a rewritten file,
-// which moves its mtime.
+// the digest of fingerprint.Tree over the whole model folder (size, mtime,
+// ctime, inode, device and HF blob of every file; small files by content),
+// the very stamps verdict reuse compares.
 func ModelFilesSHA256(modelDir string) (string, error) {
-	entries, err := os.ReadDir(modelDir)
+	files, err := fingerprint.Tree(modelDir, fingerprint.TreeOptions{})
 	if err != nil {
-		return "", fmt.Errorf("listing the model folder: %w", err)
+		return "", fmt.Errorf("fingerprinting the model folder: %w", err)
 	}
-	h := sha256.New()
-	var n int
-	for _, e := range entries {
-		name := e.Name()
-		if name != "config.json" && name != "generation_config.json" && !strings.HasSuffix(name, ".safetensors") && !strings.HasSuffix(name, ".safetensors.index.json") {
-			continue
-		}
-		// Stat follows the HF cache's symlinks to the blobs.
-		st, err := fs.Stat(os.DirFS(modelDir), name)
-		if err != nil {
-			return "", fmt.Errorf("model file %s: %w", name, err)
-		}
-		fmt.Fprintf(h, "%s\x00%d\x00%d\n", name, st.Size(), st.ModTime().UnixNano())
-		n++
-	}
-	if n == 0 {
+	if !slices.ContainsFunc(files, func(f fingerprint.File) bool {
+		return f.Name == "config.json" || strings.HasSuffix(f.Name, ".safetensors")
+	}) {
 		return "", fmt.Errorf("%s holds no config.json or *.safetensors to fingerprint", modelDir)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return fingerprint.Digest(files), nil
 }
 
 // Key is what a recording depends on: a re-run reuses a recording whose key
@@ -88,6 +75,9 @@ type Key struct {
 	Runner              string   `json:"runner"`
 	TorchVersion        string   `json:"torch_version"`
 	TransformersVersion string   `json:"transformers_version"`
+	// InterpreterSHA256 is fingerprint.Interpreter's digest: the python, its
+	// venv and every installed distribution.
+	InterpreterSHA256 string `json:"interpreter_sha256"`
 }
 
 // SHA256 is the key's digest (of its JSON encoding).
@@ -126,6 +116,9 @@ func (k Key) Diff(other Key) []string {
 	}
 	if k.TorchVersion != other.TorchVersion || k.TransformersVersion != other.TransformersVersion {
 		add("torch/transformers", k.TorchVersion+"/"+k.TransformersVersion, other.TorchVersion+"/"+other.TransformersVersion)
+	}
+	if k.InterpreterSHA256 != other.InterpreterSHA256 {
+		add("python environment", short(k.InterpreterSHA256), short(other.InterpreterSHA256))
 	}
 	return out
 }

@@ -4,9 +4,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"phase0/fingerprint"
 	"strings"
 	"testing"
-	"time"
 
 	"phase0/internal/testenv"
 )
@@ -36,6 +36,9 @@ func TestTokenizerSHA256MatchesPython(t *testing.T) {
 	}
 }
 
+// TestModelFilesSHA256FollowsBytes: the key's model fingerprint is the
+// one verdict reuse compares (fingerprint.Tree over the whole folder), so a
+// file swapped in with the old size and mtime, or any new file, changes it.
 func TestModelFilesSHA256FollowsBytes(t *testing.T) {
 	dir := t.TempDir()
 	st := filepath.Join(dir, "model.safetensors")
@@ -45,14 +48,27 @@ func TestModelFilesSHA256FollowsBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, "README.md"), []byte("not a model file"), 0o644)
 	if b, _ := ModelFilesSHA256(dir); b != a {
-		t.Error("a README changed the model fingerprint")
+		t.Fatal("an unchanged folder changed its fingerprint")
 	}
-	later := time.Now().Add(time.Minute)
-	os.Chtimes(st, later, later)
-	if b, _ := ModelFilesSHA256(dir); b == a {
-		t.Error("a rewritten safetensors file (new mtime) kept the fingerprint")
+	files, err := fingerprint.Tree(dir, fingerprint.TreeOptions{})
+	if err != nil || fingerprint.Digest(files) != a {
+		t.Errorf("the key's fingerprint is not fingerprint.Tree's digest (%v)", err)
+	}
+	fi, _ := os.Stat(st)
+	tmp := filepath.Join(t.TempDir(), "new")
+	os.WriteFile(tmp, []byte("87654321"), 0o644)
+	os.Chtimes(tmp, fi.ModTime(), fi.ModTime())
+	if err := os.Rename(tmp, st); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := ModelFilesSHA256(dir)
+	if b == a {
+		t.Error("a safetensors file swapped in with the same size and mtime kept the fingerprint")
+	}
+	os.WriteFile(filepath.Join(dir, "README.md"), []byte("a model card"), 0o644)
+	if c, _ := ModelFilesSHA256(dir); c == b {
+		t.Error("a new file in the model folder kept the fingerprint")
 	}
 	if _, err := ModelFilesSHA256(t.TempDir()); err == nil {
 		t.Error("an empty folder has a fingerprint")

@@ -117,3 +117,38 @@ func SweepStale(dir string, cutoff time.Time, depth int) ([]string, error) {
 	walk(dir, 0)
 	return removed, errors.Join(errs...)
 }
+
+// CheckWritable says whether Write(path, …) can succeed now, without
+// changing anything a reader sees: path's folder must take a new file (one
+// is created and removed) and an existing path must be a regular file that
+// opens for writing (an immutable or read-only file, or a folder in its
+// place, does not). A record of several files checks them all first, so
+// that it writes all of them or none.
+func CheckWritable(path string) error {
+	if st, err := os.Lstat(path); err == nil {
+		if !st.Mode().IsRegular() {
+			return fmt.Errorf("cannot write %s: it is a %s, not a regular file", path, st.Mode().Type())
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("cannot write %s: %w", path, err)
+		}
+		f.Close()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	name := f.Name()
+	f.Close()
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("cannot write %s: removing the probe %s: %w", path, name, err)
+	}
+	return nil
+}

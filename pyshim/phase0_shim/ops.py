@@ -26,6 +26,7 @@ from phase0_shim.tokens import load_tokenizer, special_ids, special_token_ids, t
 from phase0_shim.default_model import prepare as default_model  # noqa: F401
 from phase0_shim.hub import download  # noqa: F401
 from phase0_shim.reference_op import record_reference, reference_plan  # noqa: F401
+from phase0_shim.sources import python_sources  # noqa: F401
 
 DEFAULT_MAX_SEQ = 64
 TOP_K = 10

@@ -194,7 +194,12 @@ def tensors_of(gens: list[Generation], diagnosis: dict[str, np.ndarray]) -> dict
 
 
 def _write_atomic(path: Path, fill: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
+    """Write ``path`` through a temporary file; an OSError names ``path``
+    (a full disk raised inside a writer often names no file at all)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
+    except OSError as e:
+        raise OSError(e.errno, f"cannot write {path}: {e.strerror}") from e
     os.close(fd)
     try:
         fill(tmp)
@@ -202,6 +207,9 @@ def _write_atomic(path: Path, fill: Any) -> None:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
+    except OSError as e:
+        Path(tmp).unlink(missing_ok=True)
+        raise OSError(e.errno, f"cannot write {path}: {e.strerror or e}") from e
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
