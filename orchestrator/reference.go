@@ -87,6 +87,10 @@ func (st *state) referenceDir() (string, error) {
 		return filepath.Abs(st.s.ReferenceOut)
 	}
 	if st.wsDir != "" {
+		if st.foreign {
+			out, err := st.s.outsideDir(st.wsDir)
+			return filepath.Join(out, "reference"), err
+		}
 		return filepath.Join(st.wsDir, "reference"), nil
 	}
 	root, spec, err := workspaceFor(st.s, st, st.version)
@@ -99,6 +103,10 @@ func (st *state) referenceDir() (string, error) {
 	ws := filepath.Join(root, spec.Name)
 	if _, err := st.lockWorkspace(ws); err != nil {
 		return "", err
+	}
+	if st.foreign {
+		out, err := st.s.outsideDir(ws)
+		return filepath.Join(out, "reference"), err
 	}
 	return filepath.Join(ws, "reference"), nil
 }
@@ -342,9 +350,13 @@ func (r *Reference) markdown() string {
 // progressLine is the progress.md line naming the reference ("" when none
 // was made). progress.md is committed, so it names the folder relative to
 // the workspace, never by its absolute path.
-func (r *Reference) progressLine() string {
+func (r *Reference) progressLine(outside bool) string {
 	if r == nil || r.Status != verdict.Pass {
 		return ""
+	}
+	if outside {
+		return fmt.Sprintf("- Reference for the later phases: recorded outside this folder, in phase0's record of it (%s; key `%s`; `phase0 run` prints where)\n",
+			r.describe(), r.KeySHA256[:12])
 	}
 	return fmt.Sprintf("- Reference for the later phases: `reference/` (%s; key `%s`); judge a runner with `phase0 compare <workspace>/reference CANDIDATE`\n",
 		r.describe(), r.KeySHA256[:12])

@@ -112,8 +112,11 @@ type Workspace struct {
 	Unchanged   []string `json:"unchanged"`
 	Kept        []string `json:"kept"` // documents that existed and were left as they were
 	HelpersKept []string `json:"helpers_kept"`
-	ReportJSON  string   `json:"report_json,omitempty"`
-	ReportMD    string   `json:"report_md,omitempty"`
+	// RecordDir is where the record of a folder phase0 did not create
+	// lives (its lock, report and reference), outside that folder.
+	RecordDir  string `json:"record_dir,omitempty"`
+	ReportJSON string `json:"report_json,omitempty"`
+	ReportMD   string `json:"report_md,omitempty"`
 }
 
 // ErrorReport is the report of an invocation that never reached a model

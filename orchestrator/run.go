@@ -118,7 +118,11 @@ func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
 	// first is written, so a folder that refuses one (read-only, immutable,
 	// full) leaves the previous record whole rather than a PASS report
 	// beside an exit 2.
-	for _, p := range []string{st.workspace.ReportJSON, st.workspace.ReportMD, filepath.Join(dir, "top10.png"), timing, progress, todo, filepath.Join(st.wsDir, scaffold.ManifestName)} {
+	targets := []string{st.workspace.ReportJSON, st.workspace.ReportMD, filepath.Join(dir, "top10.png"), timing, progress, todo, filepath.Join(st.wsDir, scaffold.ManifestName)}
+	if st.foreign {
+		return st.recordOutside(dir, progress, todo)
+	}
+	for _, p := range targets {
 		if err := atomicfile.CheckWritable(p); err != nil {
 			return "", "", fmt.Errorf("recording the result (nothing was written): %w", err)
 		}
@@ -144,6 +148,41 @@ func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
 		return "", "", fmt.Errorf("recording the result: %w", err)
 	}
 	return verdict.Pass, st.workspace.ReportMD, nil
+}
+
+// recordOutside records a run on a folder phase0 did not create: the
+// reports go to dir (outside the folder); the folder gets nothing, except,
+// mid-deployment and on PASS, its Phase 0 entry in progress.md and the
+// tick in TODO.md. Like recordStage, it checks every target first.
+func (st *state) recordOutside(dir, progress, todo string) (verdict.Status, string, error) {
+	r := st.report()
+	targets := []string{st.workspace.ReportJSON, st.workspace.ReportMD, filepath.Join(dir, "top10.png")}
+	enter := r.Status == verdict.Pass && midDeployment(st.wsDir)
+	if enter {
+		targets = append(targets, progress, todo)
+	}
+	for _, p := range targets {
+		if err := atomicfile.CheckWritable(p); err != nil {
+			return "", "", fmt.Errorf("recording the result (nothing was written): %w", err)
+		}
+	}
+	if err := writeReports(r, dir); err != nil {
+		return "", "", fmt.Errorf("recording the result: %w", err)
+	}
+	detail := st.workspace.ReportMD + " (outside " + st.wsDir + ", which is left as it was)"
+	if !enter {
+		return verdict.Pass, detail, nil
+	}
+	err := scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir)))
+	if err == nil {
+		err = scaffold.SetPhase0Status(todo, true, nil)
+	}
+	if err != nil {
+		r.Status, r.Error = verdict.Error, "the record is incomplete: "+err.Error()
+		_ = writeReports(r, dir)
+		return "", "", fmt.Errorf("recording the result: %w", err)
+	}
+	return verdict.Pass, st.workspace.ReportMD + " (Phase 0 entered in " + st.wsDir + "'s progress.md and TODO.md)", nil
 }
 
 // progressEntry is the Phase 0 entry for progress.md.
@@ -198,7 +237,7 @@ func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string) 
 		fmt.Fprintf(&sb, "- %s\n", calibrationLine(b.Calibration))
 	}
 	fmt.Fprintf(&sb, "- Tool: phase0 %s (torch %s, transformers %s), %s\n", r.Version, b.Torch, b.Transformers, r.Started.Format(time.RFC3339))
-	sb.WriteString(r.Reference.progressLine())
+	sb.WriteString(r.Reference.progressLine(r.Workspace != nil && r.Workspace.RecordDir != ""))
 	return sb.String()
 }
 

@@ -47,6 +47,9 @@ type state struct {
 	spec      scaffold.Spec
 	workspace *Workspace
 	lock      *wslock.Lock // held from generate to the end of the run
+	// foreign: the workspace is a folder phase0 did not create; its lock
+	// and record live outside it (foreign.go).
+	foreign bool
 
 	preflight *preflight.Report // machine readiness (run only; informational)
 

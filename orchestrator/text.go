@@ -41,6 +41,9 @@ func (r *Report) Text() string {
 		for _, f := range w.Foreign {
 			fmt.Fprintf(&b, "  kept as found: %s\n", f)
 		}
+		if w.RecordDir != "" && w.ReportMD != "" {
+			fmt.Fprintf(&b, "  record (outside the folder, which phase0 left as it was): %s\n", w.ReportMD)
+		}
 	}
 	for _, rej := range r.Rejections {
 		fmt.Fprintf(&b, "  rejected [%s]: %s\n", rej.Code, rej.Message)

@@ -62,17 +62,24 @@ func generateStage(_ context.Context, st *state) (verdict.Status, string, error)
 	if err != nil {
 		return "", "", err
 	}
-	swept, err := st.sweep(lock.Acquired)
-	if err != nil {
-		st.warnings = append(st.warnings, err.Error())
-	}
 	module := spec.Name + "_weights.py"
-	if mode == ModeValidatedExisting {
-		files = documentsOnly(files)
-	}
-	res, err := scaffold.Write(ws, files)
-	if err != nil {
-		return "", "", err
+	var swept []string
+	var res scaffold.Result
+	if st.foreign {
+		// Nothing is written into, or swept from, a folder phase0 did not create.
+		if mode != ModeValidatedExisting {
+			return "", "", fmt.Errorf("%s holds no %s and no phase0 manifest; phase0 does not write into it — pass --name to pick another name", ws, module)
+		}
+	} else {
+		if swept, err = st.sweep(lock.Acquired); err != nil {
+			st.warnings = append(st.warnings, err.Error())
+		}
+		if mode == ModeValidatedExisting {
+			files = documentsOnly(files)
+		}
+		if res, err = scaffold.Write(ws, files); err != nil {
+			return "", "", err
+		}
 	}
 	w := &Workspace{Dir: ws, Name: spec.Name, Mode: mode, Written: nonNil(res.Written), Unchanged: nonNil(res.Unchanged),
 		Kept: nonNil(res.Kept), Foreign: nonNil(res.Foreign), Swept: swept, HelpersKept: []string{}}
@@ -85,6 +92,14 @@ func generateStage(_ context.Context, st *state) (verdict.Status, string, error)
 	detail := fmt.Sprintf("%s: %d written, %d unchanged", ws, len(res.Written), len(res.Unchanged))
 	if mode == ModeValidatedExisting {
 		detail = fmt.Sprintf("%s: validating the existing %s (not phase0's); %d document(s) written", ws, module, len(res.Written))
+	}
+	if st.foreign {
+		out, err := st.s.outsideDir(ws)
+		if err != nil {
+			return "", "", err
+		}
+		w.RecordDir = out
+		detail = fmt.Sprintf("%s: validating the existing %s (not phase0's); the folder is left as it is, the record goes to %s", ws, module, out)
 	}
 	if len(swept) > 0 {
 		detail += fmt.Sprintf(", %d stale temporary file(s) removed", len(swept))
@@ -227,21 +242,37 @@ func workspaceName(s *Settings, modelID string) string {
 	return scaffold.DeriveName(modelID)
 }
 
-// reportDirFor is where run records report.json for a workspace.
+// reportDirFor is where run records report.json for a workspace: the
+// report_dir setting, else the workspace's docs/development_progress/phase0,
+// else, for a folder phase0 did not create, outside it (foreign.go).
 func reportDirFor(s *Settings, ws string) (string, error) {
-	if s.ReportDir == "" {
-		return filepath.Join(ws, "docs", "development_progress", "phase0"), nil
+	if s.ReportDir != "" {
+		return filepath.Abs(s.ReportDir)
 	}
-	return filepath.Abs(s.ReportDir)
+	if foreignFolder(ws) {
+		return s.outsideDir(ws)
+	}
+	return filepath.Join(ws, "docs", "development_progress", "phase0"), nil
 }
 
 // lockWorkspace creates <name>/ and takes its lock for the rest of the run
-// (released when the state closes); a held lock names its holder.
+// (released when the state closes); a held lock names its holder. A folder
+// phase0 did not create is locked from outside (foreign.go).
 func (st *state) lockWorkspace(ws string) (*wslock.Lock, error) {
-	if err := os.MkdirAll(ws, 0o755); err != nil {
+	lockPath := filepath.Join(ws, scaffold.LockName)
+	if foreignFolder(ws) {
+		out, err := st.s.outsideDir(ws)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			return nil, fmt.Errorf("creating %s: %w", out, err)
+		}
+		lockPath, st.foreign = filepath.Join(out, scaffold.LockName), true
+	} else if err := os.MkdirAll(ws, 0o755); err != nil {
 		return nil, fmt.Errorf("creating workspace %s: %w", ws, err)
 	}
-	lock, err := wslock.Acquire(filepath.Join(ws, scaffold.LockName), wslock.Self(st.started))
+	lock, err := wslock.Acquire(lockPath, wslock.Self(st.started))
 	if errors.Is(err, wslock.ErrHeld) {
 		return nil, fmt.Errorf("workspace %s: %w; wait for that run to finish", ws, err)
 	}

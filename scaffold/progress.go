@@ -186,3 +186,13 @@ func findWorkspace(p string) (workspace, rel string, ok bool) {
 	}
 	return "", "", false
 }
+
+// HasPhaseChecklist says whether the TODO.md at todoPath holds the skill's
+// "0: Build CPU Reference" checkbox (false when there is no TODO.md).
+func HasPhaseChecklist(todoPath string) (bool, error) {
+	text, err := readText(todoPath)
+	if err != nil {
+		return false, err
+	}
+	return phase0Box.MatchString(text), nil
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"phase0/fingerprint"
 	"time"
 
 	"phase0/worker"
@@ -94,6 +95,9 @@ func (b *bench) rerun() error {
 	b.add("repeat run, unchanged tiny llama (reused, median of 5)", ms(mr), "-", true)
 	b.add("python -c 'import torch' (median of 5)", ms(mi), "-", true)
 	b.add("repeat run / import torch", fmt.Sprintf("%.3fx", ratio), fmt.Sprintf("<= %.1fx", rerunRatio), ratio <= rerunRatio)
+	if err := b.stampCost("tiny llama", filepath.Join(dir, "ws")); err != nil {
+		b.fail("reuse stamps, tiny llama", err)
+	}
 
 	var tFresh, tPlain []time.Duration
 	for range freshRuns { // interleaved
@@ -155,5 +159,51 @@ func (b *bench) workerExit() error {
 	b.add("worker close after import torch: exit without Py_FinalizeEx (median of 3)", ms(mf), "-", true)
 	b.add("worker close after import torch: PHASE0_WORKER_FINALIZE=1 (median of 3)", ms(mF), "-", true)
 	b.add("worker exit without Py_FinalizeEx saves", ms(mF-mf), "> 0", mF > mf)
+	return nil
+}
+
+// stampCost times, in-process, what a reuse check stamps for the verdict
+// recorded under wsRoot: the model folder and every recorded Python source,
+// import folder and .pth file (median of 5, after one warm-up).
+func (b *bench) stampCost(label, wsRoot string) error {
+	found, err := filepath.Glob(filepath.Join(wsRoot, "*", "docs", "development_progress", "phase0", "inputs.json"))
+	if err != nil || len(found) != 1 {
+		return fmt.Errorf("want one inputs.json under %s, found %v (%v)", wsRoot, found, err)
+	}
+	data, err := os.ReadFile(found[0])
+	if err != nil {
+		return err
+	}
+	var rec struct {
+		Inputs struct {
+			Model struct {
+				Dir string `json:"dir"`
+			} `json:"model"`
+			Sources *fingerprint.Sources `json:"sources"`
+		} `json:"inputs"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return fmt.Errorf("%s: %w", found[0], err)
+	}
+	if rec.Inputs.Sources == nil {
+		return fmt.Errorf("%s records no sources", found[0])
+	}
+	var times []time.Duration
+	var nModel int
+	for i := range 6 {
+		start := time.Now()
+		files, err := fingerprint.Tree(rec.Inputs.Model.Dir, fingerprint.TreeOptions{})
+		if err != nil {
+			return err
+		}
+		_ = rec.Inputs.Sources.Restamp()
+		if i > 0 {
+			times = append(times, time.Since(start))
+		}
+		nModel = len(files)
+	}
+	src := rec.Inputs.Sources
+	b.add(fmt.Sprintf("reuse stamps, %s: %d model files, %d Python sources, %d import folders (median of 5)", label, nModel, len(src.Files), len(src.Listings)),
+		ms(median(times)), "-", true)
 	return nil
 }

@@ -143,7 +143,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Opt
 	runCmd := add("run", "All of Phase 0: inspect, generate the workspace, Python gates, baseline, record", true, orchestrator.Run)
 	runCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
 	runCmd.Flags().String("out-dir", "", "folder for <name>/ when there is no --llms-dir (default ./workspace; bundled runner)")
-	runCmd.Flags().Bool("fresh", false, "run everything even when the recorded verdict's inputs are unchanged")
+	runCmd.Flags().Bool("fresh", false, "run everything even when the recorded verdict's inputs are unchanged.\nReuse watches every model file, workspace .py, verify/ file and imported Python source\n(size, mtime, ctime, inode, HF blob; small files by content), the import path, the\nenvironment, the interpreter and its packages, the settings and the recorded reference;\nit cannot see a change with a forged ctime: --fresh is the escape")
 	runCmd.Flags().String("report-dir", "", "where report.json and report.md go (default: <workspace>/docs/development_progress/phase0)")
 	refCmd := add("reference", "Record (or reuse) the HF reference the later phases compare against, into <workspace>/reference", true, orchestrator.ReferenceRun)
 	refCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
