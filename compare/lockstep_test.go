@@ -82,6 +82,9 @@ type recording struct {
 	chosen    [][]int64
 	topk      [][][]int64
 	ffn       [][]float32 // per layer, 2 positions × 2
+	role      string      // "": reference
+	// edit changes the tensors before they are written (nil: as recorded).
+	edit func([]sttest.WriteTensor) []sttest.WriteTensor
 }
 
 func i64(xs []int64) []byte {
@@ -125,13 +128,20 @@ func writeRecording(t *testing.T, rec recording) string {
 	for l, v := range rec.ffn {
 		ts = append(ts, sttest.WriteTensor{Name: "diagnosis.layer." + strconv.Itoa(l) + ".ffn_out", DType: "F32", Shape: []int64{2, 2}, Data: f32(v)})
 	}
+	if rec.edit != nil {
+		ts = rec.edit(ts)
+	}
 	path := filepath.Join(dir, reference.TensorsFile)
 	if err := sttest.WriteFile(path, ts, nil); err != nil {
 		t.Fatal(err)
 	}
 	data, _ := os.ReadFile(path)
 	sum := sha256.Sum256(data)
-	meta, _ := json.Marshal(reference.Meta{Format: reference.Format, Runner: "test", Dtype: "bfloat16", TokenizerSHA256: rec.tokenizer,
+	role := rec.role
+	if role == "" {
+		role = reference.RoleReference
+	}
+	meta, _ := json.Marshal(reference.Meta{Format: reference.Format, Role: role, Runner: "test", Dtype: "bfloat16", TokenizerSHA256: rec.tokenizer,
 		Prompts: rec.prompts, DecodeSteps: steps, TopK: k, TensorsSHA256: hex.EncodeToString(sum[:]), TensorsBytes: int64(len(data))})
 	if err := os.WriteFile(filepath.Join(dir, reference.MetaFile), meta, 0o644); err != nil {
 		t.Fatal(err)
@@ -182,6 +192,64 @@ func TestFilesVerdictsAndExitCodes(t *testing.T) {
 				t.Errorf("result does not encode: %v", err)
 			}
 		})
+	}
+}
+
+// TestFilesRefusesMalformedRecordings: a value or a name no recorder writes,
+// on either side, is "could not compare" (exit 2) naming the tensor or field,
+// the value and what is allowed; never a verdict.
+func TestFilesRefusesMalformedRecordings(t *testing.T) {
+	replace := func(name string, data []byte) func([]sttest.WriteTensor) []sttest.WriteTensor {
+		return func(ts []sttest.WriteTensor) []sttest.WriteTensor {
+			for i := range ts {
+				if ts[i].Name == name {
+					ts[i].Data = data
+				}
+			}
+			return ts
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*recording)
+		want string
+	}{
+		{"negative nonfinite", func(r *recording) { r.edit = replace("prompt.1.nonfinite", i64([]int64{0, -512})) },
+			"tensor prompt.1.nonfinite[1] is -512: a count of non-finite logits, want >= 0"},
+		{"+Inf log-probability with nonfinite 0", func(r *recording) {
+			r.edit = replace("prompt.0.topk_logprobs", f32([]float32{0, -1, -2, -3, -4, -0.5, float32(math.Inf(1)), -2, -3, -4}))
+		}, "tensor prompt.0.topk_logprobs[1][1] is +Inf while prompt.0.nonfinite[1] is 0: the log-probability of finite logits is finite and <= 0"},
+		{"negative top-k id", func(r *recording) { r.topk[0][1] = []int64{8, 1, -2, 3, 4} },
+			"tensor prompt.0.topk_ids[1][2] is -2: a token id, want >= 0"},
+		{"unknown tensor", func(r *recording) {
+			r.edit = func(ts []sttest.WriteTensor) []sttest.WriteTensor {
+				return append(ts, sttest.WriteTensor{Name: "prompt.0.hidden", DType: "F32", Shape: []int64{1}, Data: f32([]float32{1})})
+			}
+		}, "tensor prompt.0.hidden is not part of the format"},
+		{"unknown role", func(r *recording) { r.role = "npu" }, `role "npu", want "reference" or "candidate"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			good := writeRecording(t, baseRecording())
+			rec := baseRecording()
+			tc.edit(&rec)
+			bad := writeRecording(t, rec)
+			for side, dirs := range map[string][2]string{"candidate": {good, bad}, "reference": {bad, good}} {
+				r := Files(dirs[0], dirs[1])
+				if r.Status != verdict.Error || r.ExitCode() != 2 || !strings.HasPrefix(r.Error, side+": ") || !strings.Contains(r.Error, tc.want) {
+					t.Errorf("malformed %s: status %s, exit %d, error %q; want ERROR, exit 2, naming %q", side, r.Status, r.ExitCode(), r.Error, tc.want)
+				}
+			}
+		})
+	}
+	// A candidate recorded by another runner reads, with other files beside it.
+	rec := baseRecording()
+	rec.role = reference.RoleCandidate
+	cand := writeRecording(t, rec)
+	if err := os.WriteFile(filepath.Join(cand, "sources.json"), []byte(`{"runner": "npu"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := Files(writeRecording(t, baseRecording()), cand); r.Status != verdict.Pass {
+		t.Errorf("a candidate with a sources.json: %s", r.Text())
 	}
 }
 

@@ -4,6 +4,7 @@
 // KeyboardInterrupt. Only stable-ABI calls (Py_LIMITED_API 3.10) are used.
 #include <Python.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "_cgo_export.h"
 
@@ -61,8 +62,16 @@ static PyObject *execute(PyObject *self, PyObject *pyargs) {
             return NULL;
         }
         // The UTF-8 buffers live as long as fast; p0start copies them.
-        argv[i] = (char *)PyUnicode_AsUTF8AndSize(item, NULL);
+        Py_ssize_t size;
+        argv[i] = (char *)PyUnicode_AsUTF8AndSize(item, &size);
         if (argv[i] == NULL) {
+            free(argv);
+            Py_DECREF(fast);
+            return NULL;
+        }
+        // Go reads a C string: it would stop at an embedded NUL and see another argument.
+        if (strlen(argv[i]) != (size_t)size) {
+            PyErr_Format(PyExc_ValueError, "phase0: argument %zd holds a NUL character", i + 1);
             free(argv);
             Py_DECREF(fast);
             return NULL;

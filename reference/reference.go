@@ -3,7 +3,9 @@
 // intermediates, as phase0_shim/reference.py writes them. It also computes the
 // key that says whether a recording still matches its model.
 //
-// A recording is <dir>/reference.json (metadata) and <dir>/reference.safetensors:
+// A recording is <dir>/reference.json (metadata; its role is "reference" or
+// "candidate") and <dir>/reference.safetensors, which holds these tensors and
+// no others (other files in <dir> are not part of the recording and are not read):
 //
 //	prompt.<i>.tokens         I64 [n_tokens]      the prompt's token ids
 //	prompt.<i>.chosen         I64 [steps]         the runner's chosen (greedy) token per step
@@ -43,6 +45,14 @@ const (
 	// DefaultSteps and DefaultTopK are upstream verify's GATE_N_TOKENS and GATE_K.
 	DefaultSteps = 32
 	DefaultTopK  = 5
+
+	// The roles a recording may have: phase0's HF reference, or a candidate
+	// (any runner recorded through phase0_shim.reference, an fp32 self-check).
+	RoleReference = "reference"
+	RoleCandidate = "candidate"
+	// layerProbe is the only per-layer diagnosis probe the format defines
+	// (phase0_shim.reference.PROBE).
+	layerProbe = "ffn_out"
 
 	maxMetaBytes    = 4 << 20
 	maxTensorsBytes = 8 << 30
@@ -125,6 +135,9 @@ func ReadMeta(dir string) (*Meta, error) {
 	if m.Format != Format {
 		return nil, formatErr(path, "format %q, want %q", m.Format, Format)
 	}
+	if m.Role != RoleReference && m.Role != RoleCandidate {
+		return nil, formatErr(path, "role %q, want %q or %q", m.Role, RoleReference, RoleCandidate)
+	}
 	if len(m.Prompts) == 0 || m.DecodeSteps < 1 || m.TopK < 1 {
 		return nil, formatErr(path, "%d prompts, decode_steps %d, top_k %d: each must be at least 1", len(m.Prompts), m.DecodeSteps, m.TopK)
 	}
@@ -163,6 +176,9 @@ func Read(dir string) (*Recording, error) {
 		r.Bytes += st.Size()
 	}
 	tr := tensorReader{path: path, data: data, byName: byName}
+	if err := tr.checkNames(len(m.Prompts), m.NLayers); err != nil {
+		return nil, err
+	}
 	steps, k := int64(m.DecodeSteps), int64(m.TopK)
 	for i, text := range m.Prompts {
 		p := Prompt{Text: text}
@@ -187,6 +203,9 @@ func Read(dir string) (*Recording, error) {
 		for s := int64(0); s < steps; s++ {
 			p.TopKIDs = append(p.TopKIDs, ids[s*k:(s+1)*k])
 			p.TopKLogprobs = append(p.TopKLogprobs, lps[s*k:(s+1)*k])
+		}
+		if err := checkValues(path, i, &p); err != nil {
+			return nil, err
 		}
 		r.Prompts = append(r.Prompts, p)
 	}
@@ -261,10 +280,10 @@ func (tr tensorReader) probes(nLayers int) ([]Probe, error) {
 		if !ok {
 			continue
 		}
-		num, probe, ok := strings.Cut(rest, ".")
-		layer, err := strconv.Atoi(num)
-		if !ok || err != nil || layer < 0 {
-			return nil, formatErr(tr.path, "tensor %s: want diagnosis.layer.<n>.<probe>", name)
+		num, probe, _ := strings.Cut(rest, ".")
+		layer, ok := index(num)
+		if !ok { // checkNames let none through
+			return nil, formatErr(tr.path, "tensor %s: want diagnosis.layer.<n>.%s", name, layerProbe)
 		}
 		_, b, err := tr.get(name, "F32", slices.Repeat([]int64{-1}, len(t.Shape))...)
 		if err != nil {

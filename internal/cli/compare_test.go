@@ -39,7 +39,7 @@ func writeRecording(t *testing.T, tokenizer string, chosen int64, topk []int64) 
 	}
 	data, _ := os.ReadFile(path)
 	sum := sha256.Sum256(data)
-	meta, _ := json.Marshal(reference.Meta{Format: reference.Format, Runner: "t", Dtype: "bfloat16", TokenizerSHA256: tokenizer,
+	meta, _ := json.Marshal(reference.Meta{Format: reference.Format, Role: reference.RoleReference, Runner: "t", Dtype: "bfloat16", TokenizerSHA256: tokenizer,
 		Prompts: []string{"p"}, DecodeSteps: 1, TopK: 5, TensorsSHA256: hex.EncodeToString(sum[:])})
 	os.WriteFile(filepath.Join(dir, reference.MetaFile), meta, 0o644)
 	return dir

@@ -24,6 +24,7 @@ CLI's: options > PHASE0_* environment > config file > defaults.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 import threading
@@ -115,7 +116,40 @@ if worker_binary().is_file():
     _native.set_worker(str(worker_binary()))
 
 
+def _text(name: str, value: str) -> str:
+    """value as the Go core will see it, or UsageError naming the argument.
+
+    A NUL would end the C string an argument travels in, so the core would
+    read only what precedes it (another folder, another file); no path or
+    option can hold one, and the command line cannot carry one either. A
+    lone surrogate (a file name with bytes that are not UTF-8, as os.fsdecode
+    keeps them) has no UTF-8 form: JSON would turn it into U+FFFD, another name.
+    """
+    nul = value.find("\0")
+    if nul >= 0:
+        raise UsageError(f"{name}: {value!r} holds a NUL character at index {nul}; "
+                         "no path or option can contain one (it would be cut there and name something else)")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise UsageError(f"{name}: {value!r} is not valid UTF-8 at index {e.start} (undecodable bytes, as "
+                         "os.fsdecode keeps them); phase0 takes UTF-8 paths and options") from None
+    return value
+
+
+def _path(name: str, value: object) -> str:
+    """A path argument (str or os.PathLike[str]) as a checked str."""
+    try:
+        p = os.fspath(value)  # type: ignore[call-overload]
+    except TypeError:
+        raise UsageError(f"{name}: {type(value).__name__} {value!r} is not a str or os.PathLike[str]") from None
+    if not isinstance(p, str):
+        raise UsageError(f"{name}: {p!r} is bytes; give a str or os.PathLike[str]")
+    return _text(name, p)
+
+
 def _flatten(prefix: str, value: Option, out: dict[str, object]) -> None:
+    name = f"option {prefix}"
     if value is None:
         return
     if isinstance(value, Mapping):
@@ -124,11 +158,16 @@ def _flatten(prefix: str, value: Option, out: dict[str, object]) -> None:
     elif isinstance(value, timedelta):
         out[prefix] = f"{value.total_seconds()}s"
     elif isinstance(value, os.PathLike):
-        out[prefix] = os.fspath(value)
-    elif isinstance(value, (str, bool, int, float)):
+        out[prefix] = _path(name, value)
+    elif isinstance(value, str):
+        out[prefix] = _text(name, value)
+    elif isinstance(value, float) and not math.isfinite(value):
+        # json.dumps would write NaN / Infinity, which is not JSON.
+        raise UsageError(f"{name}: {value!r} is not a finite number")
+    elif isinstance(value, (bool, int, float)):
         out[prefix] = value
     else:
-        raise UsageError(f"option {prefix}: {type(value).__name__} {value!r} is not a str, number, bool, path or timedelta")
+        raise UsageError(f"{name}: {type(value).__name__} {value!r} is not a str, number, bool, path or timedelta")
 
 
 _by_stage: dict[str, type[Phase0Error]] = {"python": PythonEnvironmentError}
@@ -160,8 +199,8 @@ def _command(command: Literal["inspect", "baseline", "run"], model: PathArg, con
         _flatten(k, v, overrides)
     args = [command, "--json"]
     if config is not None:
-        args += ["--config", os.fspath(config)]
-    args += ["--", os.fspath(model)]
+        args += ["--config", _path("config", config)]
+    args += ["--", _path("model", model)]
     if progress:
         sys.stderr.flush()
     code, out, log = _native.execute(args, json.dumps(overrides), _STREAM_STDERR if progress else _CAPTURE)
@@ -192,8 +231,8 @@ def inspect(
     model is a local folder, a hub id ``org/name[@revision]`` (through the HF
     cache), or ``"default"``. progress=True shows phase0's progress on stderr.
     """
-    if os.fspath(model).startswith("@"):
-        raise UsageError(f"inspect takes one model, not the list {os.fspath(model)}: "
+    if (m := _path("model", model)).startswith("@"):
+        raise UsageError(f"inspect takes one model, not the list {m}: "
                          "for a model list run `python -m phase0 inspect @FILE --json`")
     return _command("inspect", model, config, progress, {"scan": scan, "workers": workers, "cache": cache, **options})
 
@@ -283,16 +322,33 @@ def _duration(v: str | float | timedelta | None) -> str | timedelta | None:
         return v
     if isinstance(v, bool):
         raise UsageError(f"option timeout: {v!r} is not a duration")
-    return f"{float(v)}s"
+    try:
+        seconds = float(v)
+    except (TypeError, ValueError, OverflowError):
+        raise UsageError(f"option timeout: {v!r} is not a duration or a number of seconds") from None
+    if not math.isfinite(seconds):
+        raise UsageError(f"option timeout: {v!r} is not a finite number of seconds")
+    return f"{seconds}s"
 
 
 _cli_lock = threading.Lock()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m phase0 …``: the phase0 command line, in this process; returns the exit code."""
+    """``python -m phase0 …``: the phase0 command line, in this process; returns the exit code.
+
+    An argument no command line can hold (a NUL, text that is not UTF-8) is a
+    usage error, as an unknown flag is: a message on stderr and exit code 2.
+    """
     _check_fork()
     args = list(sys.argv[1:] if argv is None else argv)
+    for i, a in enumerate(args):
+        if isinstance(a, str):
+            try:
+                _text(f"argument {i + 1}", a)
+            except UsageError as e:
+                print(f"phase0: {e}", file=sys.stderr)
+                return 2
     sys.stdout.flush()
     sys.stderr.flush()
     with _cli_lock:  # both streams are the process's own: one command at a time
