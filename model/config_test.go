@@ -181,6 +181,9 @@ func TestRules(t *testing.T) {
 		{"moe zero experts is dense", `, "num_experts": 0`, "", ""},
 		{"llama attention bias", `, "attention_bias": true`, CodeOutputBias, "LlamaForCausalLM then adds a bias to o_proj"},
 		{"llama attention bias false", `, "attention_bias": false`, "", ""},
+		{"awq packaging", `, "quantization_config": {"bits": 4, "quant_method": "awq", "version": "gemm"}`, CodeQuantized, `quant_method "awq"`},
+		{"quantized without method", `, "quantization_config": {"bits": 4}`, CodeQuantized, "no quant_method"},
+		{"null quantization_config", `, "quantization_config": null`, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
