@@ -19,8 +19,12 @@ import (
 	"phase0/verdict"
 )
 
-// awqID is an AWQ repack from mlir-air's hf_models.txt.
-const awqID = "amd/Llama-3.2-1B-Instruct-awq-uint4-asym-g128-bf16-lmhead"
+// awqID and vlaID are an AWQ repack and a VLA policy from mlir-air's
+// hf_models.txt: not Phase 0 models.
+const (
+	awqID = "amd/Llama-3.2-1B-Instruct-awq-uint4-asym-g128-bf16-lmhead"
+	vlaID = "lerobot/smolvla_base"
+)
 
 // seedHFCache writes a snapshot of id into an HF hub cache the way
 // huggingface_hub lays it out (refs/main, blobs, snapshot links), as the
@@ -75,8 +79,8 @@ func visionFolder(t *testing.T) string {
 
 // TestRunManyList is `phase0 run @hf_models.txt --llms-dir T` as mlir-air's
 // nightly calls it: offline, with a pre-seeded HF cache. Two tiny models
-// pass, an AWQ packaging in the cache and a vision model are REJECTED with
-// their reason, an id the offline cache lacks is an ERROR naming the
+// pass; an AWQ packaging and a VLA policy in the cache and a vision model
+// are REJECTED with their reason; an id the offline cache lacks is an ERROR naming the
 // offline switch; every row runs, in list order, one after the other, and
 // the exit code is the worst row's. The same list again reuses both PASS
 // verdicts without starting Python.
@@ -101,8 +105,15 @@ func TestRunManyList(t *testing.T) {
 		"config.json": []byte(awqConfig), "model.safetensors": []byte("never read: the config refuses the packaging"),
 		"tokenizer.json": []byte(`{"model": {"type": "BPE"}}`),
 	})
+	// The VLA policy as the download workflow caches it: a lerobot config
+	// (no architectures) and weights, no tokenizer, so the snapshot is
+	// incomplete, yet its config alone decides.
+	seedHFCache(t, filepath.Join(hfHome, "hub"), vlaID, map[string][]byte{
+		"config.json":       []byte(`{"type": "smolvla", "n_obs_steps": 1, "chunk_size": 50, "vlm_model_name": "HuggingFaceTB/SmolVLM2-500M-Video-Instruct"}`),
+		"model.safetensors": []byte("never read"),
+	})
 	qwen3, llama := tiny(t, "qwen3"), tiny(t, "llama-llama3")
-	entries := listFile(t, qwen3, awqID+"  # int4 AWQ source", "", "Qwen/Qwen3-0.6B", visionFolder(t), llama)
+	entries := listFile(t, qwen3, awqID+"  # int4 AWQ source", "", "Qwen/Qwen3-0.6B", vlaID, visionFolder(t), llama)
 	want := []struct {
 		status verdict.Status
 		folder string
@@ -111,6 +122,7 @@ func TestRunManyList(t *testing.T) {
 		{verdict.Pass, "qwen3", ""},
 		{verdict.Rejected, "", `[quantized] config.json has quantization_config (quant_method "awq")`},
 		{verdict.Error, "", "HF_HUB_OFFLINE"},
+		{verdict.Rejected, "", "[unsupported_architecture] config.json architectures must name exactly one class"},
 		{verdict.Rejected, "", "[unsupported_architecture] architecture SmolVLMForConditionalGeneration is not supported"},
 		{verdict.Pass, "llama_llama3", ""},
 	}
@@ -170,12 +182,12 @@ func TestRunManyList(t *testing.T) {
 	}
 	entriesInTree, _ := os.ReadDir(llms)
 	for _, e := range entriesInTree {
-		if strings.Contains(strings.ToLower(e.Name()), "awq") || strings.Contains(e.Name(), "smolvlm") || strings.Contains(e.Name(), "qwen3_0_6b") {
+		if name := strings.ToLower(e.Name()); strings.Contains(name, "awq") || strings.Contains(name, "smolvla_base") || strings.Contains(name, "smolvlm2") || strings.Contains(name, "qwen3_0_6b") {
 			t.Errorf("the tree gained %s for a model that was rejected or not found", e.Name())
 		}
 	}
 	table := first.Text()
-	for _, s := range []string{"MODEL", "FOLDER", "MODE", "WEIGHTS (NATIVE)", "HF BF16 BASELINE", "SECONDS", "generated", "recorded", "5 model(s)", "2 PASS, 2 REJECTED, 1 ERROR"} {
+	for _, s := range []string{"MODEL", "FOLDER", "MODE", "WEIGHTS (NATIVE)", "HF BF16 BASELINE", "SECONDS", "generated", "recorded", "6 model(s)", "2 PASS, 3 REJECTED, 1 ERROR"} {
 		if !strings.Contains(table, s) {
 			t.Errorf("table lacks %q:\n%s", s, table)
 		}
@@ -209,7 +221,7 @@ func TestRunManyList(t *testing.T) {
 	if err := json.Unmarshal(raw, &decoded); err != nil {
 		t.Fatal(err)
 	}
-	if decoded.Status != verdict.Error || len(decoded.Models) != 5 || decoded.Models[4].ListedAt != entries[4].Source ||
+	if decoded.Status != verdict.Error || len(decoded.Models) != len(entries) || decoded.Models[5].ListedAt != entries[5].Source ||
 		decoded.Models[0].Workspace == nil || decoded.Models[0].Workspace.Mode != ModeGenerated || len(decoded.Models[0].ReusedFrom) == 0 {
 		t.Errorf("JSON {status, models[]}: %s", raw)
 	}
