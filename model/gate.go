@@ -48,10 +48,14 @@ func gate(r *Raw, a *Analysis) []Rejection {
 	}
 	supported := strings.Join(SupportedArchitectures(), ", ")
 
-	archs, _, err := r.Strings("architectures")
+	archs, named, err := r.Strings("architectures")
 	switch {
 	case err != nil:
 		add(CodeUnsupportedArchitecture, "%v; supported: %s", err, supported)
+	case !named:
+		// A policy or pipeline config (lerobot's SmolVLA) rather than a
+		// transformers model's.
+		add(CodeUnsupportedArchitecture, "config.json names no architectures: not a transformers model class; supported: %s", supported)
 	case len(archs) != 1:
 		add(CodeUnsupportedArchitecture, "config.json architectures must name exactly one class, found %q; supported: %s", archs, supported)
 	default:

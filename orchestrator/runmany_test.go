@@ -122,7 +122,7 @@ func TestRunManyList(t *testing.T) {
 		{verdict.Pass, "qwen3", ""},
 		{verdict.Rejected, "", `[quantized] config.json has quantization_config (quant_method "awq")`},
 		{verdict.Error, "", "HF_HUB_OFFLINE"},
-		{verdict.Rejected, "", "[unsupported_architecture] config.json architectures must name exactly one class"},
+		{verdict.Rejected, "", "[unsupported_architecture] config.json names no architectures"},
 		{verdict.Rejected, "", "[unsupported_architecture] architecture SmolVLMForConditionalGeneration is not supported"},
 		{verdict.Pass, "llama_llama3", ""},
 	}
