@@ -154,6 +154,15 @@ func TestRunManyList(t *testing.T) {
 				t.Errorf("row %d: a rejected model got a workspace %s", i, m.Workspace.Dir)
 			}
 		}
+		// One after the other, so the rows' seconds add up to at most the
+		// list's (each row is timed from its real start, not a whole second).
+		var sum float64
+		for _, m := range b.Models {
+			sum += m.Seconds
+		}
+		if sum > b.Seconds {
+			t.Errorf("rows took %.3fs in all, more than the list's %.3fs", sum, b.Seconds)
+		}
 		if b.Status != verdict.Error || b.ExitCode() != 2 || b.Interrupted {
 			t.Errorf("overall %s, exit %d, interrupted %v; want ERROR, exit 2", b.Status, b.ExitCode(), b.Interrupted)
 		}
