@@ -85,7 +85,7 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=…)
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
 
-phase0: venv build ## run all of Phase 0 on MODEL (default: the bundled SmolLM2-135M-Instruct)
+phase0: venv build ## run all of Phase 0 on MODEL (a folder, a hub id, or @FILE: each model of a list; default: the bundled SmolLM2-135M-Instruct)
 	PHASE0_PYTHON=$(VENV_PY) ./$(BIN) run $(MODEL) $(if $(LLMS_DIR),--llms-dir $(LLMS_DIR)) $(if $(NAME),--name $(NAME))
 
 # `import phase0` (pyext/): the Go core as one abi3 CPython extension for every

@@ -181,12 +181,19 @@ func TestRules(t *testing.T) {
 		{"moe zero experts is dense", `, "num_experts": 0`, "", ""},
 		{"llama attention bias", `, "attention_bias": true`, CodeOutputBias, "LlamaForCausalLM then adds a bias to o_proj"},
 		{"llama attention bias false", `, "attention_bias": false`, "", ""},
+		{"awq packaging", `, "quantization_config": {"bits": 4, "quant_method": "awq", "version": "gemm"}`, CodeQuantized, `quant_method "awq"`},
+		{"policy config", `, "type": "smolvla"`, CodeUnsupportedArchitecture, "config.json names no architectures"},
+		{"quantized without method", `, "quantization_config": {"bits": 4}`, CodeQuantized, "no quant_method"},
+		{"null quantization_config", `, "quantization_config": null`, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := tinyLlama
 			if tt.name == "string dim" {
 				body = strings.Replace(body, `"num_hidden_layers": 2,`, "", 1)
+			}
+			if tt.name == "policy config" {
+				body = strings.Replace(body, `"architectures": ["LlamaForCausalLM"], `, "", 1)
 			}
 			a := analyzeJSON(t, body+tt.extra)
 			if tt.code == "" {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -21,6 +22,7 @@ const (
 	CodePartialRotary           = "partial_rotary"
 	CodeOutputBias              = "o_proj_bias"
 	CodeInvalidConfig           = "invalid_config"
+	CodeQuantized               = "quantized"
 )
 
 // Rejection is one reason the NPU pipeline cannot run a model.
@@ -46,10 +48,14 @@ func gate(r *Raw, a *Analysis) []Rejection {
 	}
 	supported := strings.Join(SupportedArchitectures(), ", ")
 
-	archs, _, err := r.Strings("architectures")
+	archs, named, err := r.Strings("architectures")
 	switch {
 	case err != nil:
 		add(CodeUnsupportedArchitecture, "%v; supported: %s", err, supported)
+	case !named:
+		// A policy or pipeline config (lerobot's SmolVLA) rather than a
+		// transformers model's.
+		add(CodeUnsupportedArchitecture, "config.json names no architectures: not a transformers model class; supported: %s", supported)
 	case len(archs) != 1:
 		add(CodeUnsupportedArchitecture, "config.json architectures must name exactly one class, found %q; supported: %s", archs, supported)
 	default:
@@ -63,6 +69,9 @@ func gate(r *Raw, a *Analysis) []Rejection {
 
 	if r.Set("auto_map") {
 		add(CodeCustomCode, "config.json has auto_map: the model needs custom code from the hub, and phase0 never runs remote code (trust_remote_code)")
+	}
+	if r.Set("quantization_config") {
+		add(CodeQuantized, "config.json has quantization_config (%s): a quantized packaging holds packed integer weights and scales, not the bf16 checkpoint Phase 0 validates and HfRunner loads; run Phase 0 on its bf16 source", quantMethod(r))
 	}
 	if v, ok, _ := r.Bool("is_encoder_decoder"); ok && v {
 		add(CodeEncoderDecoder, "is_encoder_decoder is true: only decoder-only models run on the NPU pipeline")
@@ -122,4 +131,18 @@ func gate(r *Raw, a *Analysis) []Rejection {
 		}
 	}
 	return out
+}
+
+// quantMethod names a quantization_config's method (AWQ, GPTQ, fp8 …) for
+// the rejection message.
+func quantMethod(r *Raw) string {
+	m, ok, err := r.Object("quantization_config")
+	if err != nil || !ok {
+		return "no quant_method"
+	}
+	var method string
+	if json.Unmarshal(m["quant_method"], &method) != nil || method == "" {
+		return "no quant_method"
+	}
+	return fmt.Sprintf("quant_method %q", method)
 }

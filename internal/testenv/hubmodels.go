@@ -98,8 +98,9 @@ func UpstreamModels() []HubModel {
 		{ID: "HuggingFaceTB/SmolLM2-1.7B", Shards: 1, Want: "pass", Config: smol(2048, 8192, 24, 32, 32, 130000, 0, 0)},
 		{ID: "HuggingFaceTB/SmolLM2-135M-Instruct", Shards: 1, Want: "pass", Config: smol(576, 1536, 30, 9, 3, 100000, 1, 2)},
 		// An AWQ repack: int4 qweight/qzeros plus scales where bf16 weights
-		// should be; the weights gate must fail it by name.
-		{ID: "amd/Llama-3.2-1B-Instruct-awq-uint4-asym-g128-bf16-lmhead", Shards: 1, Want: "fail:weights",
+		// should be. Its config.json says so (quantization_config), so the
+		// architecture gate refuses it before a weight header is read.
+		{ID: "amd/Llama-3.2-1B-Instruct-awq-uint4-asym-g128-bf16-lmhead", Shards: 1, Want: "reject:quantized",
 			Config: `{` + llama1b + `,"eos_token_id":[128001,128008,128009],"tie_word_embeddings":false,
 "quantization_config":{"bits":4,"group_size":128,"quant_method":"awq","version":"gemm","zero_point":true}}`},
 		{ID: "mistralai/Mistral-7B-v0.3", Shards: 3, Gated: true, Want: "pass",

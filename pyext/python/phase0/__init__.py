@@ -306,6 +306,9 @@ def run(
     even when the recorded PASS's inputs are unchanged. Other options as for
     :func:`baseline`.
     """
+    if os.fspath(model).startswith("@"):
+        raise UsageError(f"run takes one model, not the list {os.fspath(model)}: "
+                         "for a model list run `python -m phase0 run @FILE --json`")
     return _command("run", model, config, progress, {
         "python": python, "llms_dir": llms_dir, "out_dir": out_dir, "name": name, "report_dir": report_dir,
         "prompt_style": prompt_style,

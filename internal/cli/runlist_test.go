@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"phase0/internal/testenv"
+)
+
+// TestRunListRefusals: a list refuses the settings that name one model's
+// files, wherever they come from, and lists it cannot read; exit 2 and,
+// with --json, one JSON object with status ERROR. Nothing runs.
+func TestRunListRefusals(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	list := filepath.Join(t.TempDir(), "hf_models.txt")
+	if err := os.WriteFile(list, []byte("# two models\n"+good+"\n"+good+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.txt")
+	if err := os.WriteFile(empty, []byte("# nothing\n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"name flag", []string{"run", "@" + list, "--name", "mine"}, nil, `--name "mine" does not apply to a model list: each model of a list gets its own workspace`},
+		{"name env, two arguments", []string{"run", good, good}, map[string]string{"PHASE0_NAME": "mine"}, `PHASE0_NAME "mine" does not apply to a model list`},
+		{"report dir flag", []string{"run", "@" + list, "--report-dir", out}, nil, `--report-dir "` + out + `" does not apply to a model list: each model of a list records its report in its own workspace`},
+		{"no such list", []string{"run", "@/no/such/list.txt"}, nil, "bad model list"},
+		{"empty list", []string{"run", "@" + empty}, nil, "lists no models"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			code, stdout, stderr := run(t, append(tc.args, "--out-dir", out)...)
+			if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2 naming %q", code, stdout, stderr, tc.want)
+			}
+			code, stdout, _ = run(t, append(tc.args, "--out-dir", out, "--json")...)
+			var rep struct{ Status, Error string }
+			dec := json.NewDecoder(strings.NewReader(stdout))
+			if err := dec.Decode(&rep); err != nil || dec.More() || code != 2 || rep.Status != "ERROR" || !strings.Contains(rep.Error, tc.want) {
+				t.Errorf("--json: exit %d, %v, stdout:\n%s", code, err, stdout)
+			}
+			if entries, _ := os.ReadDir(out); len(entries) != 0 {
+				t.Errorf("a refused list wrote %d entries into the out dir", len(entries))
+			}
+		})
+	}
+}
+
+// TestRunListOfRejectedModels: two models the architecture gate refuses
+// (a vision model, an AWQ packaging) get one row each, in order, in one
+// table or one {status, models[]} object; exit 1, nothing written.
+func TestRunListOfRejectedModels(t *testing.T) {
+	t.Setenv("PHASE0_PYTHON", testenv.Python(t))
+	vision := writeModel(t, `{"architectures": ["SmolVLMForConditionalGeneration"], "model_type": "smolvlm",
+ "text_config": {"hidden_size": 960}, "vision_config": {"hidden_size": 768}}`)
+	awq := writeModel(t, strings.TrimSuffix(tinyLlama, "}")+`, "quantization_config": {"bits": 4, "quant_method": "awq"}}`)
+	out := t.TempDir()
+
+	code, stdout, stderr := run(t, "run", vision, awq, "--out-dir", out)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; stderr:\n%s", code, stderr)
+	}
+	lines := strings.Split(stdout, "\n")
+	if len(lines) < 3 || !strings.HasPrefix(lines[0], "MODEL") || !strings.HasPrefix(lines[1], vision) || !strings.HasPrefix(lines[2], awq) {
+		t.Errorf("table rows not in argument order:\n%s", stdout)
+	}
+	for _, want := range []string{"[unsupported_architecture] architecture SmolVLMForConditionalGeneration", `[quantized] config.json has quantization_config (quant_method "awq")`, "2 model(s)", "REJECTED (2 REJECTED)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "[1/2] "+vision+" (argument 1)") || !strings.Contains(stderr, "[2/2] "+awq+" (argument 2)") {
+		t.Errorf("progress does not name each model:\n%s", stderr)
+	}
+
+	code, stdout, _ = run(t, "run", vision, awq, "--out-dir", out, "--json")
+	var b struct {
+		Status string `json:"status"`
+		Models []struct {
+			Model      string                  `json:"model"`
+			ListedAt   string                  `json:"listed_at"`
+			Status     string                  `json:"status"`
+			Rejections []struct{ Code string } `json:"rejections"`
+		} `json:"models"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &b); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, stdout)
+	}
+	if code != 1 || b.Status != "REJECTED" || len(b.Models) != 2 || b.Models[0].Model != vision || b.Models[1].ListedAt != "argument 2" ||
+		len(b.Models[1].Rejections) != 1 || b.Models[1].Rejections[0].Code != "quantized" {
+		t.Errorf("exit %d, JSON:\n%s", code, stdout)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("rejected models wrote %d entries into the out dir", len(entries))
+	}
+}
