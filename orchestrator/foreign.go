@@ -42,6 +42,18 @@ func (s *Settings) outsideDir(ws string) (string, error) {
 	return filepath.Join(cache, "validated", filepath.Base(ws)+"-"+hex.EncodeToString(sum[:])[:12]), nil
 }
 
+// outsideRecordDir is where one model's record of a foreign folder lives:
+// a folder of its own under outsideDir, so that the base and the instruct
+// id an upstream folder serves keep separate verdicts.
+func (s *Settings) outsideRecordDir(ws, modelID string) (string, error) {
+	out, err := s.outsideDir(ws)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256([]byte(modelID))
+	return filepath.Join(out, scaffold.DeriveName(modelID)+"-"+hex.EncodeToString(sum[:])[:8]), nil
+}
+
 // midDeployment says whether a foreign folder follows the skill's layout
 // (a TODO.md with the phase checklist, and docs/development_progress/
 // progress.md): then a PASS is entered there as the skill asks.

@@ -88,7 +88,7 @@ func (st *state) referenceDir() (string, error) {
 	}
 	if st.wsDir != "" {
 		if st.foreign {
-			out, err := st.s.outsideDir(st.wsDir)
+			out, err := st.s.outsideRecordDir(st.wsDir, st.ref.ID)
 			return filepath.Join(out, "reference"), err
 		}
 		return filepath.Join(st.wsDir, "reference"), nil
@@ -105,7 +105,7 @@ func (st *state) referenceDir() (string, error) {
 		return "", err
 	}
 	if st.foreign {
-		out, err := st.s.outsideDir(ws)
+		out, err := st.s.outsideRecordDir(ws, st.ref.ID)
 		return filepath.Join(out, "reference"), err
 	}
 	return filepath.Join(ws, "reference"), nil

@@ -153,7 +153,7 @@ func (st *state) reusable() (*Report, string) {
 	if err != nil {
 		return nil, err.Error()
 	}
-	reports, err := reportDirFor(st.s, ws)
+	reports, err := reportDirFor(st.s, ws, ref.ID)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -263,7 +263,7 @@ func reuseModel(s *Settings, arg string) (*resolvedModel, string) {
 // run with the same inputs can reuse it; for any other verdict it removes a
 // stale one. Inputs that changed while the run read them are not recorded.
 func recordInputsStage(_ context.Context, st *state) (verdict.Status, string, error) {
-	reports, err := reportDirFor(st.s, st.wsDir)
+	reports, err := reportDirFor(st.s, st.wsDir, st.ref.ID)
 	if err != nil {
 		return "", "", err
 	}

@@ -106,7 +106,7 @@ func (r *Report) blockers() []string {
 // a failed run (exit 2): nothing after the failed write is touched, so a
 // ticked Phase 0 always has its report on disk.
 func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
-	dir, err := reportDirFor(st.s, st.wsDir)
+	dir, err := reportDirFor(st.s, st.wsDir, st.ref.ID)
 	if err != nil {
 		return "", "", err
 	}

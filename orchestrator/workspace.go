@@ -94,7 +94,7 @@ func generateStage(_ context.Context, st *state) (verdict.Status, string, error)
 		detail = fmt.Sprintf("%s: validating the existing %s (not phase0's); %d document(s) written", ws, module, len(res.Written))
 	}
 	if st.foreign {
-		out, err := st.s.outsideDir(ws)
+		out, err := st.s.outsideRecordDir(ws, st.ref.ID)
 		if err != nil {
 			return "", "", err
 		}
@@ -245,12 +245,12 @@ func workspaceName(s *Settings, modelID string) string {
 // reportDirFor is where run records report.json for a workspace: the
 // report_dir setting, else the workspace's docs/development_progress/phase0,
 // else, for a folder phase0 did not create, outside it (foreign.go).
-func reportDirFor(s *Settings, ws string) (string, error) {
+func reportDirFor(s *Settings, ws, modelID string) (string, error) {
 	if s.ReportDir != "" {
 		return filepath.Abs(s.ReportDir)
 	}
 	if foreignFolder(ws) {
-		return s.outsideDir(ws)
+		return s.outsideRecordDir(ws, modelID)
 	}
 	return filepath.Join(ws, "docs", "development_progress", "phase0"), nil
 }
