@@ -191,7 +191,9 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 			}
 		}
 		// Unchanged: the verdict recorded outside the folder is reused.
-		r := Run(context.Background(), foreignSettings(t), model, "test")
+		again := foreignSettings(t)
+		again.Force = true // as the last run
+		r := Run(context.Background(), again, model, "test")
 		if r.ReusedFrom == nil || r.Status != verdict.Pass {
 			t.Errorf("the validated PASS was not reused: %s", stageDetail(r, "reuse"))
 		}
