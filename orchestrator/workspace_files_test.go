@@ -68,7 +68,8 @@ func committed(t *testing.T, ws string) map[string]string {
 // files meant to be committed, the loader finds the checkpoint relative to
 // the workspace, the prompt style comes from the folder's own name (a base
 // model under a folder named "it" is a base model), and the deploy flow's
-// phase_timing.md and .gitignore are there.
+// phase_timing.md and .gitignore are there. The license_header setting opens
+// both Python files, which still import and load.
 func TestLocalFolderWorkspace(t *testing.T) {
 	root := t.TempDir()
 	modelDir := filepath.Join(root, "it", "Tiny-Base")
@@ -76,7 +77,9 @@ func TestLocalFolderWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	llms := filepath.Join(root, "llms")
-	r := Run(context.Background(), settingsFor(t, llms), modelDir, "test")
+	s := settingsFor(t, llms)
+	s.LicenseHeader = []string{"Copyright (C) 2026, Advanced Micro Devices, Inc.", "SPDX-License-Identifier: MIT"}
+	r := Run(context.Background(), s, modelDir, "test")
 	mustPass(t, r)
 	if style := r.Gates.HFBaseline.PromptStyle; style != "base" {
 		t.Errorf("prompt style %q for a base model under it/, want base", style)
@@ -100,6 +103,11 @@ func TestLocalFolderWorkspace(t *testing.T) {
 	for _, want := range []string{"# The local checkpoint's folder name, not a hub id.\nMODEL_ID = \"Tiny-Base\"\n", `CHECKPOINT_PATH = "../../it/Tiny-Base"`} {
 		if !strings.Contains(weights, want) {
 			t.Errorf("tiny_base_weights.py lacks %q", want)
+		}
+	}
+	for _, name := range []string{"tiny_base_weights.py", "tiny_base_cpu_helpers.py"} {
+		if !strings.HasPrefix(files[name], "# Copyright (C) 2026, Advanced Micro Devices, Inc.\n# SPDX-License-Identifier: MIT\n\n\"\"\"") {
+			t.Errorf("%s does not open with the license header:\n%.200s", name, files[name])
 		}
 	}
 	if !strings.Contains(files["docs/development_progress/progress.md"], "- Local checkpoint: `Tiny-Base`") {

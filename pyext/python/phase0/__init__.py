@@ -254,6 +254,7 @@ def run(
     reference_steps: int | None = None,
     refresh: bool | None = None,
     fresh: bool | None = None,
+    license_header: str | None = None,
     cache: PathArg | None = None,
     progress: bool = False,
     **options: Option,
@@ -264,8 +265,9 @@ def run(
     tree; without one, ``<out_dir>/<name>/``, default ./workspace) with its
     report.json / report.md and the recorded reference (reference_steps greedy
     tokens per prompt, 0 = none; refresh records it anew). fresh runs everything
-    even when the recorded PASS's inputs are unchanged. Other options as for
-    :func:`baseline`.
+    even when the recorded PASS's inputs are unchanged. license_header opens
+    the generated Python files as comment lines (e.g. an SPDX-License-Identifier
+    line). Other options as for :func:`baseline`.
     """
     return _command("run", model, config, progress, {
         "python": python, "llms_dir": llms_dir, "out_dir": out_dir, "name": name, "report_dir": report_dir,
@@ -273,7 +275,7 @@ def run(
         "prompt": prompt, "decode": decode, "max_seq": max_seq, "timeout": _duration(timeout), "scan": scan,
         "workers": workers, "force": force, "memory_check": memory_check, "cpu_helpers": cpu_helpers,
         "max_perplexity_ratio": max_perplexity_ratio, "reference_steps": reference_steps, "refresh": refresh,
-        "fresh": fresh, "cache": cache, **options,
+        "fresh": fresh, "license_header": license_header, "cache": cache, **options,
     })
 
 
