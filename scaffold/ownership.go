@@ -63,8 +63,9 @@ func Owner(workspaceDir, rel string) (Ownership, error) {
 }
 
 // modelIDLine is a module-level `MODEL_ID = "org/name"` (an annotation is
-// allowed), the constant the generated weights module defines.
-var modelIDLine = regexp.MustCompile(`(?m)^MODEL_ID\s*(?::[^=\n]*)?=\s*["']([^"'\n]+)["']`)
+// allowed), the constant the generated weights module defines; black puts a
+// long one in parentheses, on a line of its own.
+var modelIDLine = regexp.MustCompile(`(?m)^MODEL_ID\s*(?::[^=\n]*)?=\s*(?:\(\s*)?["']([^"'\n]+)["']`)
 
 // ModelIDIn reads the MODEL_ID a weights module assigns, textually (the
 // module is never imported here); "" when it assigns none.

@@ -39,6 +39,7 @@ func TestModelIDIn(t *testing.T) {
 	for src, want := range map[string]string{
 		"import os\n\nMODEL_ID = \"Qwen/Qwen3-0.6B\"  # the hub id\n": "Qwen/Qwen3-0.6B",
 		"MODEL_ID: str = 'org/m'\n":                                   "org/m",
+		"MODEL_ID = (\n    \"org/a-long-name\"\n)\n":                  "org/a-long-name",
 		"def f():\n    MODEL_ID = \"inner/x\"\n":                      "",
 		"# no id here\nHF_REPO = \"a/b\"\n":                           "",
 	} {

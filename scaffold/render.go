@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"text/template"
+	"unicode"
+	"unicode/utf8"
 
 	"phase0/model"
 )
@@ -46,6 +48,7 @@ var fileTemplates = []fileTemplate{
 var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"pyFloat":       pyFloat,
 	"pyBool":        pyBool,
+	"pyAssign":      pyAssign,
 	"helpersKept":   HelpersKept,
 	"join":          strings.Join,
 	"mul":           func(a, b int) int { return a * b },
@@ -70,7 +73,7 @@ func Render(spec Spec) ([]File, error) {
 }
 
 // pyFloat formats f the way Python's repr does, so generated literals read
-// like hand-written ones (500000.0, 1e-05, 1000000.0).
+// like hand-written ones (500000.0, 1e-05, 1000000.0), in black's spelling.
 func pyFloat(f float64) string {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return fmt.Sprintf("float(%q)", strconv.FormatFloat(f, 'g', -1, 64))
@@ -80,14 +83,71 @@ func pyFloat(f float64) string {
 		exp = int(math.Floor(math.Log10(math.Abs(f))))
 	}
 	if exp < -4 || exp >= 16 {
-		// Python writes a two-digit exponent minimum, as Go does.
-		return strconv.FormatFloat(f, 'e', -1, 64)
+		// Python writes a two-digit exponent minimum, as Go does; black
+		// drops the "+" of a positive exponent (1e16, not repr's 1e+16).
+		return strings.Replace(strconv.FormatFloat(f, 'e', -1, 64), "e+", "e", 1)
 	}
 	s := strconv.FormatFloat(f, 'f', -1, 64)
 	if !strings.ContainsAny(s, ".") {
 		s += ".0"
 	}
 	return s
+}
+
+// blackLineLength is black's default line length, which mlir-air's CI runs
+// with (the tree has no black configuration).
+const blackLineLength = 88
+
+// pyAssign writes `target = "value"` as black lays it out, so the file stays
+// black-clean whatever the value's length: on one line when it fits; else the
+// string alone on a line inside parentheses, except that black keeps an
+// unannotated assignment on one line when the string would not fit there
+// either. Values are checked single-line text without quotes or backslashes
+// (Spec.validate).
+func pyAssign(target, value string) string {
+	literal := `"` + value + `"`
+	line := target + " = " + literal
+	if pyWidth(line) <= blackLineLength {
+		return line
+	}
+	annotated := strings.Contains(target, ":")
+	if !annotated && 4+pyWidth(literal) > blackLineLength {
+		return line
+	}
+	return target + " = (\n    " + literal + "\n)"
+}
+
+// pyWidth is a line's width as black measures it: East Asian wide and
+// full-width characters take two columns, combining marks none.
+func pyWidth(s string) int {
+	n := 0
+	for _, r := range s {
+		switch {
+		case r < utf8.RuneSelf:
+			n++
+		case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r):
+		case isWide(r):
+			n += 2
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// isWide reports the East Asian Wide and Fullwidth ranges a file or folder
+// name may plausibly hold (CJK, Hangul, kana, full-width forms, emoji).
+func isWide(r rune) bool {
+	for _, w := range [][2]rune{
+		{0x1100, 0x115F}, {0x2E80, 0x303E}, {0x3041, 0x33FF}, {0x3400, 0x4DBF}, {0x4E00, 0x9FFF},
+		{0xA000, 0xA4CF}, {0xAC00, 0xD7A3}, {0xF900, 0xFAFF}, {0xFE30, 0xFE4F}, {0xFF00, 0xFF60},
+		{0xFFE0, 0xFFE6}, {0x1F300, 0x1F64F}, {0x1F900, 0x1F9FF}, {0x20000, 0x3FFFD},
+	} {
+		if r >= w[0] && r <= w[1] {
+			return true
+		}
+	}
+	return false
 }
 
 func pyBool(b bool) string {

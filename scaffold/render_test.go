@@ -43,7 +43,7 @@ func TestPyFloat(t *testing.T) {
 		want string
 	}{
 		{500000, "500000.0"}, {1e6, "1000000.0"}, {10000, "10000.0"}, {1e-5, "1e-05"}, {1e-6, "1e-06"},
-		{0.0001, "0.0001"}, {32, "32.0"}, {0.5, "0.5"}, {1.5e16, "1.5e+16"}, {0, "0.0"},
+		{0.0001, "0.0001"}, {32, "32.0"}, {0.5, "0.5"}, {1.5e16, "1.5e16"}, {0, "0.0"},
 	} {
 		if got := pyFloat(tc.f); got != tc.want {
 			t.Errorf("pyFloat(%v) = %q, want %q", tc.f, got, tc.want)
@@ -137,22 +137,24 @@ func TestRenderFamilySpecificParts(t *testing.T) {
 		absent      []string
 		helpersKept []string
 	}{
-		{"llama", []string{`"rope_type": "llama3"`, "field(default_factory=_default_rope_scaling)", "rms_norm_eps: float = 1e-05",
+		{"llama", []string{`"rope_type": "llama3"`, "default_factory=_default_rope_scaling", "rms_norm_eps: float = 1e-05",
 			"def attention_reference(", "RMS_NORM_EPS = 1e-05"},
 			[]string{"q_proj.bias", "q_norm", "- QKV bias:", "- QK-norm:", "head_dim 16 ≠", "qk_norm_per_head"},
 			[]string{"rms_norm", "softmax", "attention_reference"}},
 		{"mistral", []string{"rope_scaling: Optional[Dict[str, Any]] = None", "tie_word_embeddings: bool = False",
 			"MODEL_REVISION: Optional[str] = None  # a local checkpoint has no hub revision", "Model: `Tiny-Mistral` (a local checkpoint;",
-			`return os.path.normpath(os.path.join(here, *"../../models/Tiny-Mistral".split("/")))`},
+			"# The validated checkpoint's folder, relative to this file's folder.\nCHECKPOINT_PATH = \"../../models/Tiny-Mistral\"\n",
+			`return os.path.normpath(os.path.join(here, *CHECKPOINT_PATH.split("/")))`},
 			[]string{"def attention_reference(", "def softmax(", "q_proj.bias", "q_norm", "_default_rope_scaling", "huggingface.co", "CHECKPOINT_SOURCE"},
 			[]string{"rms_norm"}},
-		{"qwen2", []string{`"self_attn.q_proj.bias": ("bq", False)`, "rms_qkv_bias_rope_multi.py", `"w_down", "bq", "bk", "bv"]`, "bq: np.ndarray  # (64,)", "bk: np.ndarray  # (32,)",
+		{"qwen2", []string{`"self_attn.q_proj.bias": ("bq", False)`, "rms_qkv_bias_rope_multi.py", `random_fields += ["bq", "bk", "bv"]`, "bq: np.ndarray  # (64,)", "bk: np.ndarray  # (32,)",
 			"## Phase 2 prerequisites", "RoPE(q + bq) = RoPE(q) + RoPE(bq)", "RMS_NORM_EPS = 1e-06"},
 			[]string{"q_norm", "qk_norm_per_head"},
 			[]string{"rms_norm", "softmax", "attention_reference"}},
 		{"qwen3", []string{`"self_attn.q_norm.weight": ("q_norm", False)`, "def qk_norm_per_head(", "- QK-norm:",
 			"rms_qkv_qknorm_rope_multi.py", "head_dim 32 ≠ emb_dim / n_heads = 64 / 4", "MODEL_REVISION: Optional[str] = None  # the validated checkpoint is not a hub snapshot",
-			`CHECKPOINT_SOURCE = "llm-tiny-qwen3==0.0.1`, `os.path.join(cache, *"models/Tiny-Qwen3".split("/"))`,
+			"CHECKPOINT_SOURCE = (\n    \"llm-tiny-qwen3==0.0.1", "CHECKPOINT_PATH = \"models/Tiny-Qwen3\"\n",
+			`return os.path.join(cache, *CHECKPOINT_PATH.split("/"))`,
 			"(validated weights: llm-tiny-qwen3==0.0.1",
 			"head_dim: int = 32  # n_heads * head_dim = 128, not emb_dim", "wo: np.ndarray  # (128, 64)"},
 			[]string{"q_proj.bias", "- QKV bias:", "revision unknown"},
@@ -272,5 +274,73 @@ func TestPhase2Prerequisites(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestLicenseLines(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       []string
+		err        string
+	}{
+		{"empty", "", nil, ""},
+		{"blank lines only", "\n \n", nil, ""},
+		{"one line", "SPDX-License-Identifier: MIT", []string{"SPDX-License-Identifier: MIT"}, ""},
+		{"pasted from a Python file", "# Copyright (C) 2026, Advanced Micro Devices, Inc.\r\n# SPDX-License-Identifier: MIT\r\n",
+			[]string{"Copyright (C) 2026, Advanced Micro Devices, Inc.", "SPDX-License-Identifier: MIT"}, ""},
+		{"inner blank line kept, outer ones dropped", "\n\nA\n#\nB  \t\n\n", []string{"A", "", "B"}, ""},
+		{"no space after #", "#A", []string{"A"}, ""},
+		{"quotes and backslashes are fine in a comment", `He said "C:\x"`, []string{`He said "C:\x"`}, ""},
+		{"control character", "A\x07B", nil, "license header line 1"},
+		{"tab inside", "A\tB", nil, "cannot be in a comment line"},
+		{"too many lines", strings.Repeat("x\n", MaxLicenseLines+1), nil, "at most 30"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := LicenseLines(tc.text)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("LicenseLines(%q) error = %v, want %q", tc.text, err, tc.err)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Fatalf("LicenseLines(%q) = %q, %v; want %q", tc.text, got, err, tc.want)
+			}
+		})
+	}
+}
+
+// The license header opens every generated Python file and nothing else;
+// without one the files open with their docstring, as before.
+func TestRenderLicenseHeader(t *testing.T) {
+	spec := loadSpec(t, "qwen2")
+	plain, err := Render(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.LicenseHeader = []string{"Copyright (C) 2026, Advanced Micro Devices, Inc.", "", "SPDX-License-Identifier: MIT"}
+	headed, err := Render(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const header = "# Copyright (C) 2026, Advanced Micro Devices, Inc.\n#\n# SPDX-License-Identifier: MIT\n\n"
+	for i, f := range headed {
+		before := string(plain[i].Data)
+		if !strings.HasSuffix(f.Path, ".py") {
+			if string(f.Data) != before {
+				t.Errorf("%s changed with a license header", f.Path)
+			}
+			continue
+		}
+		if !strings.HasPrefix(before, `"""`) {
+			t.Errorf("%s without a header starts %q", f.Path, before[:20])
+		}
+		if string(f.Data) != header+before {
+			t.Errorf("%s with a header starts %q, want the header then the file", f.Path, string(f.Data)[:120])
+		}
+	}
+	spec.LicenseHeader = []string{"bad\x00line"}
+	if _, err := Render(spec); !errors.Is(err, ErrInvalidSpec) || !strings.Contains(err.Error(), "license header line 1") {
+		t.Errorf("Render with a NUL in the header: %v", err)
 	}
 }

@@ -41,6 +41,11 @@ type Spec struct {
 	// AttentionFallback keeps attention_reference and softmax in the CPU
 	// helpers, for a prefill with a cpu_attn=True fallback.
 	AttentionFallback bool
+
+	// LicenseHeader opens every generated Python file as comment lines
+	// (upstream's files open with a copyright and an SPDX-License-Identifier
+	// line); nil writes none. LicenseLines makes it from the setting's text.
+	LicenseHeader []string
 }
 
 // Checkpoint locates the validated checkpoint without an absolute path, so
@@ -142,6 +147,14 @@ func (s Spec) validate() error {
 	if err := s.Checkpoint.validate(s.OnHub); err != nil {
 		return bad("%v", err)
 	}
+	for i, line := range s.LicenseHeader {
+		if err := checkComment(line); err != nil {
+			return bad("license header line %d: %v", i+1, err)
+		}
+	}
+	if len(s.LicenseHeader) > MaxLicenseLines {
+		return bad("license header has %d lines, at most %d are allowed", len(s.LicenseHeader), MaxLicenseLines)
+	}
 	if s.Family == nil {
 		return bad("no model family")
 	}
@@ -183,4 +196,53 @@ func (c Checkpoint) validate(onHub bool) error {
 		return fmt.Errorf("checkpoint path %q must be a non-empty relative slash-separated path", c.Path)
 	}
 	return checkText("checkpoint path", c.Path, true)
+}
+
+// MaxLicenseLines bounds the license header: a copyright and an SPDX line are
+// the usual two, a licence's short notice a dozen.
+const MaxLicenseLines = 30
+
+// LicenseLines turns the license_header setting into the comment lines
+// LicenseHeader holds: one per line of text, each without its "#" (a line
+// pasted from a Python file keeps its words, not a second "#"), trailing
+// blanks dropped, blank lines at either end removed. Empty text gives nil.
+func LicenseLines(text string) ([]string, error) {
+	var lines []string
+	for _, line := range strings.Split(strings.ReplaceAll(text, "\r\n", "\n"), "\n") {
+		line = strings.TrimRightFunc(line, unicode.IsSpace)
+		if rest, ok := strings.CutPrefix(line, "#"); ok {
+			line = strings.TrimPrefix(rest, " ")
+		}
+		if err := checkComment(line); err != nil {
+			return nil, fmt.Errorf("license header line %d: %w", len(lines)+1, err)
+		}
+		lines = append(lines, line)
+	}
+	for len(lines) > 0 && lines[0] == "" {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	if len(lines) > MaxLicenseLines {
+		return nil, fmt.Errorf("license header has %d lines, at most %d are allowed", len(lines), MaxLicenseLines)
+	}
+	if len(lines) == 0 {
+		return nil, nil
+	}
+	return lines, nil
+}
+
+// checkComment keeps a header line a single Python comment line that black
+// leaves alone: printable, no trailing blanks.
+func checkComment(line string) error {
+	for _, r := range line {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("%q contains %q, which cannot be in a comment line", line, r)
+		}
+	}
+	if strings.TrimRightFunc(line, unicode.IsSpace) != line {
+		return fmt.Errorf("%q ends in blanks", line)
+	}
+	return nil
 }

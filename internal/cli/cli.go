@@ -26,6 +26,7 @@ import (
 	"phase0/internal/pyenv"
 	"phase0/modellist"
 	"phase0/orchestrator"
+	"phase0/scaffold"
 	"phase0/verdict"
 )
 
@@ -155,6 +156,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Opt
 	runCmd.Flags().String("out-dir", "", "folder for <name>/ when there is no --llms-dir (default ./workspace; bundled runner)")
 	runCmd.Flags().Bool("fresh", false, "run everything even when the recorded verdict's inputs are unchanged.\nReuse watches every model file, workspace .py, verify/ file and imported Python source\n(size, mtime, ctime, inode, HF blob; small files by content), the import path, the\nenvironment, the interpreter and its packages, the settings and the recorded reference;\nit cannot see a change with a forged ctime: --fresh is the escape")
 	runCmd.Flags().String("report-dir", "", "where report.json and report.md go (default: <workspace>/docs/development_progress/phase0)")
+	runCmd.Flags().String("license-header", "", "comment lines opening every generated Python file, e.g. an SPDX-License-Identifier line (newline-separated)")
 	refCmd := add("reference", "Record (or reuse) the HF reference the later phases compare against, into <workspace>/reference", true, orchestrator.ReferenceRun)
 	refCmd.Flags().String("name", "", "workspace name (default: derived from the model id)")
 	refCmd.Flags().String("dtype", "bfloat16", "bfloat16 (the reference) or float32 (a self-check candidate)")
@@ -289,7 +291,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer, overrides ma
 		"python": "python", "timeout": "timeout", "scan": "scan", "workers": "workers", "llms_dir": "llms-dir",
 		"prompt_style": "prompt-style", "prompt": "prompt", "decode": "decode", "force": "force", "name": "name",
 		"report_dir": "report-dir", "out_dir": "out-dir", "max_perplexity_ratio": "max-perplexity-ratio",
-		"reference_steps": "reference-steps", "fresh": "fresh",
+		"reference_steps": "reference-steps", "fresh": "fresh", "license_header": "license-header",
 	} {
 		if f := cmd.Flags().Lookup(flag); f != nil {
 			if err := v.BindPFlag(key, f); err != nil {
@@ -325,6 +327,7 @@ func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer, overrides ma
 		Progress:          stderr,
 	}
 	s.MaxPerplexityRatio = p.ratio("max_perplexity_ratio")
+	s.LicenseHeader = p.licenseLines("license_header")
 	if p.err != nil {
 		return nil, p.err
 	}
@@ -408,6 +411,16 @@ func (p *parser) fail(key string, value any, want string) {
 }
 
 func (p *parser) str(key string) string { return p.v.GetString(key) }
+
+// licenseLines reads the license header text as the comment lines the
+// generated files open with (scaffold.LicenseLines).
+func (p *parser) licenseLines(key string) []string {
+	lines, err := scaffold.LicenseLines(p.str(key))
+	if err != nil && p.err == nil {
+		p.err = fmt.Errorf("%s: %w", p.origin(key), err)
+	}
+	return lines
+}
 
 func (p *parser) boolean(key string) bool {
 	raw := p.v.Get(key)
@@ -504,6 +517,7 @@ var knownKeys = map[string]bool{
 	"max_seq": true, "timeout": true, "scan": true, "workers": true, "report_dir": true, "force": true,
 	"memory_check": true, "cpu_helpers": true, "cpu_helpers.attention_fallback": true, "cache": true, "pyshim": true,
 	"out_dir": true, "max_perplexity_ratio": true, "reference_steps": true, "fresh": true,
+	"license_header": true,
 }
 
 // checkKeys refuses misspelt settings instead of silently ignoring them.

@@ -144,11 +144,69 @@ func RandomModels(t testing.TB, tokenizerFrom string) string {
 }
 
 func build(py, prefix string, models []Model) (string, error) {
+	var specs []string
+	for _, m := range models {
+		specs = append(specs, m.Name+"|"+m.Family+"|"+m.Args)
+	}
+	sort.Strings(specs)
+	return cachedBuild(py, prefix, testModels, strings.Join(specs, "\n"), func(tmp string) string {
+		var script strings.Builder
+		script.WriteString("from phase0_testmodels import make_tiny_model\n")
+		for _, m := range models {
+			args := ""
+			if m.Args != "" {
+				args = ", " + m.Args
+			}
+			fmt.Fprintf(&script, "make_tiny_model(%q, %q%s)\n", m.Family, filepath.Join(tmp, m.Name), args)
+		}
+		return script.String()
+	})
+}
+
+// generator is a pyshim package that writes checkpoints: its code and data
+// files key the cache, so any edit rebuilds what it wrote.
+type generator struct {
+	pkg  string // folder under pyshim
+	data string // its data files, a glob relative to pkg
+}
+
+var (
+	testModels   = generator{"phase0_testmodels", filepath.Join("data", "*.txt")}
+	shapedModels = generator{"phase0_benchmodels", filepath.Join("data", "*.json")}
+)
+
+// ShapedModel returns a checkpoint with the architecture of a real model
+// (pyshim/phase0_benchmodels/data/<preset>.json) and random bf16 weights,
+// for benchmarks at the sizes users deploy. It is built once per content of
+// the generator and kept in <cache>/models/<preset>-random-<hash>/<preset>;
+// a build for a newer generator removes the older ones (gigabytes each).
+func ShapedModel(py, preset string) (string, error) {
+	prefix := filepath.Join("models", preset+"-random")
+	dir, err := cachedBuild(py, prefix, shapedModels, preset, func(tmp string) string {
+		return fmt.Sprintf("from phase0_benchmodels import make_shaped_model\nmake_shaped_model(%q, %q)\n", preset, filepath.Join(tmp, preset))
+	})
+	if err != nil {
+		return "", err
+	}
+	stale, _ := filepath.Glob(filepath.Join(filepath.Dir(dir), preset+"-random-*"))
+	for _, old := range stale {
+		if old != dir {
+			os.RemoveAll(old)
+		}
+	}
+	return filepath.Join(dir, preset), nil
+}
+
+// cachedBuild returns <cache>/<prefix>-<hash>, running the Python script
+// (which writes into the folder it is given) when that folder is not
+// complete yet. The hash covers the generator's files, spec and the torch and
+// transformers versions.
+func cachedBuild(py, prefix string, gen generator, spec string, script func(tmp string) string) (string, error) {
 	h := sha256.New()
-	// Every file of the generator (code, tokenizer corpus, training text)
-	// shapes the models: any edit rebuilds them.
-	code, _ := filepath.Glob(filepath.Join(PyShim(), "phase0_testmodels", "*.py"))
-	data, _ := filepath.Glob(filepath.Join(PyShim(), "phase0_testmodels", "data", "*.txt"))
+	// Every file of the generator (code, tokenizer corpus, training text,
+	// configs) shapes the models: any edit rebuilds them.
+	code, _ := filepath.Glob(filepath.Join(PyShim(), gen.pkg, "*.py"))
+	data, _ := filepath.Glob(filepath.Join(PyShim(), gen.pkg, gen.data))
 	files := append(code, data...)
 	sort.Strings(files)
 	for _, f := range files {
@@ -159,12 +217,7 @@ func build(py, prefix string, models []Model) (string, error) {
 		}
 		h.Write(b)
 	}
-	var specs []string
-	for _, m := range models {
-		specs = append(specs, m.Name+"|"+m.Family+"|"+m.Args)
-	}
-	sort.Strings(specs)
-	h.Write([]byte(strings.Join(specs, "\n")))
+	h.Write([]byte(spec))
 	out, _ := exec.Command(py, "-c", "import torch, transformers; print(torch.__version__, transformers.__version__)").Output()
 	h.Write(out)
 
@@ -180,27 +233,19 @@ func build(py, prefix string, models []Model) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
 		return dir, nil
 	}
-	if err := os.MkdirAll(cache, 0o755); err != nil {
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(cache, "."+prefix+"-*")
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(prefix)+"-*")
 	if err != nil {
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	var script strings.Builder
-	script.WriteString("from phase0_testmodels import make_tiny_model\n")
-	for _, m := range models {
-		args := ""
-		if m.Args != "" {
-			args = ", " + m.Args
-		}
-		fmt.Fprintf(&script, "make_tiny_model(%q, %q%s)\n", m.Family, filepath.Join(tmp, m.Name), args)
-	}
-	cmd := exec.Command(py, "-c", script.String())
+	cmd := exec.Command(py, "-c", script(tmp))
 	cmd.Dir = PyShim()
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building tiny models: %w\n%s", err, b)
+		return "", fmt.Errorf("building %s models with %s: %w\n%s", filepath.Base(prefix), gen.pkg, err, b)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, "complete"), nil, 0o644); err != nil {
 		return "", err

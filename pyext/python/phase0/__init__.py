@@ -293,6 +293,7 @@ def run(
     reference_steps: int | None = None,
     refresh: bool | None = None,
     fresh: bool | None = None,
+    license_header: str | None = None,
     cache: PathArg | None = None,
     progress: bool = False,
     **options: Option,
@@ -303,8 +304,9 @@ def run(
     tree; without one, ``<out_dir>/<name>/``, default ./workspace) with its
     report.json / report.md and the recorded reference (reference_steps greedy
     tokens per prompt, 0 = none; refresh records it anew). fresh runs everything
-    even when the recorded PASS's inputs are unchanged. Other options as for
-    :func:`baseline`.
+    even when the recorded PASS's inputs are unchanged. license_header opens
+    the generated Python files as comment lines (e.g. an SPDX-License-Identifier
+    line). Other options as for :func:`baseline`.
     """
     if os.fspath(model).startswith("@"):
         raise UsageError(f"run takes one model, not the list {os.fspath(model)}: "
@@ -315,7 +317,7 @@ def run(
         "prompt": prompt, "decode": decode, "max_seq": max_seq, "timeout": _duration(timeout), "scan": scan,
         "workers": workers, "force": force, "memory_check": memory_check, "cpu_helpers": cpu_helpers,
         "max_perplexity_ratio": max_perplexity_ratio, "reference_steps": reference_steps, "refresh": refresh,
-        "fresh": fresh, "cache": cache, **options,
+        "fresh": fresh, "license_header": license_header, "cache": cache, **options,
     })
 
 
