@@ -38,6 +38,10 @@ type Consistency struct {
 	Notes []string `json:"notes"`
 	// Sources lists which sources were compared.
 	Sources []string `json:"sources"`
+
+	// absent are fields the module's Config lacks that its behaviour decides,
+	// each with the sentence naming it (note on judgedBy).
+	absent map[string]string
 }
 
 // New returns an empty passing section.
@@ -75,6 +79,8 @@ func prefix(source string) string {
 		return "generated."
 	case SourceTransformers:
 		return "transformers."
+	case SourceBehaviour:
+		return "behaviour."
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -40,7 +41,10 @@ func Run(ctx context.Context, s *Settings, modelArg, version string) *Report {
 // real checkpoint in Python, and Go judges what came back.
 func loaderStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 	st.loader = weights.NewLoader()
-	var facts weights.LoaderFacts
+	var facts struct {
+		weights.LoaderFacts
+		Tie *configgate.TieFacts `json:"tie"` // judged in gate 3
+	}
 	_, err := st.call(ctx, "loader_facts", map[string]string{"weights_module": st.weightsModule(), "model_dir": st.ref.Dir}, &facts)
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
@@ -49,7 +53,8 @@ func loaderStage(ctx context.Context, st *state) (verdict.Status, string, error)
 		st.loader.Raised(reasons(err))
 		return st.loader.Status, st.loader.Summary, nil
 	}
-	st.loader = weights.CheckLoader(st.analysis.Config, &facts, st.inv, st.fsys)
+	st.loader = weights.CheckLoader(st.analysis.Config, &facts.LoaderFacts, st.inv, st.fsys)
+	st.tie = facts.Tie
 	return st.loader.Status, st.loader.Summary, nil
 }
 
@@ -77,10 +82,51 @@ func configFactsStage(ctx context.Context, st *state) (verdict.Status, string, e
 	if facts.Generated == nil || facts.Transformers == nil {
 		return "", "", fmt.Errorf("config_facts returned no generated or transformers facts")
 	}
-	if err := errors.Join(cc.Generated(st.analysis.Config, facts.Generated), cc.Transformers(st.analysis.Config, facts.Transformers)); err != nil {
+	module := filepath.Base(st.weightsModule())
+	who := configgate.ModuleLabel(facts.Generated.Class, module, st.workspace != nil && st.workspace.Mode == ModeGenerated)
+	if err := errors.Join(cc.Generated(st.analysis.Config, facts.Generated, who), cc.Transformers(st.analysis.Config, facts.Transformers)); err != nil {
 		return "", "", err
 	}
+	if err := st.behaviour(ctx, module); err != nil {
+		return "", "", err
+	}
+	cc.Tie(st.analysis.Config, st.tie, st.inv, st.fsys)
 	return cc.Status, cc.Summary, nil
+}
+
+// behaviourArgs are ops.behaviour_facts' arguments.
+type behaviourArgs struct {
+	WeightsModule string `json:"weights_module"`
+	HelpersModule string `json:"helpers_module"`
+	ModelDir      string `json:"model_dir"`
+	MaxSeq        int    `json:"max_seq"`
+}
+
+// behaviour judges what the module does (its RoPE table, its helpers'
+// RMSNorm) against transformers for the checkpoint's config, into gate 3.
+// An op that raises is a gate 3 FAIL; only a worker that cannot evaluate
+// stops the run.
+func (st *state) behaviour(ctx context.Context, module string) error {
+	cc := st.consistency
+	args := behaviourArgs{WeightsModule: st.weightsModule(), HelpersModule: filepath.Join(st.wsDir, st.spec.Name+"_cpu_helpers.py"),
+		ModelDir: st.ref.Dir, MaxSeq: st.s.MaxSeq}
+	var raw json.RawMessage
+	payload, err := st.call(ctx, "behaviour_facts", args, &raw)
+	if err != nil {
+		if stop := workerFailure(err); stop != nil {
+			return stop
+		}
+		for _, r := range reasons(err) {
+			cc.FailWith("behaviour facts of %s: %s", module, r)
+		}
+		return nil
+	}
+	b, err := configgate.DecodeBehaviour(raw, payload)
+	if err != nil {
+		return fmt.Errorf("behaviour_facts: %w", err)
+	}
+	cc.Behaviour(st.analysis.Config, b, module)
+	return nil
 }
 
 // blockers lists why Phase 0 failed, for TODO.md's Active blockers.
