@@ -12,6 +12,7 @@ import (
 
 	"phase0/configgate"
 	"phase0/internal/atomicfile"
+	"phase0/internal/boundedfile"
 	"phase0/model"
 	"phase0/scaffold"
 	"phase0/verdict"
@@ -180,7 +181,7 @@ func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
 	blockers := withoutLocalPaths(r.blockers(), st)
 	err = scaffold.UpsertPhase0Entry(timing, scaffold.Phase0Timing(r.Started, time.Now(), string(r.Status), blockers))
 	if err == nil && r.Status == verdict.Pass {
-		err = scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir)))
+		err = scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir), definesFunc(st.weightsModule(), "default_checkpoint")))
 	}
 	if err == nil {
 		err = scaffold.SetPhase0Status(todo, r.Status == verdict.Pass, blockers)
@@ -219,7 +220,7 @@ func (st *state) recordOutside(dir, progress, todo string) (verdict.Status, stri
 	if !enter {
 		return verdict.Pass, detail, nil
 	}
-	err := scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir)))
+	err := scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir), definesFunc(st.weightsModule(), "default_checkpoint")))
 	if err == nil {
 		err = scaffold.SetPhase0Status(todo, true, nil)
 	}
@@ -232,8 +233,10 @@ func (st *state) recordOutside(dir, progress, todo string) (verdict.Status, stri
 }
 
 // progressEntry is the Phase 0 entry for progress.md.
-// It names the model as the generated files do (spec), never by a local path.
-func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string) string {
+// It names the model as the generated files do (spec), never by a local path;
+// findsCheckpoint says whether the weights module defines default_checkpoint()
+// (phase0's do; upstream's hand-written ones do not).
+func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string, findsCheckpoint bool) string {
 	b := r.Gates.HFBaseline
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "## Phase 0: Build CPU Reference — PASS (%s)\n\n", r.Started.Format("2006-01-02"))
@@ -243,7 +246,10 @@ func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string) 
 			fmt.Fprintf(&sb, " (given as `%s`)", r.Model)
 		}
 	} else {
-		fmt.Fprintf(&sb, "- Local checkpoint: `%s` (`default_checkpoint()` in `%s_weights.py` finds it)", spec.ModelID, spec.Name)
+		fmt.Fprintf(&sb, "- Local checkpoint: `%s`", spec.ModelID)
+		if findsCheckpoint {
+			fmt.Fprintf(&sb, " (`default_checkpoint()` in `%s_weights.py` finds it)", spec.Name)
+		}
 	}
 	if spec.Revision != "" {
 		fmt.Fprintf(&sb, " at revision `%s`", spec.Revision)
@@ -286,6 +292,24 @@ func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string) 
 	sb.WriteString(r.Reference.progressLine(r.Workspace != nil && r.Workspace.RecordDir != ""))
 	return sb.String()
 }
+
+// definesFunc reports whether the Python module at path defines a top-level
+// function name, read as text (bounded; never imported here).
+func definesFunc(path, name string) bool {
+	b, err := boundedfile.Read(path, maxModuleBytes)
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, "def "+name+"(") {
+			return true
+		}
+	}
+	return false
+}
+
+// maxModuleBytes bounds a weights module read as text (phase0's are ~30 KiB).
+const maxModuleBytes = 16 << 20
 
 // memAvailable is how much memory the machine can give the reference; tests replace it.
 var memAvailable = procMemAvailable
