@@ -133,7 +133,7 @@ func TestBehaviourOfUpstreamStyleModules(t *testing.T) {
 			}
 			delete(carried, "rms_norm_eps")
 			delete(carried, "rope_scaling")
-			if err := c.Generated(a.Config, &GeneratedFacts{Class: "LlamaConfig", Fields: carried}, ModuleLabel("LlamaConfig", tc.folder+"_weights.py", false)); err != nil {
+			if err := c.Generated(a.Config, &GeneratedFacts{Class: "LlamaConfig", Fields: carried}, Module{File: tc.folder + "_weights.py"}); err != nil {
 				t.Fatal(err)
 			}
 			c.Behaviour(a.Config, facts[i], filepath.Base(asks[i].weights))

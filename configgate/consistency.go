@@ -16,6 +16,7 @@ import (
 const (
 	SourceWeights      = "weights"          // the checkpoint's tensor shapes
 	SourceGenerated    = "generated_config" // the generated LlamaConfig()
+	SourceModule       = "module_config"    // a hand-written module's LlamaConfig()
 	SourceTransformers = "transformers"     // AutoConfig and the model it builds
 )
 
@@ -77,6 +78,8 @@ func prefix(source string) string {
 	switch source {
 	case SourceGenerated:
 		return "generated."
+	case SourceModule:
+		return "module."
 	case SourceTransformers:
 		return "transformers."
 	case SourceBehaviour:

@@ -69,13 +69,27 @@ var impliedWhenAbsent = map[string]json.RawMessage{
 // notes the outcome next to the absent field.
 var judgedByBehaviour = map[string]bool{"rms_norm_eps": true, "tie_word_embeddings": true, "rope_scaling": true, "rope_base": true}
 
-// ModuleLabel names a weights module's Config in findings: phase0's own
-// generated one, or a hand-written one by its file.
-func ModuleLabel(class, file string, generated bool) string {
-	if generated {
+// Module is the weights module whose LlamaConfig() gate 3 compares:
+// phase0's own generated one, or a hand-written one (upstream's, or edited).
+type Module struct {
+	File      string // <name>_weights.py
+	Generated bool
+}
+
+// label names the module's Config in findings; a hand-written class is
+// named by its file, never as generated.
+func (m Module) label(class string) string {
+	if m.Generated {
 		return "generated " + class + "()"
 	}
-	return class + "() of " + file + " (not written by phase0)"
+	return class + "() of " + m.File + " (not written by phase0)"
+}
+
+func (m Module) source() string {
+	if m.Generated {
+		return SourceGenerated
+	}
+	return SourceModule
 }
 
 // configFields is model.Config as its JSON names and values: the field list
@@ -89,15 +103,16 @@ func configFields(cfg *model.Config) (map[string]json.RawMessage, error) {
 	return m, json.Unmarshal(b, &m)
 }
 
-// Generated compares every field the module's LlamaConfig() carries with
-// cfg; who names it (ModuleLabel). A field it lacks fails, except those
-// judgedByBehaviour and those impliedWhenAbsent.
-func (c *Consistency) Generated(cfg *model.Config, g *GeneratedFacts, who string) error {
+// Generated compares every field module's LlamaConfig() carries with cfg.
+// A field it lacks fails, except those judgedByBehaviour and those
+// impliedWhenAbsent.
+func (c *Consistency) Generated(cfg *model.Config, g *GeneratedFacts, module Module) error {
 	want, err := configFields(cfg)
 	if err != nil {
 		return err
 	}
-	c.source(SourceGenerated)
+	who, src := module.label(g.Class), module.source()
+	c.source(src)
 	for _, field := range slices.Sorted(maps.Keys(want)) {
 		k := fieldKinds[field]
 		if k == kindIgnore {
@@ -115,16 +130,16 @@ func (c *Consistency) Generated(cfg *model.Config, g *GeneratedFacts, who string
 			}
 			implied, has := impliedWhenAbsent[field]
 			if !has {
-				c.check(SourceGenerated, field)
-				c.add(Finding{Field: field, Source: SourceGenerated, Config: decoded(want[field]), Actual: nil,
+				c.check(src, field)
+				c.add(Finding{Field: field, Source: src, Config: decoded(want[field]), Actual: nil,
 					Message: fmt.Sprintf("%s has no field %s; phase0 extracted %s", who, field, want[field])})
 				continue
 			}
 			got, note = implied, " (absent, implied)"
 		}
-		c.check(SourceGenerated, field)
+		c.check(src, field)
 		if same, why := equal(k, want[field], got); !same {
-			c.add(Finding{Field: field, Source: SourceGenerated, Config: decoded(want[field]), Actual: decoded(got),
+			c.add(Finding{Field: field, Source: src, Config: decoded(want[field]), Actual: decoded(got),
 				Message: fmt.Sprintf("%s: %s is %s%s but config.json gives %s%s", who, field, got, note, want[field], why)})
 		}
 	}

@@ -84,8 +84,8 @@ func configFactsStage(ctx context.Context, st *state) (verdict.Status, string, e
 		return "", "", fmt.Errorf("config_facts returned no generated or transformers facts")
 	}
 	module := filepath.Base(st.weightsModule())
-	who := configgate.ModuleLabel(facts.Generated.Class, module, st.workspace != nil && st.workspace.Mode == ModeGenerated)
-	if err := errors.Join(cc.Generated(st.analysis.Config, facts.Generated, who), cc.Transformers(st.analysis.Config, facts.Transformers)); err != nil {
+	mod := configgate.Module{File: module, Generated: st.workspace != nil && st.workspace.Mode == ModeGenerated}
+	if err := errors.Join(cc.Generated(st.analysis.Config, facts.Generated, mod), cc.Transformers(st.analysis.Config, facts.Transformers)); err != nil {
 		return "", "", err
 	}
 	if err := st.behaviour(ctx, module); err != nil {
