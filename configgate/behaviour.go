@@ -314,7 +314,7 @@ func (c *Consistency) norm(cfg *model.Config, b *BehaviourFacts, n NormFacts, he
 	if n.EpsArgument != nil {
 		call = fmt.Sprintf("%s.%s (no default eps; called with eps=%g)", helpers, n.Helper, *n.EpsArgument)
 	}
-	if !okX || !okW || !okR || !okG || len(x.Data) != 2*width || len(w.Data) != n.Width || len(ref.Data) != 2*width {
+	if n.Width <= 0 || n.Groups <= 0 || !okX || !okW || !okR || !okG || len(x.Data) != 2*width || len(w.Data) != n.Width || len(ref.Data) != 2*width {
 		c.fail("rms_norm_eps", cfg.RMSNormEps, nil, "the worker sent an incomplete probe for %s", n.Helper)
 		return
 	}

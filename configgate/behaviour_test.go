@@ -296,3 +296,49 @@ func TestTieJudgement(t *testing.T) {
 		})
 	}
 }
+
+// TestIncompleteProbe: facts that do not describe a probe fail the check,
+// whatever their numbers (a zero width must not divide).
+func TestIncompleteProbe(t *testing.T) {
+	for _, norm := range []string{
+		`{"helper": "rms_norm", "defined": true, "width": 0, "groups": 1, "eps": 1e-6, "eps_argument": null}`,
+		`{"helper": "rms_norm", "defined": true, "width": 4, "groups": 0, "eps": 1e-6, "eps_argument": null}`,
+		`{"helper": "rms_norm", "defined": true, "width": 4, "groups": 1, "eps": 1e-6, "eps_argument": null}`,
+	} {
+		raw := `{"rope": {"seq_len": 0, "head_dim": 0, "rope_type": "default", "defined": true, "type": "ndarray", "dtype": "bfloat16", "shape": [0, 0]},
+"helpers_module": "x_cpu_helpers.py", "helpers_found": true, "norms": [` + norm + `], "arrays": [{"name": "rope.module", "shape": [0, 0]}, {"name": "rope.transformers", "shape": [0, 0]},
+{"name": "norm.rms_norm.x", "shape": [0]}, {"name": "norm.rms_norm.weight", "shape": [0]}, {"name": "norm.rms_norm.transformers", "shape": [0]}, {"name": "norm.rms_norm.module", "shape": [0]}]}`
+		b, err := DecodeBehaviour([]byte(raw), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := New()
+		c.Behaviour(&model.Config{RMSNormEps: 1e-6}, b, "x_weights.py")
+		if c.Status != verdict.Fail || !strings.Contains(strings.Join(c.Findings, "\n"), "incomplete probe") {
+			t.Errorf("%s: status %s, findings %q", norm, c.Status, c.Findings)
+		}
+	}
+}
+
+// FuzzBehaviour: whatever the worker sends, decoding and judging it never
+// panics; facts that decode are judged.
+func FuzzBehaviour(f *testing.F) {
+	f.Add([]byte(`{"rope": {"seq_len": 1, "head_dim": 2, "rope_type": "llama3", "defined": true, "type": "ndarray", "dtype": "bfloat16", "shape": [1, 2]},
+"helpers_module": "h.py", "helpers_found": true, "norms": [{"helper": "rms_norm", "defined": true, "width": 2, "groups": 1, "eps": 1e-6, "eps_argument": null}],
+"arrays": [{"name": "rope.transformers", "shape": [1, 2]}, {"name": "rope.module", "shape": [1, 2]}, {"name": "rope.transformers_unscaled", "shape": [1, 2]},
+{"name": "norm.rms_norm.x", "shape": [2, 2]}, {"name": "norm.rms_norm.weight", "shape": [2]}, {"name": "norm.rms_norm.transformers", "shape": [2, 2]}, {"name": "norm.rms_norm.module", "shape": [2, 2]}]}`), uint16(20))
+	f.Add([]byte(`{"rope": {"seq_len": 3, "head_dim": 0, "defined": true, "type": "ndarray", "shape": [3, 0]}, "helpers_found": true, "norms": [{"helper": "qk_norm_per_head", "defined": true, "width": 0, "groups": 0}], "arrays": []}`), uint16(0))
+	f.Fuzz(func(t *testing.T, raw []byte, n uint16) {
+		payload := make([]float32, n)
+		for i := range payload {
+			payload[i] = float32(i%7) - 3
+		}
+		b, err := DecodeBehaviour(raw, payload)
+		if err != nil {
+			return
+		}
+		c := New()
+		c.Behaviour(&model.Config{RopeBase: 10000, RMSNormEps: 1e-6, RopeScaling: &model.RopeScaling{RopeType: "llama3", Factor: 8}}, b, "x_weights.py")
+		c.Behaviour(&model.Config{RopeBase: 10000, RMSNormEps: 1e-6}, b, "x_weights.py")
+	})
+}
