@@ -16,6 +16,7 @@ import (
 const (
 	SourceWeights      = "weights"          // the checkpoint's tensor shapes
 	SourceGenerated    = "generated_config" // the generated LlamaConfig()
+	SourceModule       = "module_config"    // a hand-written module's LlamaConfig()
 	SourceTransformers = "transformers"     // AutoConfig and the model it builds
 )
 
@@ -38,6 +39,10 @@ type Consistency struct {
 	Notes []string `json:"notes"`
 	// Sources lists which sources were compared.
 	Sources []string `json:"sources"`
+
+	// absent are fields the module's Config lacks that its behaviour decides,
+	// each with the sentence naming it (note on judgedBy).
+	absent map[string]string
 }
 
 // New returns an empty passing section.
@@ -73,8 +78,12 @@ func prefix(source string) string {
 	switch source {
 	case SourceGenerated:
 		return "generated."
+	case SourceModule:
+		return "module."
 	case SourceTransformers:
 		return "transformers."
+	case SourceBehaviour:
+		return "behaviour."
 	}
 	return ""
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"phase0/model"
@@ -55,11 +56,40 @@ var fieldKinds = map[string]kind{
 }
 
 // impliedWhenAbsent are LlamaConfig fields whose absence has a meaning:
-// upstream's Llama template has none of them (no bias, no QK norm, plain
-// RoPE, silu).
+// upstream's Llama template has none of them (no bias, no QK norm, silu).
 var impliedWhenAbsent = map[string]json.RawMessage{
 	"qkv_bias": json.RawMessage("false"), "qk_norm": json.RawMessage("false"),
-	"rope_scaling": json.RawMessage("null"), "hidden_act": json.RawMessage(`"silu"`),
+	"hidden_act": json.RawMessage(`"silu"`),
+}
+
+// judgedByBehaviour are the fields a hand-written Config may leave out
+// because the module decides them elsewhere: upstream's helpers hard-code
+// eps, its loaders tie at load time, its RoPE table computes what it
+// computes. Gate 3 then judges what the module does (Behaviour, Tie), and
+// notes the outcome next to the absent field.
+var judgedByBehaviour = map[string]bool{"rms_norm_eps": true, "tie_word_embeddings": true, "rope_scaling": true, "rope_base": true}
+
+// Module is the weights module whose LlamaConfig() gate 3 compares:
+// phase0's own generated one, or a hand-written one (upstream's, or edited).
+type Module struct {
+	File      string // <name>_weights.py
+	Generated bool
+}
+
+// label names the module's Config in findings; a hand-written class is
+// named by its file, never as generated.
+func (m Module) label(class string) string {
+	if m.Generated {
+		return "generated " + class + "()"
+	}
+	return class + "() of " + m.File + " (not written by phase0)"
+}
+
+func (m Module) source() string {
+	if m.Generated {
+		return SourceGenerated
+	}
+	return SourceModule
 }
 
 // configFields is model.Config as its JSON names and values: the field list
@@ -73,13 +103,16 @@ func configFields(cfg *model.Config) (map[string]json.RawMessage, error) {
 	return m, json.Unmarshal(b, &m)
 }
 
-// Generated compares every field of the generated LlamaConfig() with cfg.
-func (c *Consistency) Generated(cfg *model.Config, g *GeneratedFacts) error {
+// Generated compares every field module's LlamaConfig() carries with cfg.
+// A field it lacks fails, except those judgedByBehaviour and those
+// impliedWhenAbsent.
+func (c *Consistency) Generated(cfg *model.Config, g *GeneratedFacts, module Module) error {
 	want, err := configFields(cfg)
 	if err != nil {
 		return err
 	}
-	c.source(SourceGenerated)
+	who, src := module.label(g.Class), module.source()
+	c.source(src)
 	for _, field := range slices.Sorted(maps.Keys(want)) {
 		k := fieldKinds[field]
 		if k == kindIgnore {
@@ -88,19 +121,26 @@ func (c *Consistency) Generated(cfg *model.Config, g *GeneratedFacts) error {
 		got, ok := g.Fields[field]
 		note := ""
 		if !ok {
+			if _, judged := judgedByBehaviour[field]; judged {
+				if c.absent == nil {
+					c.absent = map[string]string{}
+				}
+				c.absent[field] = fmt.Sprintf("%s has no field %s (config.json: %s)", who, field, shown(want[field]))
+				continue
+			}
 			implied, has := impliedWhenAbsent[field]
 			if !has {
-				c.check(SourceGenerated, field)
-				c.add(Finding{Field: field, Source: SourceGenerated, Config: decoded(want[field]), Actual: nil,
-					Message: fmt.Sprintf("generated %s() has no field %s; phase0 extracted %s", g.Class, field, want[field])})
+				c.check(src, field)
+				c.add(Finding{Field: field, Source: src, Config: decoded(want[field]), Actual: nil,
+					Message: fmt.Sprintf("%s has no field %s; phase0 extracted %s", who, field, want[field])})
 				continue
 			}
 			got, note = implied, " (absent, implied)"
 		}
-		c.check(SourceGenerated, field)
+		c.check(src, field)
 		if same, why := equal(k, want[field], got); !same {
-			c.add(Finding{Field: field, Source: SourceGenerated, Config: decoded(want[field]), Actual: decoded(got),
-				Message: fmt.Sprintf("generated %s().%s is %s%s but config.json gives %s%s", g.Class, field, got, note, want[field], why)})
+			c.add(Finding{Field: field, Source: src, Config: decoded(want[field]), Actual: decoded(got),
+				Message: fmt.Sprintf("%s: %s is %s%s but config.json gives %s%s", who, field, got, note, want[field], why)})
 		}
 	}
 	return nil
@@ -209,6 +249,16 @@ func resolved(t *TransformersFacts) (map[string]json.RawMessage, error) {
 	out["qkv_bias"] = json.RawMessage(fmt.Sprint(bias))
 	out["qk_norm"] = json.RawMessage(fmt.Sprint(norm))
 	return out, nil
+}
+
+// shown is a JSON value as a finding prints it: numbers in Go's shortest
+// form (1e-06, not 0.000001), anything else as JSON.
+func shown(v json.RawMessage) string {
+	var f float64
+	if json.Unmarshal(v, &f) == nil {
+		return strconv.FormatFloat(f, 'g', -1, 64)
+	}
+	return string(bytes.TrimSpace(v))
 }
 
 func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
@@ -320,4 +370,29 @@ func decoded(v json.RawMessage) any {
 		return string(v)
 	}
 	return out
+}
+
+// coreDims are the dimensions that make a checkpoint another model, not a
+// misconfigured one: the loader's array shapes follow from them.
+var coreDims = []string{"n_layers", "emb_dim", "n_heads", "n_kv_heads", "head_dim", "hidden_dim", "vocab_size"}
+
+// CoreDimsDiffer lists each core dimension the module's LlamaConfig()
+// carries with another value than cfg ("emb_dim 1024 (module) vs 64
+// (checkpoint)"); empty when they agree.
+func CoreDimsDiffer(cfg *model.Config, g *GeneratedFacts) ([]string, error) {
+	want, err := configFields(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, field := range coreDims {
+		got, ok := g.Fields[field]
+		if !ok {
+			continue
+		}
+		if same, _ := equal(kindInt, want[field], got); !same {
+			out = append(out, fmt.Sprintf("%s %s (module) vs %s (checkpoint)", field, got, want[field]))
+		}
+	}
+	return out, nil
 }

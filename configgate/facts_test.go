@@ -110,7 +110,7 @@ func TestDriftCasesAgree(t *testing.T) {
 			}
 			gen, tf := realFacts(t, generate(t, a, nil), dir)
 			c := New()
-			if err := c.Generated(a.Config, gen); err != nil {
+			if err := c.Generated(a.Config, gen, Module{File: "drift_weights.py", Generated: true}); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.Transformers(a.Config, tf); err != nil {
@@ -135,7 +135,7 @@ func TestWrongGeneratedConfigIsCaught(t *testing.T) {
 	})
 	gen, tf := realFacts(t, module, dir)
 	c := New()
-	if err := c.Generated(a.Config, gen); err != nil {
+	if err := c.Generated(a.Config, gen, Module{File: "drift_weights.py", Generated: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Transformers(a.Config, tf); err != nil {
@@ -201,7 +201,7 @@ func TestGeneratedFieldTypes(t *testing.T) {
 			}
 		}
 		c := New()
-		if err := c.Generated(cfg, &GeneratedFacts{Class: "LlamaConfig", Fields: fields}); err != nil {
+		if err := c.Generated(cfg, &GeneratedFacts{Class: "LlamaConfig", Fields: fields}, Module{File: "x_weights.py", Generated: true}); err != nil {
 			t.Fatal(err)
 		}
 		text := strings.Join(c.Findings, "\n")

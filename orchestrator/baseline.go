@@ -109,7 +109,9 @@ func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weights
 }
 
 // judgeBaseline turns the runner's facts and logits into the gate section.
-func judgeBaseline(res *baselineResult, logits []float32, seconds, maxPerplexityRatio float64) *Baseline {
+// vocab is the checkpoint's vocab_size (config.json, as Go extracted it):
+// the logits come from the HF model, whatever a module's Config says.
+func judgeBaseline(res *baselineResult, logits []float32, vocab int, seconds, maxPerplexityRatio float64) *Baseline {
 	b := newBaseline()
 	b.Seconds = seconds
 	b.Runner, b.RunnerPath, b.Prompt, b.PromptStyle = res.Runner, res.RunnerPath, res.Prompt, res.PromptStyle
@@ -117,7 +119,7 @@ func judgeBaseline(res *baselineResult, logits []float32, seconds, maxPerplexity
 	b.SecondsLoad, b.SecondsPrefill = res.SecondsLoad, res.SecondsPrefill
 	b.Torch, b.Transformers = res.Torch, res.Transformers
 	v := judge.Judge(judge.Input{
-		Logits: logits, RunnerTop1: res.Top1Token, VocabSize: res.VocabSize, TokenizerSize: res.TokenizerSize,
+		Logits: logits, RunnerTop1: res.Top1Token, VocabSize: vocab, TokenizerSize: res.TokenizerSize,
 		PadID: res.Special.Pad, UnkID: res.Special.Unk, EOSIDs: res.Special.EOS, Described: res.Top,
 	})
 	b.Top1Token, b.Top1Text, b.Logits = v.Top1, v.Top1Text, v.Stats
@@ -132,7 +134,7 @@ func judgeBaseline(res *baselineResult, logits []float32, seconds, maxPerplexity
 	}
 	b.SecondsCalibration = res.SecondsCalib
 	failed := v.Reasons
-	if why := b.judgeCalibration(res.Calibration, res.VocabSize, maxPerplexityRatio); why != "" {
+	if why := b.judgeCalibration(res.Calibration, vocab, maxPerplexityRatio); why != "" {
 		failed = append(failed, why)
 	}
 	if len(failed) > 0 {
@@ -166,7 +168,7 @@ func referenceStage(ctx context.Context, st *state) (verdict.Status, string, err
 		st.baseline.fail(reasons(err)...)
 		return st.baseline.Status, st.baseline.Summary, nil
 	}
-	st.baseline = judgeBaseline(&res, logits, res.SecondsLoad+res.SecondsPrefill, st.s.MaxPerplexityRatio)
+	st.baseline = judgeBaseline(&res, logits, st.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.s.MaxPerplexityRatio)
 	return st.baseline.Status, st.baseline.Summary, nil
 }
 

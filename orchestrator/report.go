@@ -103,6 +103,10 @@ type Workspace struct {
 	// Mode is "generated" (phase0 wrote <name>_weights.py) or
 	// "validated_existing" (it was there and not phase0's: gated, not replaced).
 	Mode string `json:"mode"`
+	// NamedBy lists the folder's files that name this run's hub id
+	// (verify_adapter.py's MODEL_CHOICES, *_inference.py): how the llms tree
+	// chose the folder.
+	NamedBy []string `json:"named_by,omitempty"`
 	// Foreign lists files phase0 left as they were because their bytes are
 	// not its own (upstream's, or edited); never overwritten, --force or not.
 	Foreign []string `json:"foreign"`

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 
 	"phase0/configgate"
 	"phase0/internal/atomicfile"
+	"phase0/internal/boundedfile"
 	"phase0/model"
 	"phase0/scaffold"
 	"phase0/verdict"
@@ -40,7 +42,10 @@ func Run(ctx context.Context, s *Settings, modelArg, version string) *Report {
 // real checkpoint in Python, and Go judges what came back.
 func loaderStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 	st.loader = weights.NewLoader()
-	var facts weights.LoaderFacts
+	var facts struct {
+		weights.LoaderFacts
+		Tie *configgate.TieFacts `json:"tie"` // judged in gate 3
+	}
 	_, err := st.call(ctx, "loader_facts", map[string]string{"weights_module": st.weightsModule(), "model_dir": st.ref.Dir}, &facts)
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
@@ -49,7 +54,8 @@ func loaderStage(ctx context.Context, st *state) (verdict.Status, string, error)
 		st.loader.Raised(reasons(err))
 		return st.loader.Status, st.loader.Summary, nil
 	}
-	st.loader = weights.CheckLoader(st.analysis.Config, &facts, st.inv, st.fsys)
+	st.loader = weights.CheckLoader(st.analysis.Config, &facts.LoaderFacts, st.inv, st.fsys)
+	st.tie = facts.Tie
 	return st.loader.Status, st.loader.Summary, nil
 }
 
@@ -77,10 +83,51 @@ func configFactsStage(ctx context.Context, st *state) (verdict.Status, string, e
 	if facts.Generated == nil || facts.Transformers == nil {
 		return "", "", fmt.Errorf("config_facts returned no generated or transformers facts")
 	}
-	if err := errors.Join(cc.Generated(st.analysis.Config, facts.Generated), cc.Transformers(st.analysis.Config, facts.Transformers)); err != nil {
+	module := filepath.Base(st.weightsModule())
+	mod := configgate.Module{File: module, Generated: st.workspace != nil && st.workspace.Mode == ModeGenerated}
+	if err := errors.Join(cc.Generated(st.analysis.Config, facts.Generated, mod), cc.Transformers(st.analysis.Config, facts.Transformers)); err != nil {
 		return "", "", err
 	}
+	if err := st.behaviour(ctx, module); err != nil {
+		return "", "", err
+	}
+	cc.Tie(st.analysis.Config, st.tie, st.inv, st.fsys)
 	return cc.Status, cc.Summary, nil
+}
+
+// behaviourArgs are ops.behaviour_facts' arguments.
+type behaviourArgs struct {
+	WeightsModule string `json:"weights_module"`
+	HelpersModule string `json:"helpers_module"`
+	ModelDir      string `json:"model_dir"`
+	MaxSeq        int    `json:"max_seq"`
+}
+
+// behaviour judges what the module does (its RoPE table, its helpers'
+// RMSNorm) against transformers for the checkpoint's config, into gate 3.
+// An op that raises is a gate 3 FAIL; only a worker that cannot evaluate
+// stops the run.
+func (st *state) behaviour(ctx context.Context, module string) error {
+	cc := st.consistency
+	args := behaviourArgs{WeightsModule: st.weightsModule(), HelpersModule: filepath.Join(st.wsDir, st.spec.Name+"_cpu_helpers.py"),
+		ModelDir: st.ref.Dir, MaxSeq: st.s.MaxSeq}
+	var raw json.RawMessage
+	payload, err := st.call(ctx, "behaviour_facts", args, &raw)
+	if err != nil {
+		if stop := workerFailure(err); stop != nil {
+			return stop
+		}
+		for _, r := range reasons(err) {
+			cc.FailWith("behaviour facts of %s: %s", module, r)
+		}
+		return nil
+	}
+	b, err := configgate.DecodeBehaviour(raw, payload)
+	if err != nil {
+		return fmt.Errorf("behaviour_facts: %w", err)
+	}
+	cc.Behaviour(st.analysis.Config, b, module)
+	return nil
 }
 
 // blockers lists why Phase 0 failed, for TODO.md's Active blockers.
@@ -134,7 +181,7 @@ func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
 	blockers := withoutLocalPaths(r.blockers(), st)
 	err = scaffold.UpsertPhase0Entry(timing, scaffold.Phase0Timing(r.Started, time.Now(), string(r.Status), blockers))
 	if err == nil && r.Status == verdict.Pass {
-		err = scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir)))
+		err = scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir), definesFunc(st.weightsModule(), "default_checkpoint")))
 	}
 	if err == nil {
 		err = scaffold.SetPhase0Status(todo, r.Status == verdict.Pass, blockers)
@@ -173,7 +220,7 @@ func (st *state) recordOutside(dir, progress, todo string) (verdict.Status, stri
 	if !enter {
 		return verdict.Pass, detail, nil
 	}
-	err := scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir)))
+	err := scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir), definesFunc(st.weightsModule(), "default_checkpoint")))
 	if err == nil {
 		err = scaffold.SetPhase0Status(todo, true, nil)
 	}
@@ -186,8 +233,10 @@ func (st *state) recordOutside(dir, progress, todo string) (verdict.Status, stri
 }
 
 // progressEntry is the Phase 0 entry for progress.md.
-// It names the model as the generated files do (spec), never by a local path.
-func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string) string {
+// It names the model as the generated files do (spec), never by a local path;
+// findsCheckpoint says whether the weights module defines default_checkpoint()
+// (phase0's do; upstream's hand-written ones do not).
+func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string, findsCheckpoint bool) string {
 	b := r.Gates.HFBaseline
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "## Phase 0: Build CPU Reference — PASS (%s)\n\n", r.Started.Format("2006-01-02"))
@@ -197,7 +246,10 @@ func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string) 
 			fmt.Fprintf(&sb, " (given as `%s`)", r.Model)
 		}
 	} else {
-		fmt.Fprintf(&sb, "- Local checkpoint: `%s` (`default_checkpoint()` in `%s_weights.py` finds it)", spec.ModelID, spec.Name)
+		fmt.Fprintf(&sb, "- Local checkpoint: `%s`", spec.ModelID)
+		if findsCheckpoint {
+			fmt.Fprintf(&sb, " (`default_checkpoint()` in `%s_weights.py` finds it)", spec.Name)
+		}
 	}
 	if spec.Revision != "" {
 		fmt.Fprintf(&sb, " at revision `%s`", spec.Revision)
@@ -240,6 +292,24 @@ func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string) 
 	sb.WriteString(r.Reference.progressLine(r.Workspace != nil && r.Workspace.RecordDir != ""))
 	return sb.String()
 }
+
+// definesFunc reports whether the Python module at path defines a top-level
+// function name, read as text (bounded; never imported here).
+func definesFunc(path, name string) bool {
+	b, err := boundedfile.Read(path, maxModuleBytes)
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, "def "+name+"(") {
+			return true
+		}
+	}
+	return false
+}
+
+// maxModuleBytes bounds a weights module read as text (phase0's are ~30 KiB).
+const maxModuleBytes = 16 << 20
 
 // memAvailable is how much memory the machine can give the reference; tests replace it.
 var memAvailable = procMemAvailable

@@ -40,6 +40,7 @@ type state struct {
 	weights     *weights.Result
 	consistency *configgate.Consistency
 	loader      *weights.Loader
+	tie         *configgate.TieFacts // the loader's lm_head against its embed_table, judged in gate 3
 	baseline    *Baseline
 	reference   *Reference // the recorded reference (run, reference)
 

@@ -140,7 +140,8 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 	ws := filepath.Join(llms, "qwen3_0_6b")
 	module := filepath.Join(ws, "qwen3_0_6b_weights.py")
 	writeFile(t, module, string(handWritten(generated)))
-	writeFile(t, filepath.Join(ws, "qwen3_0_6b_cpu_helpers.py"), "# upstream helpers\ndef rms_norm(x, w, eps=1e-6):\n    ...\n")
+	writeFile(t, filepath.Join(ws, "qwen3_0_6b_cpu_helpers.py"), "# upstream helpers\nimport numpy as np\n\n\ndef rms_norm(x, w, eps=1e-6):\n"+
+		"    x = np.asarray(x, dtype=np.float32)\n    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * np.asarray(w, dtype=np.float32)\n")
 	writeFile(t, filepath.Join(ws, "README.md"), "# qwen3_0_6b (upstream)\n")
 	writeFile(t, filepath.Join(ws, "qwen3_0_6b_prefill.py"), "# upstream prefill\n")
 	// A temporary of someone else's in a folder phase0 did not create is

@@ -9,8 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"phase0/configgate"
+	"phase0/hfcache"
 	"phase0/internal/atomicfile"
 	"phase0/internal/wslock"
+	"phase0/llmstree"
 	"phase0/scaffold"
 	"phase0/verdict"
 )
@@ -37,7 +40,7 @@ func (st *state) weightsModule() string {
 // killed run left, then writes phase0's files — or, when <name>_weights.py
 // exists and is not phase0's, keeps it and marks the run as validating it.
 // No file whose bytes phase0 did not write is ever replaced.
-func generateStage(_ context.Context, st *state) (verdict.Status, string, error) {
+func generateStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 	root, spec, err := workspaceFor(st.s, st, st.version)
 	if err != nil {
 		return "", "", err
@@ -49,8 +52,14 @@ func generateStage(_ context.Context, st *state) (verdict.Status, string, error)
 	}
 	// Refuse before creating anything (the lock file included) in a folder
 	// that is not this model's workspace.
-	if _, err := classify(root, spec, files); err != nil {
+	first, err := classify(root, spec, files)
+	if err != nil {
 		return "", "", err
+	}
+	if first == ModeValidatedExisting && st.ref.Local {
+		if err := st.checkLocalModel(ctx, spec, filepath.Join(ws, spec.Name+"_weights.py")); err != nil {
+			return "", "", err
+		}
 	}
 	lock, err := st.lockWorkspace(ws)
 	if err != nil {
@@ -88,6 +97,9 @@ func generateStage(_ context.Context, st *state) (verdict.Status, string, error)
 	} else {
 		w.Foreign = append([]string{module + " (not written by phase0: validated, not replaced)"}, w.Foreign...)
 	}
+	if f, err := llmstree.ReadFolder(ws, spec.Name); err == nil && spec.OnHub && f.Names(spec.ModelID) {
+		w.NamedBy = f.Files
+	}
 	st.workspace = w
 	detail := fmt.Sprintf("%s: %d written, %d unchanged", ws, len(res.Written), len(res.Unchanged))
 	if mode == ModeValidatedExisting {
@@ -100,6 +112,9 @@ func generateStage(_ context.Context, st *state) (verdict.Status, string, error)
 		}
 		w.RecordDir = out
 		detail = fmt.Sprintf("%s: validating the existing %s (not phase0's); the folder is left as it is, the record goes to %s", ws, module, out)
+	}
+	if len(w.NamedBy) > 0 {
+		detail += fmt.Sprintf("; the tree's folder for %s (named in %s)", spec.ModelID, strings.Join(w.NamedBy, ", "))
 	}
 	if len(swept) > 0 {
 		detail += fmt.Sprintf(", %d stale temporary file(s) removed", len(swept))
@@ -121,6 +136,9 @@ func (w *Workspace) modeText() string {
 // module (phase0's or not) written for another model.
 func classify(root string, spec scaffold.Spec, files []scaffold.File) (string, error) {
 	if err := scaffold.CheckFolder(root, spec.Name); err != nil {
+		return "", err
+	}
+	if err := checkNamedModel(root, spec); err != nil {
 		return "", err
 	}
 	ws := filepath.Join(root, spec.Name)
@@ -153,6 +171,65 @@ func checkSameModel(path, want, name string) error {
 	}
 	return fmt.Errorf("workspace name collision: %s belongs to another model (MODEL_ID %q, this run is %q); pass --name to give this model its own workspace (e.g. --name %s_2)",
 		path, have, want, name)
+}
+
+// checkNamedModel refuses a folder of the tree whose verify_adapter.py or
+// *_inference.py names hub ids other than this run's: it belongs to that
+// model, whatever its weights module looks like. A local checkpoint names
+// no hub id; generateStage compares it with the module's Config instead.
+func checkNamedModel(root string, spec scaffold.Spec) error {
+	if !spec.OnHub || !isHubID(spec.ModelID) {
+		return nil
+	}
+	dir := filepath.Join(root, spec.Name)
+	f, err := llmstree.ReadFolder(dir, spec.Name)
+	if err != nil {
+		return err
+	}
+	if len(f.IDs) == 0 || f.Names(spec.ModelID) {
+		return nil
+	}
+	hint := "pass --name to give this model its own workspace (e.g. --name " + suggestName(spec) + ")"
+	if folders, err := llmstree.Scan(root, scaffold.ReservedNames); err == nil {
+		if own, err := llmstree.Lookup(folders, spec.ModelID); err == nil && own != "" {
+			hint = fmt.Sprintf("the tree's folder for %s is %s: drop --name, or pass --name %s", spec.ModelID, own, own)
+		}
+	}
+	return fmt.Errorf("workspace name collision: %s is the folder of %s (named in %s), not of %s; %s",
+		dir, strings.Join(f.IDs, ", "), strings.Join(f.Files, ", "), spec.ModelID, hint)
+}
+
+// checkLocalModel refuses to validate someone else's module against a local
+// checkpoint it was not written for. A local folder names no hub id, so the
+// module's LlamaConfig() (imported by the worker; nothing is written yet)
+// decides: core dimensions that disagree mean another model, whose folder
+// this is not (upstream's qwen3_0_6b is not a tiny Qwen3's workspace). A
+// module that cannot be imported is left to the gates, which report why.
+func (st *state) checkLocalModel(ctx context.Context, spec scaffold.Spec, module string) error {
+	var facts struct {
+		Generated *configgate.GeneratedFacts `json:"generated"`
+	}
+	_, err := st.call(ctx, "module_config", map[string]string{"weights_module": module}, &facts)
+	if err != nil {
+		return workerFailure(err)
+	}
+	if facts.Generated == nil {
+		return fmt.Errorf("module_config of %s returned no config facts", module)
+	}
+	differ, err := configgate.CoreDimsDiffer(st.analysis.Config, facts.Generated)
+	if err != nil || len(differ) == 0 {
+		return err
+	}
+	return fmt.Errorf("workspace name collision: %s describes another model than the local checkpoint %s (%s); pass --name to give this model its own workspace (e.g. --name %s)",
+		module, spec.ModelID, strings.Join(differ, ", "), suggestName(spec))
+}
+
+// suggestName is a workspace name for spec's model that is not spec.Name.
+func suggestName(spec scaffold.Spec) string {
+	if d := scaffold.DeriveName(spec.ModelID); d != "" && d != spec.Name {
+		return d
+	}
+	return spec.Name + "_2"
 }
 
 // documentsOnly keeps the documents (TODO.md, progress.md …): validating an
@@ -210,7 +287,10 @@ func workspaceFor(s *Settings, st *state, version string) (string, scaffold.Spec
 	if err != nil {
 		return "", scaffold.Spec{}, err
 	}
-	name := workspaceName(s, st.ref.ID)
+	name, err := workspaceName(s, st.ref.ID)
+	if err != nil {
+		return "", scaffold.Spec{}, err
+	}
 	if name == "" {
 		return "", scaffold.Spec{}, fmt.Errorf("no workspace name can be derived from %q (only ASCII letters and digits are kept); pass --name", filepath.Base(st.ref.ID))
 	}
@@ -231,15 +311,47 @@ func workspaceDir(s *Settings, modelID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(root, workspaceName(s, modelID)), nil
+	name, err := workspaceName(s, modelID)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, name), nil
 }
 
-// workspaceName is the name setting, else derived from the model id.
-func workspaceName(s *Settings, modelID string) string {
+// workspaceName is the name setting; else, in an llms tree, the folder whose
+// verify_adapter.py or *_inference.py names the hub id (upstream's folder
+// names follow no one rule: Qwen/Qwen2.5-0.5B lives in qwen25_0_5b); else
+// the name derived from the id.
+func workspaceName(s *Settings, modelID string) (string, error) {
 	if s.Name != "" {
-		return s.Name
+		return s.Name, nil
 	}
-	return scaffold.DeriveName(modelID)
+	folder, err := treeFolderFor(s, modelID)
+	if err != nil || folder != "" {
+		return folder, err
+	}
+	return scaffold.DeriveName(modelID), nil
+}
+
+// treeFolderFor is the Phase 0 folder of the llms tree that names the hub
+// id modelID, or "" when there is no tree, the model is not a hub id, or no
+// folder names it.
+func treeFolderFor(s *Settings, modelID string) (string, error) {
+	if s.LLMSDir == "" || !isHubID(modelID) {
+		return "", nil
+	}
+	folders, err := llmstree.Scan(s.LLMSDir, scaffold.ReservedNames)
+	if err != nil {
+		return "", err
+	}
+	return llmstree.Lookup(folders, modelID)
+}
+
+// isHubID reports whether id is an "org/name" hub id (a local model's id is
+// its absolute path).
+func isHubID(id string) bool {
+	ref, err := hfcache.ParseID(id)
+	return err == nil && ref.Org != ""
 }
 
 // reportDirFor is where run records report.json for a workspace: the

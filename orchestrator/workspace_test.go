@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,5 +44,36 @@ func TestSweepWorkspaceAndOutsideReportDir(t *testing.T) {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s was removed: %v", p, err)
 		}
+	}
+}
+
+// TestTreeDecidesTheFolder: without --name, a hub id goes to the folder of
+// the llms tree that names it (base or instruct), else to the derived name;
+// an id two Phase 0 folders name is refused; --name always wins. No Python.
+func TestTreeDecidesTheFolder(t *testing.T) {
+	llms := upstreamStyleTree(t)
+	writeFile(t, filepath.Join(llms, "qwen25_0_5b_copy", "verify_adapter.py"), `MODEL_CHOICES = {"base": "Qwen/Qwen2.5-0.5B"}`)
+	writeFile(t, filepath.Join(llms, "qwen25_0_5b_copy", "qwen25_0_5b_copy_weights.py"), "class LlamaConfig:\n    pass\n\n\ndef load_weights(path, dtype=None, config=None):\n    pass\n")
+	for _, tc := range []struct {
+		id, name, want, err string
+	}{
+		{"Qwen/Qwen2.5-0.5B-Instruct", "", "qwen25_0_5b", ""},
+		{"qwen/qwen3-0.6b", "", "qwen3_0_6b", ""},
+		{"meta-llama/Llama-3.2-1B-Instruct", "", "llama32_1b", ""}, // the q4nx packaging names it too, without a Phase 0 module
+		{"FastFlowLM/Llama-3.2-1B-NPU2", "", "llama_3_2_1b_npu2", ""},
+		{"HuggingFaceTB/SmolLM2-135M", "", "smollm2_135m", ""},
+		{"Qwen/Qwen2.5-0.5B", "", "", "qwen25_0_5b, qwen25_0_5b_copy all name Qwen/Qwen2.5-0.5B"},
+		{"Qwen/Qwen2.5-0.5B", "mine", "mine", ""},
+		{filepath.Join(t.TempDir(), "Qwen2.5-0.5B"), "", "qwen2_5_0_5b", ""}, // a local folder names no hub id
+	} {
+		s := &Settings{LLMSDir: llms, Name: tc.name}
+		got, err := workspaceName(s, tc.id)
+		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("workspaceName(%s, --name %q) = %q, %v; want %q, %q", tc.id, tc.name, got, err, tc.want, tc.err)
+		}
+	}
+	// Without an llms tree the name is derived, as before.
+	if got, err := workspaceName(&Settings{OutDir: llms}, "Qwen/Qwen2.5-0.5B"); got != "qwen2_5_0_5b" || err != nil {
+		t.Errorf("without a tree: %q, %v", got, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 
+	"phase0/internal/stformat"
 	"phase0/model"
 	"phase0/safetensors"
 	"phase0/verdict"
@@ -29,6 +30,7 @@ type Sample struct {
 }
 
 // LoaderFacts is the worker's loader_facts: LlamaWeights' arrays as loaded.
+// (Its "tie" entry is gate 3's: configgate.TieFacts.)
 type LoaderFacts struct {
 	Globals map[string]ArrayFacts   `json:"globals"`
 	Layers  []map[string]ArrayFacts `json:"layers"`
@@ -234,20 +236,11 @@ func toBF16(dtype string, b []byte) (uint16, bool) {
 	case "BF16":
 		return binary.LittleEndian.Uint16(b), true
 	case "F32":
-		return roundBF16(math.Float32frombits(binary.LittleEndian.Uint32(b))), true
+		return stformat.RoundBF16(math.Float32frombits(binary.LittleEndian.Uint32(b))), true
 	case "F16":
-		return roundBF16(f16ToF32(binary.LittleEndian.Uint16(b))), true
+		return stformat.RoundBF16(f16ToF32(binary.LittleEndian.Uint16(b))), true
 	}
 	return 0, false
-}
-
-func roundBF16(f float32) uint16 {
-	u := math.Float32bits(f)
-	if f != f {
-		return uint16(u>>16) | 0x40
-	}
-	u += 0x7fff + (u>>16)&1
-	return uint16(u >> 16)
 }
 
 func f16ToF32(h uint16) float32 {

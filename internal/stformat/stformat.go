@@ -5,7 +5,10 @@
 // they test.
 package stformat
 
-import "math/bits"
+import (
+	"math"
+	"math/bits"
+)
 
 // File names of a HuggingFace checkpoint folder.
 const (
@@ -61,3 +64,17 @@ func ElementCount(shape []int64) (uint64, bool) {
 	}
 	return n, true
 }
+
+// RoundBF16 rounds f to bf16 bits as ml_dtypes and torch do: nearest, ties
+// to even; a NaN stays a (quiet) NaN.
+func RoundBF16(f float32) uint16 {
+	u := math.Float32bits(f)
+	if f != f {
+		return uint16(u>>16) | 0x40
+	}
+	u += 0x7fff + (u>>16)&1
+	return uint16(u >> 16)
+}
+
+// BF16Float32 is the float32 a bf16 bit pattern denotes (exact).
+func BF16Float32(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) }

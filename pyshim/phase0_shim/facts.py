@@ -1,7 +1,8 @@
 """Facts about a model that Go judges; nothing here decides PASS or FAIL.
 
 * ``loader_facts``: what the generated (or existing) ``<name>_weights.py``
-  loaded: every array's shape, dtype and a few sampled values.
+  loaded: every array's shape, dtype and a few sampled values, and how its
+  lm_head relates to its embed_table.
 * ``generated_config_facts``: the generated ``LlamaConfig()`` as a dict.
 * ``transformers_facts``: what transformers itself resolved for the folder:
   ``AutoConfig.from_pretrained`` (class defaults, both config layouts) and
@@ -108,6 +109,32 @@ def array_facts(value: Any) -> dict[str, Any]:
     return out
 
 
+# Rows compared at a time between lm_head and embed_table: bounds the
+# temporary to a few MiB whatever the vocabulary.
+TIE_ROWS = 1024
+
+
+def tie_facts(weights: Any) -> dict[str, Any] | None:
+    """How the loaded lm_head relates to embed_table: the same array object,
+    and how many elements differ (bf16 by bit pattern). None when either is
+    not an array; ``differing`` is None when the shapes differ."""
+    emb = getattr(weights, "embed_table", None)
+    head = getattr(weights, "lm_head", None)
+    if not isinstance(emb, np.ndarray) or not isinstance(head, np.ndarray):
+        return None
+    out: dict[str, Any] = {"same_object": head is emb, "elements": int(head.size), "differing": None}
+    if head.shape != emb.shape or head.ndim == 0:
+        return out
+    bf16 = head.dtype.name == emb.dtype.name == "bfloat16"
+    a = head.view(np.uint16) if bf16 else head
+    b = emb.view(np.uint16) if bf16 else emb
+    differing = 0
+    for start in range(0, head.shape[0], TIE_ROWS):
+        differing += int(np.count_nonzero(a[start : start + TIE_ROWS] != b[start : start + TIE_ROWS]))
+    out["differing"] = differing
+    return out
+
+
 def loader_facts(weights_module: Path | str, model_dir: Path | str) -> dict[str, Any]:
     """Import the weights module, call load_weights, describe what came back."""
     module = import_module_from_path(weights_module)
@@ -115,6 +142,7 @@ def loader_facts(weights_module: Path | str, model_dir: Path | str) -> dict[str,
     weights = module.load_weights(str(model_dir), config=config)
     layers = getattr(weights, "layers", None)
     return {
+        "tie": tie_facts(weights),
         "globals": {name: array_facts(getattr(weights, name, None)) for name in GLOBAL_FIELDS if hasattr(weights, name)},
         "layers": None
         if layers is None

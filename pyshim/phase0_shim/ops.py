@@ -23,6 +23,7 @@ from phase0_shim.tokens import load_tokenizer, special_ids, special_token_ids, t
 
 # Entry points implemented next to their helpers; re-exported so Go reaches
 # every op through this one module.
+from phase0_shim.behaviour import behaviour_facts, module_config  # noqa: F401
 from phase0_shim.default_model import prepare as default_model  # noqa: F401
 from phase0_shim.hub import download  # noqa: F401
 from phase0_shim.reference_op import record_reference, reference_plan  # noqa: F401

@@ -1,0 +1,40 @@
+package orchestrator
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"phase0/configgate"
+	"phase0/internal/testenv"
+	"phase0/model"
+	"phase0/scaffold"
+	"phase0/weights"
+)
+
+// TestProgressEntryNamesOnlyWhatTheModuleDefines: a local checkpoint's
+// progress entry points at default_checkpoint() only when the validated
+// module defines one; upstream's hand-written modules do not.
+func TestProgressEntryNamesOnlyWhatTheModuleDefines(t *testing.T) {
+	dir := t.TempDir()
+	upstreamStyle := filepath.Join(testenv.PyShim(), "tests", "data", "upstream", "qwen3_0_6b", "qwen3_0_6b_weights.py")
+	ours := filepath.Join(dir, "ours_weights.py")
+	writeFile(t, ours, "import os\n\n\ndef default_checkpoint() -> str:\n    return os.getcwd()\n")
+	nested := filepath.Join(dir, "nested_weights.py")
+	writeFile(t, nested, "class X:\n    def default_checkpoint(self):\n        pass\n")
+	for _, tc := range []struct {
+		module string
+		want   bool
+	}{{upstreamStyle, false}, {ours, true}, {nested, false}, {filepath.Join(dir, "absent_weights.py"), false}} {
+		defines := definesFunc(tc.module, "default_checkpoint")
+		if defines != tc.want {
+			t.Errorf("definesFunc(%s) = %v, want %v", filepath.Base(tc.module), defines, tc.want)
+		}
+		r := &Report{Workspace: &Workspace{Name: "qwen3_0_6b", Mode: ModeValidatedExisting}}
+		r.Gates = Gates{Weights: weights.NewResult(), ConfigConsistency: configgate.New(), HFBaseline: newBaseline()}
+		entry := progressEntry(r, &model.Config{}, scaffold.Spec{Name: "qwen3_0_6b", ModelID: "tiny-qwen3"}, dir, defines)
+		if !strings.Contains(entry, "- Local checkpoint: `tiny-qwen3`") || strings.Contains(entry, "default_checkpoint()") != tc.want {
+			t.Errorf("%s: entry\n%s", filepath.Base(tc.module), entry)
+		}
+	}
+}
