@@ -3,24 +3,30 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"iter"
+	"runtime"
 
+	"phase0/preflight"
 	"phase0/safetensors"
 	"phase0/verdict"
 )
 
-// torchOverhead is what torch + transformers take before any weight is loaded.
-const torchOverhead = 1 << 30
+// referenceMemory estimates the Python worker's peak memory for the
+// checkpoint: the larger of the generated loader's arrays and the HF bf16
+// model, which never coexist (see preflight.EstimateMemory).
+func referenceMemory(inv *safetensors.Inventory) preflight.Memory {
+	return preflight.EstimateMemory(inventoryShapes(inv), runtime.NumCPU())
+}
 
-// referenceBytes estimates the peak memory of the bf16 reference: every
-// parameter as bf16, 20% for activations, allocator slack and the tokenizer,
-// plus the runtime itself.
-func referenceBytes(inv *safetensors.Inventory) (params, need int64) {
-	for _, t := range inv.Tensors() {
-		if size, ok := safetensors.DTypeSize(t.DType); ok && size > 0 {
-			params += (t.End - t.Begin) / size
+// inventoryShapes yields every checkpoint tensor's name and shape.
+func inventoryShapes(inv *safetensors.Inventory) iter.Seq2[string, []int64] {
+	return func(yield func(string, []int64) bool) {
+		for _, t := range inv.Tensors() {
+			if !yield(t.Name, t.Shape) {
+				return
+			}
 		}
 	}
-	return params, params*2*12/10 + torchOverhead
 }
 
 // pythonReady says whether the Python stages apply: a checkpoint that failed
@@ -39,10 +45,10 @@ func pythonReady(st *state) (bool, string) {
 // preflightStage refuses, politely, a model the machine cannot hold in bf16
 // (or warns with --force); the refusal is recorded as the baseline's FAIL.
 func preflightStage(_ context.Context, st *state) (verdict.Status, string, error) {
-	params, need := referenceBytes(st.inv)
+	need := referenceMemory(st.inv)
 	avail := memAvailable()
-	detail := fmt.Sprintf("%.2f B parameters need ~%.1f GiB for the bf16 reference; %.1f GiB available", float64(params)/1e9, gib(need), gib(avail))
-	if avail == 0 || need <= avail {
+	detail := fmt.Sprintf("%s; %.1f GiB available", need.Describe(), gib(avail))
+	if avail == 0 || need.Peak <= avail {
 		return verdict.Pass, detail, nil
 	}
 	msg := "not enough memory for the bf16 reference: " + detail

@@ -39,14 +39,45 @@ func TestMemoryPreflight(t *testing.T) {
 	mustPass(t, BaselineRun(context.Background(), s, tiny(t, "qwen3"), "test"))
 }
 
-func TestReferenceBytesEstimate(t *testing.T) {
-	inv := writeInventory(t)
-	params, need := referenceBytes(inv)
-	if params != 3*4+2 {
-		t.Errorf("params %d, want 14", params)
+func TestReferenceMemoryFromInventory(t *testing.T) {
+	m := referenceMemory(writeInventory(t))
+	// Parameters are counted from the shapes, whatever the stored dtype: the
+	// worker holds every one of them in bf16.
+	if m.Parameters != 3*4+2 || m.Weights != (3*4+2)*2 {
+		t.Errorf("parameters %d, weights %d bytes; want 14 and 28", m.Parameters, m.Weights)
 	}
-	if want := int64(14*2*12/10) + torchOverhead; need != want {
-		t.Errorf("need %d, want %d", need, want)
+	if m.Peak != max(m.Loader, m.HF) {
+		t.Errorf("peak %d is not the larger stage's (loader %d, HF %d)", m.Peak, m.Loader, m.HF)
+	}
+}
+
+// The preflight judges the larger stage's peak, not the sum of both stages:
+// exactly that much memory passes, a byte less fails.
+func TestMemoryPreflightJudgesThePeak(t *testing.T) {
+	dir := tiny(t, "qwen3")
+	inv, err := safetensors.Load(os.DirFS(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	need := referenceMemory(inv)
+	if need.Peak >= need.Loader+need.HF {
+		t.Fatalf("peak %d is the sum of the stages (%d + %d)", need.Peak, need.Loader, need.HF)
+	}
+	orig := memAvailable
+	t.Cleanup(func() { memAvailable = orig })
+	for _, tc := range []struct {
+		avail int64
+		want  verdict.Status
+	}{{need.Peak, verdict.Pass}, {need.Peak - 1, verdict.Fail}} {
+		memAvailable = func() int64 { return tc.avail }
+		st := &state{s: &Settings{MemoryCheck: true}, inv: inv}
+		status, detail, err := preflightStage(context.Background(), st)
+		if err != nil || status != tc.want || !strings.Contains(detail, "at peak, in the HF bf16 model's stage") {
+			t.Errorf("%d bytes available (peak %d): preflight %s %q %v, want %s", tc.avail, need.Peak, status, detail, err, tc.want)
+		}
+		if failed := st.baseline != nil; failed != (tc.want == verdict.Fail) {
+			t.Errorf("%d bytes available: the baseline refused: %v, want %v", tc.avail, failed, tc.want == verdict.Fail)
+		}
 	}
 }
 

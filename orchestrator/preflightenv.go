@@ -47,7 +47,7 @@ func preflightSectionStage(ctx context.Context, st *state) (verdict.Status, stri
 		return "", "", fmt.Errorf("%w in the machine check: %w", errInterrupted, ctx.Err())
 	}
 	if st.inv != nil {
-		_, in.NeedRAM = referenceBytes(st.inv)
+		in.NeedRAM = referenceMemory(st.inv).Peak
 	}
 	st.preflight = preflight.Run(in)
 	// Informational: a machine that is not ready for the later phases is a

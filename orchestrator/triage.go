@@ -25,7 +25,7 @@ type TriageRow struct {
 	*Report
 	Source string `json:"source"` // "argument 2", "hf_models.txt:14"
 	// Parameters and BF16Bytes are from the tensor headers; ReferenceBytes is
-	// the bf16 reference's estimated peak memory.
+	// the estimated peak memory of phase0's Python stages (preflight.Memory).
 	Parameters     int64    `json:"parameters"`
 	BF16Bytes      int64    `json:"bf16_bytes"`
 	ReferenceBytes int64    `json:"reference_bytes"`
@@ -42,8 +42,8 @@ func InspectMany(ctx context.Context, s *Settings, entries []modellist.Entry, ve
 		r := runChain(ctx, &quiet, "inspect", e.Arg, version, inspectFor(&quiet, st))
 		row := &TriageRow{Report: r, Source: e.Source, LaterPhases: []string{}}
 		if st.inv != nil {
-			row.Parameters, row.ReferenceBytes = referenceBytes(st.inv)
-			row.BF16Bytes = row.Parameters * 2
+			m := referenceMemory(st.inv)
+			row.Parameters, row.BF16Bytes, row.ReferenceBytes = m.Parameters, m.Weights, m.Peak
 		}
 		row.LaterPhases = laterPhases(r)
 		return row

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from phase0_shim import facts, opargs
+from phase0_shim import facts, opargs, progress
 from phase0_shim.calibration import passage_facts
 from phase0_shim.config import generated_config, runner_config
 from phase0_shim.prompts import canonical_prompt, style_from_model_id
@@ -31,6 +31,8 @@ from phase0_shim.sources import python_sources  # noqa: F401
 
 DEFAULT_MAX_SEQ = 64
 TOP_K = 10
+# The stage name phase0 prints for the baseline op, which progress lines repeat.
+STAGE_BASELINE = "hf_baseline"
 
 
 
@@ -102,11 +104,13 @@ def baseline(args_json: str) -> tuple[str, np.ndarray]:
         config = runner_config(args.get("config") or {})
 
     start = time.perf_counter()
-    runner = resolved.runner_cls(model_dir, config, max_seq, lite_mode=True)
+    with progress.heartbeat(STAGE_BASELINE, "loading the HF bf16 model"):
+        runner = resolved.runner_cls(model_dir, config, max_seq, lite_mode=True)
     seconds_load = time.perf_counter() - start
 
     start = time.perf_counter()
-    record = runner.prefill(np.asarray(tokens, dtype=np.int64))
+    with progress.layers(STAGE_BASELINE, getattr(runner, "model", None), f"canonical prompt ({len(tokens)} tokens)"):
+        record = runner.prefill(np.asarray(tokens, dtype=np.int64))
     seconds_prefill = time.perf_counter() - start
     logits = np.ascontiguousarray(np.asarray(record.logits_at_pred, dtype=np.float32).reshape(-1))
 
@@ -143,7 +147,8 @@ def baseline(args_json: str) -> tuple[str, np.ndarray]:
     if model is None:
         raise ValueError(f"{resolved.path}: HfRunner keeps no .model, which the calibration passage needs")
     start = time.perf_counter()
-    result["calibration"] = passage_facts(model, tokenizer)
+    with progress.layers(STAGE_BASELINE, model, "calibration passage"):
+        result["calibration"] = passage_facts(model, tokenizer)
     result["seconds_calibration"] = time.perf_counter() - start
     return _dumps(result), logits
 
@@ -171,7 +176,10 @@ def decode_ids(args_json: str) -> str:
 def loader_facts(args_json: str) -> str:
     """Gate 1 facts: {weights_module, model_dir} → what load_weights returned."""
     args = opargs.parse(args_json, ("weights_module", "model_dir"))
-    return _dumps(facts.loader_facts(Path(args["weights_module"]), Path(args["model_dir"])))
+    module, model_dir = Path(args["weights_module"]), Path(args["model_dir"])
+    what = f"{module.stem}.load_weights"
+    with progress.reading("python_weights", what, progress.checkpoint_bytes(model_dir)):
+        return _dumps(facts.loader_facts(module, model_dir))
 
 
 def config_facts(args_json: str) -> str:
@@ -183,9 +191,10 @@ def config_facts(args_json: str) -> str:
     """
     args = opargs.parse(args_json, ("model_dir",))
     module = args.get("weights_module")
-    return _dumps(
-        {
-            "generated": facts.generated_config_facts(Path(module)) if module else None,
-            "transformers": facts.transformers_facts(Path(args["model_dir"])),
-        }
-    )
+    with progress.heartbeat("config_facts", "importing transformers, building the model on the meta device"):
+        return _dumps(
+            {
+                "generated": facts.generated_config_facts(Path(module)) if module else None,
+                "transformers": facts.transformers_facts(Path(args["model_dir"])),
+            }
+        )

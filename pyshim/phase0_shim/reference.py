@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -142,19 +142,31 @@ class Generation:
         self.nonfinite.append(bad)
 
 
-def generate(runner: Runner, text: str, tokens: list[int], steps: int, k: int) -> Generation:
+def generate(
+    runner: Runner,
+    text: str,
+    tokens: list[int],
+    steps: int,
+    k: int,
+    on_step: Callable[[int], None] | None = None,
+) -> Generation:
     """Greedy-decode ``steps`` tokens as upstream verify does: the prefill's top-1
-    is step 0, then each chosen token is fed back at the next position."""
+    is step 0, then each chosen token is fed back at the next position.
+    ``on_step(j)`` is called once step j is recorded (progress)."""
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
     gen = Generation(text=text, tokens=list(tokens))
     pf = runner.prefill(np.asarray(tokens, dtype=np.int64))
     gen.add(pf.top1_token, pf.logits_at_pred, k)
+    if on_step is not None:
+        on_step(0)
     pos = len(tokens)
-    for _ in range(1, steps):
+    for step in range(1, steps):
         ds = runner.decode_step(gen.chosen[-1], pos)
         gen.add(ds.top1_token, ds.lm_head_logits, k)
         pos += 1
+        if on_step is not None:
+            on_step(step)
     return gen
 
 

@@ -3,15 +3,18 @@ no torch), and the recording itself through the reference HfRunner."""
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from pathlib import Path
 from typing import Any
 
-from phase0_shim import opargs, reference
+from phase0_shim import opargs, progress, reference
 from phase0_shim.prompts import BUNDLED_PROMPTS_DIR, PromptStyle, read_prompts, style_from_model_id
 
 DTYPES = ("bfloat16", "float32")
+# The stage name phase0 prints for the recording, which progress lines repeat.
+STAGE = "reference"
 
 
 
@@ -98,23 +101,35 @@ def record_reference(args_json: str) -> str:
 
     start = time.perf_counter()
     model = None
-    if dtype != "bfloat16":
-        # Upstream's HfRunner always loads bf16; any other dtype is handed in
-        # through its model= hook, so the same runner code records it.
-        model = AutoModelForCausalLM.from_pretrained(
-            model_dir, dtype=getattr(torch, dtype), low_cpu_mem_usage=True, use_safetensors=True
-        )
-    runner = resolved.runner_cls(model_dir, config, max_seq, lite_mode=True, model=model)
-    full = resolved.runner_cls(model_dir, config, max_seq, lite_mode=False, model=runner.model)
+    with progress.heartbeat(STAGE, f"loading the HF {dtype} model"):
+        if dtype != "bfloat16":
+            # Upstream's HfRunner always loads bf16; any other dtype is handed in
+            # through its model= hook, so the same runner code records it.
+            model = AutoModelForCausalLM.from_pretrained(
+                model_dir, dtype=getattr(torch, dtype), low_cpu_mem_usage=True, use_safetensors=True
+            )
+        runner = resolved.runner_cls(model_dir, config, max_seq, lite_mode=True, model=model)
+        full = resolved.runner_cls(model_dir, config, max_seq, lite_mode=False, model=runner.model)
     seconds_load = time.perf_counter() - start
 
     # Fewer threads than cores, whichever runner records: see threads.py.
     with torch_threads(recording_threads(torch.get_num_threads(), usable_cpus())) as n_threads:
         start = time.perf_counter()
-        gens = [reference.generate(runner, p, t, steps, k) for p, t in zip(plan["prompts"], encoded)]
+        decoding = progress.Progress(STAGE)
+        n = len(encoded)
+
+        def step_done(i: int, j: int) -> None:
+            decoding.update(i * steps + j + 1, n * steps, f"prompt {i + 1}/{n}, step {j + 1}/{steps}")
+
+        gens = [
+            reference.generate(runner, p, t, steps, k, on_step=functools.partial(step_done, i))
+            for i, (p, t) in enumerate(zip(plan["prompts"], encoded))
+        ]
+        decoding.finish(f"{n} prompts × {steps} steps decoded")
         seconds_decode = time.perf_counter() - start
         start = time.perf_counter()
-        diag = reference.diagnosis_tensors(full, encoded[plan["canonical_prompt"]])
+        with progress.layers(STAGE, runner.model, "diagnosis prefill (canonical prompt)"):
+            diag = reference.diagnosis_tensors(full, encoded[plan["canonical_prompt"]])
         seconds_diagnosis = time.perf_counter() - start
 
     meta = {

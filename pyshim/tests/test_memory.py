@@ -1,0 +1,100 @@
+"""The worker never holds the generated loader's arrays and the HF model at once.
+
+phase0 runs gate 1 (loader_facts) and gate 2 (baseline) one after the other in
+one worker process, and its memory preflight sizes the peak as the larger of
+the two stages, not their sum (preflight.EstimateMemory). That holds only while
+each op lets go of everything it loaded before it returns: these tests keep
+weak references to what was loaded and find them dead once the op has
+answered, with the cyclic garbage collector off, so a reference cycle that
+would survive until some later collection fails the test too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+from helpers import go_config
+from phase0_shim import facts, ops, runner
+
+# A loader phase0 generated (scaffold's golden workspace) for the tiny tied llama's shape.
+GOLDEN_WEIGHTS = Path(__file__).resolve().parents[2] / "scaffold" / "testdata" / "golden" / "llama" / "tiny_llama_weights.py"
+
+
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def loaded_arrays(weights: Any) -> list[np.ndarray]:
+    arrays = [getattr(weights, name, None) for name in facts.GLOBAL_FIELDS]
+    for layer in weights.layers:
+        arrays += [getattr(layer, name, None) for name in facts.LAYER_FIELDS]
+    return [a for a in arrays if isinstance(a, np.ndarray)]
+
+
+def test_loader_facts_release_the_loaders_arrays(tiny_model, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    refs: list[weakref.ref[np.ndarray]] = []
+    real_import = facts.import_module_from_path
+
+    def tracking_import(path: Path | str) -> ModuleType:
+        module = real_import(path)
+        real_load = module.load_weights
+
+        def load_weights(*args: Any, **kwargs: Any) -> Any:
+            weights = real_load(*args, **kwargs)
+            refs.extend(weakref.ref(a) for a in loaded_arrays(weights))
+            return weights
+
+        monkeypatch.setattr(module, "load_weights", load_weights)
+        return module
+
+    monkeypatch.setattr(facts, "import_module_from_path", tracking_import)
+    with no_cyclic_gc():
+        answer = json.loads(ops.loader_facts(json.dumps({"weights_module": str(GOLDEN_WEIGHTS), "model_dir": str(tiny_model("llama", tied=True))})))
+        alive = sum(r() is not None for r in refs)
+    # 3 global fields (a tied lm_head is the embedding array) and 9 per layer.
+    assert len(answer["layers"]) == 2 and len(refs) == 3 + 2 * 9
+    assert alive == 0, f"{alive} of the loader's {len(refs)} arrays outlive loader_facts: the HF model would load beside them"
+
+
+def test_baseline_releases_the_hf_model(tiny_model, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    # The reference stage loads the model again, in the same worker: the
+    # baseline's copy must be gone by then.
+    models: list[weakref.ref[Any]] = []
+    real_resolve = runner.resolve_runner
+
+    def tracking_resolve(llms_dir: Any) -> Any:
+        resolved = real_resolve(llms_dir)
+        cls = resolved.runner_cls
+
+        class Tracked(cls):  # type: ignore[misc, valid-type]
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                models.append(weakref.ref(self.model))
+
+        return dataclasses.replace(resolved, runner_cls=Tracked)
+
+    monkeypatch.setattr(runner, "resolve_runner", tracking_resolve)
+    model_dir = tiny_model("llama")
+    with no_cyclic_gc():
+        ops.baseline(json.dumps({"model_dir": str(model_dir), "config": go_config(model_dir)}))
+        alive = sum(r() is not None for r in models)
+    assert len(models) == 1
+    assert alive == 0, "the baseline's HF model outlives the op: the reference would load a second copy beside it"
