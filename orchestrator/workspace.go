@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -90,8 +91,13 @@ func generateStage(ctx context.Context, st *state) (verdict.Status, string, erro
 			return "", "", err
 		}
 	}
+	// The record stage rewrites Phase 0's part of these documents, so they
+	// are not "kept as they were" even when generate left them alone.
+	kept := slices.DeleteFunc(nonNil(res.Kept), func(f string) bool {
+		return f == "TODO.md" || f == "docs/development_progress/progress.md" || f == "docs/development_progress/"+scaffold.PhaseTimingName
+	})
 	w := &Workspace{Dir: ws, Name: spec.Name, Mode: mode, Written: nonNil(res.Written), Unchanged: nonNil(res.Unchanged),
-		Kept: nonNil(res.Kept), Foreign: nonNil(res.Foreign), Swept: swept, HelpersKept: []string{}}
+		Kept: kept, Foreign: nonNil(res.Foreign), Swept: swept, HelpersKept: []string{}}
 	if mode == ModeGenerated {
 		w.HelpersKept = scaffold.HelpersKept(spec)
 	} else {
