@@ -105,6 +105,8 @@ type settingsInputs struct {
 	ReportDir         string  `json:"report_dir"`
 	CacheDir          string  `json:"cache"`
 	PyShimDir         string  `json:"pyshim"`
+	// LicenseHeader changes the generated files' bytes.
+	LicenseHeader []string `json:"license_header"`
 }
 
 type phase0Inputs struct {
@@ -361,6 +363,7 @@ func (st *state) currentInputs(ref *resolvedModel, ws string) (*runInputs, error
 			AttentionFallback: s.AttentionFallback, Timeout: s.Timeout.String(), ReportDir: abs(s.ReportDir),
 			CacheDir: abs(s.CacheDir), PyShimDir: abs(s.PyShimDir),
 			OutDir: abs(s.OutDir), MaxPerplexity: s.MaxPerplexityRatio, ReferenceSteps: s.ReferenceSteps,
+			LicenseHeader: s.LicenseHeader,
 		},
 		Phase0: phase0Inputs{Version: st.version, Executable: stampExecutable(exe)},
 		Model:  modelInputs{Dir: ref.Dir, ID: ref.ID, Revision: ref.Revision, PromptStyle: ref.PromptStyle},
