@@ -255,7 +255,7 @@ const sourcesName = "sources.json"
 // recording ran — into the reference folder.
 func (st *state) recordSources(dir string) error {
 	var im fingerprint.Imports
-	if _, err := st.session.Call("python_sources", nil, &im); err != nil {
+	if _, err := st.call(context.Background(), "python_sources", nil, &im); err != nil {
 		return fmt.Errorf("listing the Python the recording ran: %w", err)
 	}
 	js, err := json.MarshalIndent(fingerprint.StampSources(im), "", "  ")

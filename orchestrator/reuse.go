@@ -298,7 +298,7 @@ func recordInputsStage(_ context.Context, st *state) (verdict.Status, string, er
 		return forget("no Python ran")
 	}
 	var im fingerprint.Imports
-	if _, err := st.session.Call("python_sources", nil, &im); err != nil {
+	if _, err := st.call(context.Background(), "python_sources", nil, &im); err != nil {
 		return forget("the worker could not list the Python it ran: " + reasons(err)[0])
 	}
 	sources := fingerprint.StampSources(im)

@@ -54,12 +54,16 @@ type state struct {
 
 	preflight *preflight.Report // machine readiness (run only; informational)
 
-	session  *worker.Session // the Python worker, started by the first stage that needs it
-	inputs   *runInputs      // what the verdict depends on, stamped before the run (reuse.go)
-	reused   *Report         // the recorded verdict this run reuses: the chain ends (reuse.go)
-	warnings []string
-	stages   []Stage
-	err      error // could not evaluate (or interrupted): the chain stopped here
+	session *worker.Session // the Python worker, started by the first stage that needs it
+	lent    *lentSession    // set when session is borrowed from Settings.Sessions
+	// sessionBroken: a call ended the session (crash, time-out,
+	// cancellation), so a borrowed one is not given back for reuse.
+	sessionBroken bool
+	inputs        *runInputs // what the verdict depends on, stamped before the run (reuse.go)
+	reused        *Report    // the recorded verdict this run reuses: the chain ends (reuse.go)
+	warnings      []string
+	stages        []Stage
+	err           error // could not evaluate (or interrupted): the chain stopped here
 }
 
 // stage is one named step. run returns the stage's status and one-line
@@ -122,23 +126,41 @@ func (st *state) record(sg Stage) {
 	}
 }
 
-// call runs one op in the run's Python session, starting it on first use.
+// call runs one op in the run's Python session, starting it (or borrowing
+// one from Settings.Sessions) on first use.
 func (st *state) call(ctx context.Context, op string, args, out any) ([]float32, error) {
 	if st.session == nil {
-		sess, err := st.s.startWorker(ctx)
-		if err != nil {
-			return nil, err
+		if st.s.Sessions != nil {
+			l, err := st.s.Sessions.borrow(ctx, st.s)
+			if err != nil {
+				return nil, err
+			}
+			st.session, st.lent = l.sess, l
+		} else {
+			sess, err := st.s.startWorker(ctx)
+			if err != nil {
+				return nil, err
+			}
+			st.session = sess
 		}
-		st.session = sess
 	}
-	return st.session.Call(op, args, out)
+	floats, err := st.session.Call(op, args, out)
+	if brokenSession(err) {
+		st.sessionBroken = true
+	}
+	return floats, err
 }
 
+// closeWorker ends the run's session, or gives a borrowed one back.
 func (st *state) closeWorker() {
-	if st.session != nil {
+	switch {
+	case st.lent != nil:
+		st.s.Sessions.giveBack(st.lent, !st.sessionBroken)
+		st.lent = nil
+	case st.session != nil:
 		st.session.Close()
-		st.session = nil
 	}
+	st.session = nil
 }
 
 // status is the overall verdict: ERROR when the chain stopped on an error,
