@@ -13,17 +13,13 @@
 # `make test` can say plainly why the XRT check did not run).
 set -euo pipefail
 
-skip_ok=0
-[[ "${1:-}" == "--skip-if-unavailable" ]] && skip_ok=1
-
-repo=$(cd "$(dirname "$0")/.." && pwd)
 tag=check-xrt name=xrt
 # g++ and pkg-config build the shim; the three libxrt packages are the NPU
 # flavour of XRT (the plugin that talks to the amdxdna driver and xrt-smi);
 # uuid-dev because xrt/xrt_uuid.h includes <uuid/uuid.h> and libxrt-dev
 # does not depend on it.
 pkgs="g++ pkg-config uuid-dev libxrt-dev libxrt-npu2 libxrt-utils-npu"
-. "$repo/scripts/sid-chroot.sh"
+. "$(dirname "$0")/../scripts/sid-chroot.sh" "$@"
 sid_chroot_ready
 
 xrt_version=$(chroot "$sid_root" dpkg-query -W -f '${Version}' libxrt-dev 2>/dev/null || echo unknown)

@@ -15,17 +15,13 @@
 # exits 0 instead, so `make test` says plainly why 3.14 was not tested).
 set -euo pipefail
 
-skip_ok=0
-[[ "${1:-}" == "--skip-if-unavailable" ]] && skip_ok=1
-
-repo=$(cd "$(dirname "$0")/.." && pwd)
 tag=check-py314 name=py314
 # gcc and libc6-dev for cgo (the bridge); libpython3.14 is what the bridge
 # loads; python3-numpy is sid's NumPy built for 3.14.
 pkgs="gcc libc6-dev python3.14 libpython3.14 python3-numpy"
 venv=/opt/phase0/venv-py3.14
 setup="python3.14 -m venv --system-site-packages --without-pip $venv"
-. "$repo/scripts/sid-chroot.sh"
+. "$(dirname "$0")/sid-chroot.sh" "$@"
 sid_chroot_ready
 echo "$tag: chroot $sid_root"
 

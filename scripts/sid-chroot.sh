@@ -5,13 +5,17 @@
 # another list means another directory: a chroot in use is never rebuilt in place.
 #
 #   tag=check-foo name=foo pkgs="gcc …" setup="shell run in the chroot once, after apt"
-#   skip_ok=0|1   # 1: an unavailable chroot exits 0 with the reason (make test)
-#   . "$repo/scripts/sid-chroot.sh"
+#   . path/to/scripts/sid-chroot.sh "$@"   # [--skip-if-unavailable]: sets $repo
 #   sid_chroot_ready           # needs root; makes or reuses the chroot: sets $sid_root
 #   sid_chroot_run 'script'    # bash -euo pipefail in the chroot, in /src (the repo), Go on PATH
 #
 # SID_SUITE and SID_MIRROR pick another suite or mirror (another key).
 
+# --skip-if-unavailable: a chroot that cannot be made or entered exits 0
+# with the reason (make test), not 2.
+skip_ok=0
+[[ "${1:-}" == "--skip-if-unavailable" ]] && skip_ok=1
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${CACHE_DIR:-$HOME/.cache/phase0}
 suite=${SID_SUITE:-sid}
 mirror=${SID_MIRROR:-http://deb.debian.org/debian}
