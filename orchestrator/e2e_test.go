@@ -279,12 +279,9 @@ func TestLogitsEqualPlainTransformers(t *testing.T) {
 	model := tiny(t, "qwen2")
 	r := BaselineRun(context.Background(), s, model, "test")
 	mustPass(t, r)
-	sess, err := s.startWorker(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	got, err := sess.Call("baseline", baselineRequest(s, &resolvedModel{Dir: model, ID: model}, r.Config, ""), nil)
+	py := s.opsClient()
+	defer py.Close()
+	_, got, err := py.Baseline(context.Background(), baselineRequest(s, &resolvedModel{Dir: model, ID: model}, r.Config, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 
+	"phase0/ops"
 	"phase0/worker"
 )
 
@@ -28,7 +29,9 @@ type Sessions struct {
 }
 
 type lentSession struct {
+	owner  *Sessions
 	sess   *worker.Session
+	broken bool // a call ended the session (crash, time-out, cancellation)
 	python string
 	shim   string
 	stderr *switchWriter
@@ -72,17 +75,18 @@ func (w *Sessions) borrow(ctx context.Context, s *Settings) (*lentSession, error
 		if l == nil {
 			break
 		}
-		if _, err := l.sess.Call("reset_session", nil, nil); err != nil {
+		reset := ops.New(func(context.Context) (ops.Session, error) { return l.sess, nil })
+		if _, err := reset.ResetSession(ctx); err != nil {
 			l.sess.Close()
 			continue
 		}
 		w.lend(ctx, l, s)
 		return l, nil
 	}
-	l := &lentSession{python: py, shim: shim, stderr: &switchWriter{}}
+	l := &lentSession{owner: w, python: py, shim: shim, stderr: &switchWriter{}}
 	// Not the run's context: the session outlives the run (lend ties the
 	// two while the loan lasts).
-	l.sess, err = worker.Start(context.Background(), worker.Options{Python: py, ExtraPath: []string{shim}, Stderr: l.stderr}, shimModule)
+	l.sess, err = worker.Start(context.Background(), worker.Options{Python: py, ExtraPath: []string{shim}, Stderr: l.stderr}, ops.Module)
 	if err != nil {
 		<-w.loans
 		return nil, err
@@ -92,8 +96,25 @@ func (w *Sessions) borrow(ctx context.Context, s *Settings) (*lentSession, error
 }
 
 func (w *Sessions) lend(ctx context.Context, l *lentSession, s *Settings) {
+	l.broken = false
 	l.stderr.set(s.Progress)
 	l.stop = context.AfterFunc(ctx, func() { l.sess.Close() })
+}
+
+// Call runs an op in the lent session and notes whether the error, if any,
+// ended it (ops.Session).
+func (l *lentSession) Call(op string, args, out any) ([]float32, error) {
+	floats, err := l.sess.Call(op, args, out)
+	if brokenSession(err) {
+		l.broken = true
+	}
+	return floats, err
+}
+
+// Close ends the loan (ops.Session): the session goes back to its lender.
+func (l *lentSession) Close() error {
+	l.owner.giveBack(l, !l.broken)
+	return nil
 }
 
 // takeIdle removes and returns an idle session for python and shim. An idle

@@ -10,12 +10,12 @@ import (
 	"phase0/configgate"
 	"phase0/internal/wslock"
 	"phase0/model"
+	"phase0/ops"
 	"phase0/preflight"
 	"phase0/safetensors"
 	"phase0/scaffold"
 	"phase0/verdict"
 	"phase0/weights"
-	"phase0/worker"
 )
 
 // errInterrupted marks a run stopped by SIGINT/SIGTERM/SIGHUP: exit 130,
@@ -54,16 +54,12 @@ type state struct {
 
 	preflight *preflight.Report // machine readiness (run only; informational)
 
-	session *worker.Session // the Python worker, started by the first stage that needs it
-	lent    *lentSession    // set when session is borrowed from Settings.Sessions
-	// sessionBroken: a call ended the session (crash, time-out,
-	// cancellation), so a borrowed one is not given back for reuse.
-	sessionBroken bool
-	inputs        *runInputs // what the verdict depends on, stamped before the run (reuse.go)
-	reused        *Report    // the recorded verdict this run reuses: the chain ends (reuse.go)
-	warnings      []string
-	stages        []Stage
-	err           error // could not evaluate (or interrupted): the chain stopped here
+	client   *ops.Client // the Python worker, started by the first op a stage runs
+	inputs   *runInputs  // what the verdict depends on, stamped before the run (reuse.go)
+	reused   *Report     // the recorded verdict this run reuses: the chain ends (reuse.go)
+	warnings []string
+	stages   []Stage
+	err      error // could not evaluate (or interrupted): the chain stopped here
 }
 
 // stage is one named step. run returns the stage's status and one-line
@@ -126,41 +122,18 @@ func (st *state) record(sg Stage) {
 	}
 }
 
-// call runs one op in the run's Python session, starting it (or borrowing
-// one from Settings.Sessions) on first use.
-func (st *state) call(ctx context.Context, op string, args, out any) ([]float32, error) {
-	if st.session == nil {
-		if st.s.Sessions != nil {
-			l, err := st.s.Sessions.borrow(ctx, st.s)
-			if err != nil {
-				return nil, err
-			}
-			st.session, st.lent = l.sess, l
-		} else {
-			sess, err := st.s.startWorker(ctx)
-			if err != nil {
-				return nil, err
-			}
-			st.session = sess
-		}
+// py is the run's typed ops; the worker session starts on the first op.
+func (st *state) py() *ops.Client {
+	if st.client == nil {
+		st.client = st.s.opsClient()
 	}
-	floats, err := st.session.Call(op, args, out)
-	if brokenSession(err) {
-		st.sessionBroken = true
-	}
-	return floats, err
+	return st.client
 }
 
-// closeWorker ends the run's session, or gives a borrowed one back.
 func (st *state) closeWorker() {
-	switch {
-	case st.lent != nil:
-		st.s.Sessions.giveBack(st.lent, !st.sessionBroken)
-		st.lent = nil
-	case st.session != nil:
-		st.session.Close()
+	if st.client != nil {
+		st.client.Close()
 	}
-	st.session = nil
 }
 
 // status is the overall verdict: ERROR when the chain stopped on an error,

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import gc
 import importlib
-import json
+import importlib.machinery
+import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
 from typing import TypedDict
 
-from phase0_shim import opargs
+from phase0_shim.opargs import NoArgs, op
 from phase0_shim.sources import imports
 
 # sys.path as the worker started: the shim folder first, then the interpreter's own.
@@ -30,16 +31,18 @@ _STARTING_SYS_PATH = list(sys.path)
 _SHIM_ROOT = Path(__file__).resolve().parent.parent
 
 
-class Reset(TypedDict):
+class ResetResult(TypedDict):
     forgotten: list[str]
     sys_path: list[str]
 
 
 def _kept_roots() -> list[Path]:
+    """The interpreter's own folders, each as given and as resolved: a venv
+    made of links to another keeps its packages under either spelling."""
     found = imports()
-    roots = [Path(p) for p in (*found["stdlib"], *found["site_dirs"])]
-    roots.append(_SHIM_ROOT)
-    return [r.resolve() for r in roots]
+    given = [Path(os.path.abspath(p)) for p in (*found["stdlib"], *found["site_dirs"])]
+    given.append(_SHIM_ROOT)
+    return sorted({*given, *(p.resolve() for p in given)})
 
 
 def _module_paths(module: ModuleType) -> list[Path]:
@@ -57,10 +60,14 @@ def _module_paths(module: ModuleType) -> list[Path]:
 
 
 def _is_kept(paths: Iterable[Path], roots: list[Path]) -> bool:
-    """A module without a location (built-in, frozen) is the interpreter's own."""
+    """A module without a location (built-in, frozen) is the interpreter's own,
+    and so is a compiled extension wherever it lies: CPython cannot load one
+    twice in a process, so forgetting it would only break the next import."""
     for path in paths:
-        resolved = path.resolve()
-        if not any(resolved.is_relative_to(root) for root in roots):
+        if path.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+            continue
+        spellings = {Path(os.path.abspath(path)), path.resolve()}
+        if not any(p.is_relative_to(root) for p in spellings for root in roots):
             return False
     return True
 
@@ -87,13 +94,12 @@ def _restore_torch_defaults() -> None:
     torch.set_grad_enabled(True)
 
 
-def reset_session(args_json: str) -> str:
-    """{} → Reset: the modules forgotten and the restored sys.path."""
-    opargs.parse(args_json, ())
+@op("reset_session", NoArgs, ResetResult)
+def reset_session(_: NoArgs) -> ResetResult:
+    """Forget the modules a run imported from outside the interpreter and restore sys.path."""
     forgotten = forget_foreign_modules()
     sys.path[:] = _STARTING_SYS_PATH
     importlib.invalidate_caches()
     _restore_torch_defaults()
     gc.collect()
-    result: Reset = {"forgotten": forgotten, "sys_path": list(sys.path)}
-    return json.dumps(result, ensure_ascii=False)
+    return {"forgotten": forgotten, "sys_path": list(sys.path)}

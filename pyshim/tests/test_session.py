@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import json
 import sys
 from pathlib import Path
@@ -79,3 +80,19 @@ def test_torch_defaults_are_restored() -> None:
 def test_arguments_must_be_an_object() -> None:
     with pytest.raises(ValueError, match="JSON object"):
         session.reset_session("[]")
+    with pytest.raises(ValueError, match="unknown argument"):
+        session.reset_session('{"all": true}')
+
+
+def test_linked_venv_packages_and_extensions_stay(tmp_path: Path) -> None:
+    """A venv whose site folder links to another's keeps those packages (the
+    reuse tests clone the venv so), and a compiled extension is never forgotten."""
+    real = _write(tmp_path / "real" / "linkedpkg" / "__init__.py", "Z = 3\n").parent
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "linkedpkg").symlink_to(real)
+    roots = [site.resolve(), site]
+    assert session._is_kept([site / "linkedpkg" / "__init__.py"], roots)
+    extension = "ext" + importlib.machinery.EXTENSION_SUFFIXES[0]
+    assert session._is_kept([tmp_path / "elsewhere" / extension], roots)
+    assert not session._is_kept([tmp_path / "elsewhere" / "plain.py"], roots)
