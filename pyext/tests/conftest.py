@@ -30,6 +30,14 @@ MODELS: dict[str, tuple[str, str]] = {
     "qwen3": ("qwen3", ""),
 }
 FAMILIES = tuple(MODELS)
+# The families a whole run is tested on. A run's family logic is the same Go
+# code in every Python minor, so `make test` runs all four in the first minor
+# and, in the others, only those PHASE0_PYEXT_RUN_FAMILIES names (the
+# extension's own boundary — threads, signals, the GIL — is tested in full
+# in every minor).
+RUN_FAMILIES = tuple(os.environ.get("PHASE0_PYEXT_RUN_FAMILIES", " ".join(FAMILIES)).split())
+if not RUN_FAMILIES or not set(RUN_FAMILIES) <= set(FAMILIES):
+    raise ValueError(f"PHASE0_PYEXT_RUN_FAMILIES={RUN_FAMILIES!r}: name one or more of {FAMILIES}")
 
 
 def repo() -> Path:

@@ -11,13 +11,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import FAMILIES, normalise, runner_source
+from conftest import FAMILIES, RUN_FAMILIES, normalise, runner_source
 from test_inspect import cli_json
 
 import phase0
 
 
-@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("family", RUN_FAMILIES)
 def test_run_each_family(tiny_models: Path, torch_python: str, tmp_path: Path, family: str) -> None:
     llms = tmp_path / "llms"
     # mistral also shows a nested YAML setting given as a mapping.
