@@ -41,7 +41,7 @@ BLACK         = $(BLACK_VENV)/bin/black
 # PHASE0_PYTHON still take precedence.
 LDFLAGS       = -X phase0/internal/pyenv.makeVenv=$(VENV)
 
-.PHONY: help build test test-go test-py bench fuzz venv pyvenvs black-venv print-python phase0 clean check-xrt check-py314 python-package test-python-package
+.PHONY: help build test test-short test-go test-py bench fuzz venv pyvenvs black-venv print-python phase0 clean check-xrt check-py314 python-package test-python-package
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -87,10 +87,14 @@ test: venv pyvenvs black-venv build test-python-package ## run every test (Go in
 	$(GO) vet ./...
 	./npu/check-xrt.sh --skip-if-unavailable
 	./scripts/check-py314.sh --skip-if-unavailable
-	PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) PHASE0_BLACK=$(BLACK) $(GO) test -count=1 -timeout 60m ./...
+	PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) PHASE0_BLACK=$(BLACK) $(GO) test -count=1 -parallel 3 -timeout 60m ./...
 	cd pyshim && $(VENV_PY) -m mypy
 	cd pyshim && $(VENV_PY) -m pytest -q
 	$(VENV_PY) -m pytest -q scaffold/pytests
+
+test-short: ## the Go tests that need no Python (vet + go test -short), for a quick loop
+	$(GO) vet ./...
+	$(GO) test -short -count=1 ./...
 
 bench: venv build ## print the benchmark table
 	PHASE0_PYTHON=$(VENV_PY) $(GO) run ./cmd/phase0bench

@@ -80,6 +80,7 @@ func mustPass(t *testing.T, r *Report) {
 }
 
 func TestRunEachFamily(t *testing.T) {
+	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
 	for _, m := range []struct{ dir, family string }{
 		{"llama-llama3", "llama"}, {"mistral", "mistral"}, {"qwen2", "qwen2"}, {"qwen3", "qwen3"}, {"qwen2-sharded", "qwen2"},
 	} {
@@ -124,6 +125,7 @@ func TestRunEachFamily(t *testing.T) {
 }
 
 func TestRunIsIdempotentAndProtectsEdits(t *testing.T) {
+	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
 	llms := t.TempDir()
 	s := settingsFor(t, llms)
 	model := tiny(t, "qwen3")
@@ -234,6 +236,7 @@ class HfRunner:
 }
 
 func TestRunnerCrashAndTimeoutFail(t *testing.T) {
+	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
 	tests := []struct {
 		name, body, reason string
 	}{
@@ -275,6 +278,7 @@ func TestUpstreamVerifyTreeIsUsed(t *testing.T) {
 // TestLogitsEqualPlainTransformers compares what phase0 gets through the
 // bridge with an independent transformers run on the same tokens, bitwise.
 func TestLogitsEqualPlainTransformers(t *testing.T) {
+	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
 	s := settingsFor(t, "")
 	model := tiny(t, "qwen2")
 	r := BaselineRun(context.Background(), s, model, "test")

@@ -36,6 +36,7 @@ func (c *cancelOn) Write(p []byte) (int, error) {
 // mid-way exits 130 as ERROR and leaves report.json, TODO.md and
 // progress.md byte-identical.
 func TestInterruptKeepsTheRecord(t *testing.T) {
+	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
 	llms := t.TempDir()
 	model := tiny(t, "qwen3")
 	s := settingsFor(t, llms)
@@ -135,6 +136,7 @@ func TestMessagesNameTheInput(t *testing.T) {
 // the reference step fails gate 2 only; the loader and config facts it had
 // already answered stay PASS, and TODO.md's blockers name gate 2 alone.
 func TestWorkerDeathKeepsEarlierResults(t *testing.T) {
+	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
 	for _, tc := range []struct {
 		name, body, reason string
 		timeout            time.Duration
@@ -191,6 +193,7 @@ func TestWrongInterpreterIsCouldNotEvaluate(t *testing.T) {
 // be written, or a progress.md whose phase0 entry cannot be updated, is exit
 // 2 with Phase 0 left unticked (or as it was).
 func TestUnwritableRecordIsAFailedRun(t *testing.T) {
+	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
 	t.Run("report dir cannot be created", func(t *testing.T) {
 		llms := t.TempDir()
 		blocker := filepath.Join(t.TempDir(), "a-file")

@@ -33,6 +33,7 @@ func (o *onStage) Write(p []byte) (int, error) {
 
 // TestRecordFaults: what a user sees when the disk refuses a write.
 func TestRecordFaults(t *testing.T) {
+	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
 	llms := t.TempDir()
 	s := settingsFor(t, llms)
 	s.Name, s.ReferenceSteps = "faults", 2

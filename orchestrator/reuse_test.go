@@ -100,6 +100,7 @@ func stageDetail(r *Report, name string) string {
 // TestRunReuse runs one model through every input that must invalidate a
 // recorded verdict, each followed by an unchanged run that must reuse it.
 func TestRunReuse(t *testing.T) {
+	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
 	s := settingsFor(t, t.TempDir())
 	py, site := cloneVenv(t, s.Python)
 	s.Python = py

@@ -102,6 +102,7 @@ func rewriteInPlace(t *testing.T, path string, edit func([]byte) []byte) {
 // would use, and checks that the next run does not reuse it and names the
 // input that changed.
 func TestReuseIsNeverStale(t *testing.T) {
+	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
 	llms := t.TempDir()
 	if err := os.CopyFS(filepath.Join(llms, "verify"), os.DirFS(filepath.Join(testenv.PyShim(), "tests", "data", "llms", "verify"))); err != nil {
 		t.Fatal(err)

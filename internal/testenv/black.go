@@ -11,6 +11,9 @@ import (
 // black-venv` made. It skips the test, saying why, when neither exists.
 func Black(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test runs black (Python)")
+	}
 	if black := os.Getenv("PHASE0_BLACK"); black != "" {
 		if _, err := os.Stat(black); err != nil {
 			t.Fatalf("PHASE0_BLACK=%s: %v", black, err)

@@ -22,6 +22,9 @@ import (
 // that finished installing. It skips the test, saying why, when neither exists.
 func Python(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: this test runs Python")
+	}
 	if py := os.Getenv("PHASE0_PYTHON"); py != "" {
 		if _, err := os.Stat(py); err != nil {
 			t.Fatalf("PHASE0_PYTHON=%s: %v", py, err)
