@@ -83,11 +83,18 @@ pyvenvs: $(foreach v,$(TEST_VENVS),$(v)/.phase0-installed) ## create or reuse th
 print-python: ## print the venv's python (use with make -s)
 	@echo $(VENV_PY)
 
-test: venv pyvenvs black-venv build test-python-package ## run every test (Go incl. fuzz seeds, the bridge in every Python minor, black on generated Python, mypy --strict, pytest, the XRT build check, 3.14 in a chroot)
+test: venv pyvenvs black-venv build ## run every test (Go incl. fuzz seeds, the bridge in every Python minor, black on generated Python, mypy --strict, pytest, the XRT build check, 3.14 in a chroot)
+	@# Three independent groups, two at a time (this is a 2-core target);
+	@# each group's output is printed whole when it ends.
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-py test-python-package
+
+test-go: venv pyvenvs black-venv build ## the Go side of make test: vet, the XRT and 3.14 chroot checks, go test ./...
 	$(GO) vet ./...
 	./npu/check-xrt.sh --skip-if-unavailable
 	./scripts/check-py314.sh --skip-if-unavailable
 	PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) PHASE0_BLACK=$(BLACK) $(GO) test -count=1 -parallel 3 -timeout 60m ./...
+
+test-py: venv ## the Python side of make test: mypy --strict and pytest of pyshim/, the generated code's pytests
 	cd pyshim && $(VENV_PY) -m mypy
 	cd pyshim && $(VENV_PY) -m pytest -q
 	$(VENV_PY) -m pytest -q scaffold/pytests
