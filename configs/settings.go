@@ -172,7 +172,7 @@ func (k Kind) goType() reflect.Type {
 	case Count:
 		return reflect.TypeFor[int]()
 	case Duration:
-		return reflect.TypeFor[int64]() // time.Duration's kind; checked by Kind below
+		return reflect.TypeFor[int64]() // time.Duration; field compares reflect.Kinds
 	case Ratio:
 		return reflect.TypeFor[float64]()
 	case Lines:
