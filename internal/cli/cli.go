@@ -62,8 +62,9 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Opt
 	return 0 // --help, --version
 }
 
-// invocation is what every command reads and none changes: where to print,
-// the version, the Python API's overrides and the settings' layers.
+// invocation is what the commands of one Execute share: where to print, the
+// version and the Python API's overrides (read only), and the settings'
+// layers (v), which the one command that runs fills.
 type invocation struct {
 	stdout, stderr io.Writer
 	version        string
