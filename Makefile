@@ -41,7 +41,7 @@ BLACK         = $(BLACK_VENV)/bin/black
 # PHASE0_PYTHON still take precedence.
 LDFLAGS       = -X phase0/internal/pyenv.makeVenv=$(VENV)
 
-.PHONY: help build test test-go test-py bench fuzz venv pyvenvs black-venv print-python phase0 clean check-xrt python-package test-python-package lint
+.PHONY: help build test test-go test-py bench fuzz venv pyvenvs black-venv print-python phase0 clean check-xrt check-py314 python-package test-python-package lint
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -83,8 +83,9 @@ pyvenvs: $(foreach v,$(TEST_VENVS),$(v)/.phase0-installed) ## create or reuse th
 print-python: ## print the venv's python (use with make -s)
 	@echo $(VENV_PY)
 
-test: venv pyvenvs black-venv build lint test-python-package ## run every test (Go incl. fuzz seeds, the bridge in every Python minor, black on generated Python, mypy --strict, pytest, the XRT build check)
+test: venv pyvenvs black-venv build lint test-python-package ## run every test (make lint, Go incl. fuzz seeds, the bridge in every Python minor, black on generated Python, mypy --strict, pytest, the XRT build check, 3.14 in a chroot)
 	./npu/check-xrt.sh --skip-if-unavailable
+	./scripts/check-py314.sh --skip-if-unavailable
 	PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) PHASE0_BLACK=$(BLACK) $(GO) test -count=1 -timeout 60m ./...
 	cd pyshim && $(VENV_PY) -m mypy
 	cd pyshim && $(VENV_PY) -m pytest -q
@@ -170,6 +171,9 @@ test-python-package: python-package venv ## test the wheel in fresh-installed ve
 
 check-xrt: ## build, vet and test npu/ with -tags xrt against XRT 2.25 in a cached sid chroot
 	CACHE_DIR=$(CACHE_DIR) ./npu/check-xrt.sh
+
+check-py314: ## run the bridge and worker tests against CPython 3.14 (Debian sid's, NumPy only) in a cached sid chroot
+	CACHE_DIR=$(CACHE_DIR) ./scripts/check-py314.sh
 
 clean: ## remove build outputs (the venv and model cache stay)
 	rm -rf bin

@@ -54,8 +54,8 @@ type NormFacts struct {
 	Groups  int    `json:"groups"` // heads for qk_norm_per_head, else 1
 	// Eps is transformers' rms_norm_eps for the reference; EpsArgument is
 	// the eps passed to the helper (nil: its own default, as production calls it).
-	Eps         float64  `json:"eps"`
-	EpsArgument *float64 `json:"eps_argument"`
+	Eps         float64  `json:"eps,omitempty"`          // absent when the helper is not defined
+	EpsArgument *float64 `json:"eps_argument,omitempty"` // absent unless the helper ran
 	Raised      string   `json:"raised,omitempty"`
 }
 

@@ -8,6 +8,7 @@ import (
 	"phase0/bridge"
 	"phase0/judge"
 	"phase0/model"
+	"phase0/ops"
 	"phase0/verdict"
 )
 
@@ -39,49 +40,7 @@ type Baseline struct {
 }
 
 // Decode is the optional greedy continuation.
-type Decode struct {
-	IDs  []int  `json:"ids"`
-	Text string `json:"text"`
-}
-
-// baselineArgs are ops.baseline's arguments.
-type baselineArgs struct {
-	ModelDir      string        `json:"model_dir"`
-	ModelID       string        `json:"model_id"`
-	LLMSDir       string        `json:"llms_dir,omitempty"`
-	PromptStyle   string        `json:"prompt_style,omitempty"`
-	Prompt        string        `json:"prompt,omitempty"`
-	Config        *model.Config `json:"config"`
-	WeightsModule string        `json:"weights_module,omitempty"`
-	MaxSeq        int           `json:"max_seq"`
-	DecodeN       int           `json:"decode_n"`
-}
-
-// baselineResult is what ops.baseline reports (facts; Go judges).
-type baselineResult struct {
-	Runner        string `json:"runner"`
-	RunnerPath    string `json:"runner_path"`
-	Prompt        string `json:"prompt"`
-	PromptStyle   string `json:"prompt_style"`
-	Tokens        []int  `json:"tokens"`
-	Top1Token     int    `json:"top1_token"`
-	VocabSize     int    `json:"vocab_size"`
-	TokenizerSize int    `json:"tokenizer_size"`
-	Special       struct {
-		BOS *int  `json:"bos"`
-		EOS []int `json:"eos"`
-		Pad *int  `json:"pad"`
-		Unk *int  `json:"unk"`
-	} `json:"special"`
-	Top            []judge.Token `json:"top"`
-	Decode         *Decode       `json:"decode"`
-	Calibration    *passageFacts `json:"calibration"`
-	SecondsCalib   float64       `json:"seconds_calibration"`
-	SecondsLoad    float64       `json:"seconds_load"`
-	SecondsPrefill float64       `json:"seconds_prefill"`
-	Torch          string        `json:"torch_version"`
-	Transformers   string        `json:"transformers_version"`
-}
+type Decode = ops.Decode
 
 func newBaseline() *Baseline {
 	return &Baseline{Section: verdict.NewSection(), Tokens: []int{}, Top5: []judge.Ranked{}, Top10: []judge.Ranked{}, Reasons: []string{}, Warnings: []string{}, Top1Token: -1}
@@ -97,12 +56,12 @@ func (b *Baseline) fail(reasons ...string) {
 }
 
 // baselineRequest builds ops.baseline's arguments for the canonical-prompt prefill.
-func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weightsModule string) baselineArgs {
+func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weightsModule string) ops.BaselineArgs {
 	style := s.PromptStyle
 	if style == "" && s.Prompt == "" {
 		style = ref.PromptStyle
 	}
-	return baselineArgs{
+	return ops.BaselineArgs{
 		ModelDir: ref.Dir, ModelID: ref.ID, LLMSDir: s.LLMSDir, PromptStyle: style, Prompt: s.Prompt,
 		Config: cfg, WeightsModule: weightsModule, MaxSeq: s.MaxSeq, DecodeN: s.Decode,
 	}
@@ -111,7 +70,7 @@ func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weights
 // judgeBaseline turns the runner's facts and logits into the gate section.
 // vocab is the checkpoint's vocab_size (config.json, as Go extracted it):
 // the logits come from the HF model, whatever a module's Config says.
-func judgeBaseline(res *baselineResult, logits []float32, vocab int, seconds, maxPerplexityRatio float64) *Baseline {
+func judgeBaseline(res *ops.BaselineResult, logits []float32, vocab int, seconds, maxPerplexityRatio float64) *Baseline {
 	b := newBaseline()
 	b.Seconds = seconds
 	b.Runner, b.RunnerPath, b.Prompt, b.PromptStyle = res.Runner, res.RunnerPath, res.Prompt, res.PromptStyle
@@ -120,7 +79,7 @@ func judgeBaseline(res *baselineResult, logits []float32, vocab int, seconds, ma
 	b.Torch, b.Transformers = res.Torch, res.Transformers
 	v := judge.Judge(judge.Input{
 		Logits: logits, RunnerTop1: res.Top1Token, VocabSize: vocab, TokenizerSize: res.TokenizerSize,
-		PadID: res.Special.Pad, UnkID: res.Special.Unk, EOSIDs: res.Special.EOS, Described: res.Top,
+		PadID: res.Special.Pad, UnkID: res.Special.Unk, EOSIDs: res.Special.EOS, Described: ops.Described(res.Top),
 	})
 	b.Top1Token, b.Top1Text, b.Logits = v.Top1, v.Top1Text, v.Stats
 	b.Top10 = append(b.Top10, v.Top...)
@@ -157,8 +116,7 @@ func referenceStage(ctx context.Context, st *state) (verdict.Status, string, err
 		module = st.weightsModule()
 	}
 	args := baselineRequest(st.s, st.ref, st.analysis.Config, module)
-	var res baselineResult
-	logits, err := st.call(ctx, "baseline", args, &res)
+	res, logits, err := st.py().Baseline(ctx, args)
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return "", "", stop

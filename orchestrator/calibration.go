@@ -4,20 +4,12 @@ import (
 	"fmt"
 
 	"phase0/judge"
+	"phase0/ops"
 )
-
-// passageFacts are ops.baseline's measurements on the calibration passage
-// (pyshim/phase0_shim/calibration.py holds the passage).
-type passageFacts struct {
-	Passage    string     `json:"passage"`
-	Tokens     []int      `json:"tokens"`
-	NLL        []*float64 `json:"nll"`
-	LogitsSize int        `json:"logits_size"`
-}
 
 // judgeCalibration applies the perplexity rule to the passage facts, records
 // the result in the section and returns why it fails ("" when it passes).
-func (b *Baseline) judgeCalibration(p *passageFacts, vocabSize int, maxRatio float64) string {
+func (b *Baseline) judgeCalibration(p *ops.PassageFacts, vocabSize int, maxRatio float64) string {
 	if p == nil {
 		return "the runner reported no calibration passage facts, so the perplexity rule could not be applied"
 	}

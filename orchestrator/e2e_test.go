@@ -30,8 +30,16 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(holdLockEnv); path != "" {
 		os.Exit(holdLock(path))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testSessions.Close()
+	os.Exit(code)
 }
+
+// testSessions lends the tests' runs warm Python sessions: torch starts
+// once per session, not once per run. Tests that need a worker of their own
+// (a session time-out, a crash, a changed environment) set
+// Settings.Sessions to nil.
+var testSessions = NewSessions(2)
 
 func settingsFor(t *testing.T, llms string) *Settings {
 	t.Helper()
@@ -43,12 +51,19 @@ func settingsFor(t *testing.T, llms string) *Settings {
 	})
 	s := &Settings{
 		LLMSDir: llms, Python: testenv.Python(t), PyShimDir: testenv.PyShim(), MaxSeq: 64, Timeout: 5 * time.Minute,
-		MemoryCheck: true, AttentionFallback: true, Progress: &progress,
+		MemoryCheck: true, AttentionFallback: true, Progress: &progress, Sessions: testSessions,
 	}
 	// A folder without verify/ is not an llms tree: it only holds the workspaces.
 	if _, err := os.Stat(filepath.Join(llms, "verify", "runners", "hf_runner.py")); llms != "" && err != nil {
 		s.LLMSDir, s.OutDir = "", llms
 	}
+	return s
+}
+
+// isolated makes s start a worker of its own, which sees the environment
+// the test set.
+func isolated(s *Settings) *Settings {
+	s.Sessions = nil
 	return s
 }
 
@@ -230,6 +245,7 @@ func TestRunnerCrashAndTimeoutFail(t *testing.T) {
 			llms := fakeVerify(t, tt.body)
 			s := settingsFor(t, llms)
 			s.Timeout = 45 * time.Second // room for torch's import on a loaded machine before the hang
+			s.Sessions = nil             // a lent session has no time limit
 			r := Run(context.Background(), s, tiny(t, "qwen3"), "test")
 			b := r.Gates.HFBaseline
 			if r.Status != verdict.Fail || ExitCode(r) != 1 || b == nil || !strings.Contains(strings.Join(b.Reasons, "\n"), tt.reason) {
@@ -263,12 +279,9 @@ func TestLogitsEqualPlainTransformers(t *testing.T) {
 	model := tiny(t, "qwen2")
 	r := BaselineRun(context.Background(), s, model, "test")
 	mustPass(t, r)
-	sess, err := s.startWorker(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	got, err := sess.Call("baseline", baselineRequest(s, &resolvedModel{Dir: model, ID: model}, r.Config, ""), nil)
+	py := s.opsClient()
+	defer py.Close()
+	_, got, err := py.Baseline(context.Background(), baselineRequest(s, &resolvedModel{Dir: model, ID: model}, r.Config, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

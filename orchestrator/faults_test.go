@@ -59,6 +59,7 @@ func TestInterruptKeepsTheRecord(t *testing.T) {
 			s.Name = "interrupted"
 			s.Fresh = true // the inputs are unchanged: without it the recorded PASS is reused
 			s.Progress = &cancelOn{stage: after, cancel: cancel}
+			s.Sessions = nil // the interrupted run's own worker must be the one killed
 			r := Run(ctx, s, model, "test")
 			if r.Status != verdict.Error || !r.Interrupted || ExitCode(r) != verdict.Interrupted {
 				t.Fatalf("status %s, interrupted %v, exit %d; want ERROR, true, 130 (error %q)", r.Status, r.Interrupted, ExitCode(r), r.Error)
@@ -146,7 +147,7 @@ func TestWorkerDeathKeepsEarlierResults(t *testing.T) {
 			llms := fakeVerify(t, tc.body)
 			s := settingsFor(t, llms)
 			if tc.timeout > 0 {
-				s.Timeout = tc.timeout
+				s.Timeout, s.Sessions = tc.timeout, nil // a lent session has no time limit
 			}
 			r := Run(context.Background(), s, tiny(t, "qwen3"), "test")
 			g := r.Gates

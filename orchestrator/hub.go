@@ -8,20 +8,11 @@ import (
 
 	"phase0/hfcache"
 	"phase0/hubmeta"
+	"phase0/ops"
 )
 
 // ErrHub marks a hub id that could not be resolved or downloaded.
 var ErrHub = errors.New("model not available from the hub")
-
-// downloadResult is ops.download's answer.
-type downloadResult struct {
-	Status      string `json:"status"`
-	Code        string `json:"code"`
-	Message     string `json:"message"`
-	SnapshotDir string `json:"snapshot_dir"`
-	Revision    string `json:"revision"`
-	Bytes       int64  `json:"bytes"`
-}
 
 // resolveHub resolves org/name[@revision] through the HF cache, natively, and
 // downloads what is missing through huggingface_hub in the worker unless
@@ -50,21 +41,23 @@ func resolveHub(ctx context.Context, s *Settings, arg string) (*resolvedModel, e
 		return nil, fmt.Errorf("%w: %s is %s (%s) and the hub is switched off (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE); download it first or unset them", ErrHub, ref.ID, why, cache)
 	}
 	fmt.Fprintf(s.Progress, "phase0: %s is %s; downloading safetensors, config and tokenizer through huggingface_hub\n", ref.ID, why)
-	var dl downloadResult
-	if err := s.callOnce(ctx, "download", map[string]any{"repo_id": ref.ID, "revision": nilIfEmpty(ref.Revision), "cache_dir": cache}, &dl); err != nil {
+	py := s.opsClient()
+	defer py.Close()
+	dl, err := py.Download(ctx, ops.DownloadArgs{RepoID: ref.ID, Revision: nilIfEmpty(ref.Revision), CacheDir: cache})
+	if err != nil {
 		return nil, fmt.Errorf("%w: downloading %s: %w", ErrHub, ref.ID, err)
 	}
 	if dl.Status != "ok" {
-		return nil, fmt.Errorf("%w: %s (%s)", ErrHub, dl.Message, dl.Code)
+		return nil, fmt.Errorf("%w: %s (%s)", ErrHub, dl.Message, deref(dl.Code))
 	}
 	// The cache is the truth: what was downloaded must now resolve natively,
 	// or every later run would download again (and fail offline).
-	after, err := hfcache.Resolve(cache, hfcache.Ref{ID: ref.ID, Org: ref.Org, Name: ref.Name, Revision: dl.Revision})
+	after, err := hfcache.Resolve(cache, hfcache.Ref{ID: ref.ID, Org: ref.Org, Name: ref.Name, Revision: deref(dl.Revision)})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s was downloaded to %s but does not resolve from the cache: %w", ErrHub, ref.ID, dl.SnapshotDir, err)
+		return nil, fmt.Errorf("%w: %s was downloaded to %s but does not resolve from the cache: %w", ErrHub, ref.ID, deref(dl.SnapshotDir), err)
 	}
 	if !after.Complete() {
-		return nil, fmt.Errorf("%w: %s has no %s (the download fetched %s)", ErrHub, ref.ID, strings.Join(after.Missing, ", "), dl.SnapshotDir)
+		return nil, fmt.Errorf("%w: %s has no %s (the download fetched %s)", ErrHub, ref.ID, strings.Join(after.Missing, ", "), deref(dl.SnapshotDir))
 	}
 	return &resolvedModel{Dir: after.Dir, Revision: after.Revision, ID: ref.ID}, nil
 }
@@ -83,11 +76,18 @@ func (s *Settings) offline() bool {
 	return false
 }
 
-func nilIfEmpty(s string) any {
+func nilIfEmpty(s string) *string {
 	if s == "" {
 		return nil
 	}
-	return s
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // resolveRemote reads only config.json and the safetensors headers from the

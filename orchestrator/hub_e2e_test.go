@@ -87,7 +87,7 @@ func snapshotFiles(t *testing.T, dir string) []string {
 func TestHubDownloadThenOffline(t *testing.T) {
 	hub := testenv.NewFakeHub(t, hubRepo(t))
 	cache := hubEnv(t, hub)
-	s := settingsFor(t, "")
+	s := isolated(settingsFor(t, ""))
 	ctx := context.Background()
 
 	t.Setenv("HF_HUB_OFFLINE", "1")
@@ -137,7 +137,7 @@ func TestHubDownloadThenOffline(t *testing.T) {
 func TestHubPinnedRevision(t *testing.T) {
 	hub := testenv.NewFakeHub(t, hubRepo(t))
 	cache := hubEnv(t, hub)
-	s := settingsFor(t, "")
+	s := isolated(settingsFor(t, ""))
 	arg := hubRepoID + "@" + v1SHA
 
 	r := inspectDownloading(context.Background(), s, arg, "test")
@@ -167,7 +167,7 @@ func TestHubPinnedRevision(t *testing.T) {
 func TestHubBaselineRun(t *testing.T) {
 	hub := testenv.NewFakeHub(t, hubRepo(t))
 	cache := hubEnv(t, hub)
-	r := BaselineRun(context.Background(), settingsFor(t, ""), hubRepoID, "test")
+	r := BaselineRun(context.Background(), isolated(settingsFor(t, "")), hubRepoID, "test")
 	mustPass(t, r)
 	if r.Revision != mainSHA || r.ModelDir != snapshotDir(cache, mainSHA) || r.Gates.HFBaseline == nil || r.Gates.HFBaseline.Status != verdict.Pass {
 		t.Errorf("revision %s at %s, baseline %+v", r.Revision, r.ModelDir, r.Gates.HFBaseline)
@@ -202,7 +202,7 @@ func TestHubErrors(t *testing.T) {
 			hubEnv(t, hub)
 			t.Setenv("HF_TOKEN", tt.token)
 			before := len(hub.Requests())
-			r := inspectDownloading(context.Background(), settingsFor(t, ""), tt.arg, "test")
+			r := inspectDownloading(context.Background(), isolated(settingsFor(t, "")), tt.arg, "test")
 			if tt.want == nil {
 				mustPass(t, r)
 				return

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"phase0/ops"
 	"phase0/preflight"
 	"phase0/verdict"
 )
@@ -13,13 +14,14 @@ import (
 // after it: NPU and XRT, memory and disk, the Python environment, the HF
 // token and the mlir-air tree. Informational: it never fails a run.
 func Preflight(ctx context.Context, s *Settings) *preflight.Report {
-	in := machineInput(s, func(out any) error { return s.callOnce(ctx, "environment", nil, out) })
-	return preflight.Run(in)
+	py := s.opsClient()
+	defer py.Close()
+	return preflight.Run(machineInput(s, func() (ops.Environment, error) { return py.Environment(ctx) }))
 }
 
 // machineInput is the preflight input from the settings; environment asks
-// the configured interpreter for its versions (facts only) into its argument.
-func machineInput(s *Settings, environment func(out any) error) preflight.Input {
+// the configured interpreter for its versions (facts only).
+func machineInput(s *Settings, environment func() (ops.Environment, error)) preflight.Input {
 	in := preflight.Input{LLMsDir: s.LLMSDir, Getenv: s.getenv}
 	if cache, err := s.cacheRoot(); err == nil {
 		in.DiskPath = cache
@@ -28,8 +30,10 @@ func machineInput(s *Settings, environment func(out any) error) preflight.Input 
 		return in // the python check says it was not given
 	}
 	env := &preflight.PythonEnv{Executable: s.Python}
-	if err := environment(env); err != nil {
+	if got, err := environment(); err != nil {
 		env.Err = err.Error()
+	} else {
+		env.Executable, env.Version, env.Torch, env.Transformers, env.Safetensors = got.Executable, got.Version, got.Torch, got.Transformers, got.Safetensors
 	}
 	env.Executable = filepath.Clean(env.Executable)
 	in.Python = env
@@ -39,10 +43,7 @@ func machineInput(s *Settings, environment func(out any) error) preflight.Input 
 // preflightSectionStage records the machine-readiness section in the run
 // report, asking the run's own worker for the Python facts.
 func preflightSectionStage(ctx context.Context, st *state) (verdict.Status, string, error) {
-	in := machineInput(st.s, func(out any) error {
-		_, err := st.call(ctx, "environment", nil, out)
-		return err
-	})
+	in := machineInput(st.s, func() (ops.Environment, error) { return st.py().Environment(ctx) })
 	if ctx.Err() != nil {
 		return "", "", fmt.Errorf("%w in the machine check: %w", errInterrupted, ctx.Err())
 	}

@@ -7,14 +7,12 @@ import (
 	"os"
 	"path/filepath"
 
+	"phase0/ops"
 	"phase0/worker"
 )
 
 // ErrNoPython means no interpreter was configured for the Python stages.
 var ErrNoPython = errors.New("no Python interpreter configured")
-
-// shimModule holds the entry points the worker calls.
-const shimModule = "phase0_shim.ops"
 
 func (s *Settings) python() (string, error) {
 	if s.Python == "" {
@@ -40,18 +38,22 @@ func (s *Settings) startWorker(ctx context.Context) (*worker.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return worker.Start(ctx, worker.Options{Python: py, ExtraPath: []string{shim}, Timeout: s.Timeout, Stderr: s.Progress}, shimModule)
+	return worker.Start(ctx, worker.Options{Python: py, ExtraPath: []string{shim}, Timeout: s.Timeout, Stderr: s.Progress}, ops.Module)
 }
 
-// callOnce runs one op in its own short-lived session.
-func (s *Settings) callOnce(ctx context.Context, op string, args, out any) error {
-	sess, err := s.startWorker(ctx)
-	if err != nil {
-		return err
-	}
-	defer sess.Close()
-	_, err = sess.Call(op, args, out)
-	return err
+// opsClient runs the typed ops in a worker session of its own, started by
+// the first op (or borrowed from Settings.Sessions); the caller closes it.
+func (s *Settings) opsClient() *ops.Client {
+	return ops.New(func(ctx context.Context) (ops.Session, error) {
+		if s.Sessions != nil {
+			return s.Sessions.borrow(ctx, s)
+		}
+		sess, err := s.startWorker(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return sess, nil
+	})
 }
 
 // workerFailure sorts a worker error: could not evaluate (no interpreter, the

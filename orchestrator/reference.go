@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"phase0/fingerprint"
 	"phase0/internal/atomicfile"
+	"phase0/ops"
 	"strings"
 	"time"
 
@@ -39,29 +40,6 @@ type Reference struct {
 	SecondsDecode    float64  `json:"seconds_decode,omitempty"`
 	SecondsDiagnosis float64  `json:"seconds_diagnosis,omitempty"`
 	TorchThreads     int      `json:"torch_threads,omitempty"`
-}
-
-// referencePlan is ops.reference_plan's answer: what a recording is keyed on.
-type referencePlan struct {
-	Runner          string   `json:"runner"`
-	RunnerPath      string   `json:"runner_path"`
-	PromptsFile     string   `json:"prompts_file"`
-	PromptStyle     string   `json:"prompt_style"`
-	Prompts         []string `json:"prompts"`
-	CanonicalPrompt int      `json:"canonical_prompt"`
-	TokenizerSHA256 string   `json:"tokenizer_sha256"`
-	Torch           string   `json:"torch_version"`
-	Transformers    string   `json:"transformers_version"`
-}
-
-// recordArgs are ops.record_reference's arguments.
-type recordArgs struct {
-	baselineArgs
-	Steps  int            `json:"steps"`
-	TopK   int            `json:"top_k"`
-	Dtype  string         `json:"dtype"`
-	OutDir string         `json:"out_dir"`
-	Meta   map[string]any `json:"meta"`
 }
 
 // referenceApplies: recording is on (reference_steps > 0) and, in run, the
@@ -160,8 +138,8 @@ func (st *state) recordReference(ctx context.Context) (*Reference, error) {
 		module = st.weightsModule()
 	}
 	args := baselineRequest(st.s, st.ref, st.analysis.Config, module)
-	var plan referencePlan
-	if _, err := st.call(ctx, "reference_plan", args, &plan); err != nil {
+	plan, err := st.py().ReferencePlan(ctx, args)
+	if err != nil {
 		return r, err
 	}
 	files, err := reference.ModelFilesSHA256(st.ref.Dir)
@@ -204,19 +182,19 @@ func (st *state) recordReference(ctx context.Context) (*Reference, error) {
 		r.Why = append(r.Why, err.Error())
 	}
 
-	rec := recordArgs{baselineArgs: args, Steps: r.Steps, TopK: r.TopK, Dtype: r.Dtype, OutDir: dir,
+	rec := ops.RecordReferenceArgs{BaselineArgs: args, Steps: r.Steps, TopK: r.TopK, Dtype: r.Dtype, OutDir: dir,
 		Meta: map[string]any{"key": key, "key_sha256": r.KeySHA256, "revision": st.ref.Revision}}
 	if rec.MaxSeq < 1 {
 		rec.MaxSeq = 1
 	}
-	if _, err := st.call(ctx, "record_reference", rec, nil); err != nil {
+	if err := st.py().RecordReference(ctx, rec); err != nil {
 		return r, err
 	}
 	got, err := reference.Read(dir)
 	if err != nil {
 		return r, fmt.Errorf("reading back the recording: %w", err)
 	}
-	if err := st.recordSources(dir); err != nil {
+	if err := st.recordSources(ctx, dir); err != nil {
 		return r, err
 	}
 	r.fill(got)
@@ -253,9 +231,9 @@ const sourcesName = "sources.json"
 
 // recordSources stamps what the worker has imported so far — everything the
 // recording ran — into the reference folder.
-func (st *state) recordSources(dir string) error {
-	var im fingerprint.Imports
-	if _, err := st.session.Call("python_sources", nil, &im); err != nil {
+func (st *state) recordSources(ctx context.Context, dir string) error {
+	im, err := st.py().PythonSources(ctx)
+	if err != nil {
 		return fmt.Errorf("listing the Python the recording ran: %w", err)
 	}
 	js, err := json.MarshalIndent(fingerprint.StampSources(im), "", "  ")

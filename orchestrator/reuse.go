@@ -280,7 +280,7 @@ func reuseModel(s *Settings, arg string) (*resolvedModel, string) {
 // recordInputsStage writes inputs.json for a PASS just recorded, so the next
 // run with the same inputs can reuse it; for any other verdict it removes a
 // stale one. Inputs that changed while the run read them are not recorded.
-func recordInputsStage(_ context.Context, st *state) (verdict.Status, string, error) {
+func recordInputsStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 	reports, err := reportDirFor(st.s, st.wsDir, st.ref.ID)
 	if err != nil {
 		return "", "", err
@@ -310,11 +310,11 @@ func recordInputsStage(_ context.Context, st *state) (verdict.Status, string, er
 			return forget(why + " during the run")
 		}
 	}
-	if st.session == nil {
+	if st.client == nil || !st.client.Started() {
 		return forget("no Python ran")
 	}
-	var im fingerprint.Imports
-	if _, err := st.session.Call("python_sources", nil, &im); err != nil {
+	im, err := st.client.PythonSources(ctx)
+	if err != nil {
 		return forget("the worker could not list the Python it ran: " + reasons(err)[0])
 	}
 	sources := fingerprint.StampSources(im)

@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"phase0/internal/atomicfile"
 	"phase0/internal/boundedfile"
 	"phase0/model"
+	"phase0/ops"
 	"phase0/scaffold"
 	"phase0/verdict"
 	"phase0/weights"
@@ -42,11 +42,7 @@ func Run(ctx context.Context, s *Settings, modelArg, version string) *Report {
 // real checkpoint in Python, and Go judges what came back.
 func loaderStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 	st.loader = weights.NewLoader()
-	var facts struct {
-		weights.LoaderFacts
-		Tie *configgate.TieFacts `json:"tie"` // judged in gate 3
-	}
-	_, err := st.call(ctx, "loader_facts", map[string]string{"weights_module": st.weightsModule(), "model_dir": st.ref.Dir}, &facts)
+	facts, err := st.py().LoaderFacts(ctx, ops.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: st.ref.Dir})
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return "", "", stop
@@ -59,18 +55,11 @@ func loaderStage(ctx context.Context, st *state) (verdict.Status, string, error)
 	return st.loader.Status, st.loader.Summary, nil
 }
 
-// configFacts is ops.config_facts' answer.
-type configFacts struct {
-	Generated    *configgate.GeneratedFacts    `json:"generated"`
-	Transformers *configgate.TransformersFacts `json:"transformers"`
-}
-
 // configFactsStage completes gate 3: the generated LlamaConfig() and what
 // transformers resolves, each compared with the extracted Config.
 func configFactsStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 	cc := st.consistency
-	var facts configFacts
-	_, err := st.call(ctx, "config_facts", map[string]string{"weights_module": st.weightsModule(), "model_dir": st.ref.Dir}, &facts)
+	facts, err := st.py().ConfigFacts(ctx, ops.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: st.ref.Dir})
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return "", "", stop
@@ -95,24 +84,15 @@ func configFactsStage(ctx context.Context, st *state) (verdict.Status, string, e
 	return cc.Status, cc.Summary, nil
 }
 
-// behaviourArgs are ops.behaviour_facts' arguments.
-type behaviourArgs struct {
-	WeightsModule string `json:"weights_module"`
-	HelpersModule string `json:"helpers_module"`
-	ModelDir      string `json:"model_dir"`
-	MaxSeq        int    `json:"max_seq"`
-}
-
 // behaviour judges what the module does (its RoPE table, its helpers'
 // RMSNorm) against transformers for the checkpoint's config, into gate 3.
 // An op that raises is a gate 3 FAIL; only a worker that cannot evaluate
 // stops the run.
 func (st *state) behaviour(ctx context.Context, module string) error {
 	cc := st.consistency
-	args := behaviourArgs{WeightsModule: st.weightsModule(), HelpersModule: filepath.Join(st.wsDir, st.spec.Name+"_cpu_helpers.py"),
+	args := ops.BehaviourArgs{WeightsModule: st.weightsModule(), HelpersModule: filepath.Join(st.wsDir, st.spec.Name+"_cpu_helpers.py"),
 		ModelDir: st.ref.Dir, MaxSeq: st.s.MaxSeq}
-	var raw json.RawMessage
-	payload, err := st.call(ctx, "behaviour_facts", args, &raw)
+	b, err := st.py().BehaviourFacts(ctx, args)
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return stop
@@ -121,10 +101,6 @@ func (st *state) behaviour(ctx context.Context, module string) error {
 			cc.FailWith("behaviour facts of %s: %s", module, r)
 		}
 		return nil
-	}
-	b, err := configgate.DecodeBehaviour(raw, payload)
-	if err != nil {
-		return fmt.Errorf("behaviour_facts: %w", err)
 	}
 	cc.Behaviour(st.analysis.Config, b, module)
 	return nil

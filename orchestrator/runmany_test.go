@@ -86,8 +86,8 @@ func visionFolder(t *testing.T) string {
 // verdicts without starting Python.
 func TestRunManyList(t *testing.T) {
 	llms := upstreamTree(t)
-	s := settingsFor(t, llms)
-	s.ReferenceSteps = 4 // the REFERENCE column, cheaply
+	s := isolated(settingsFor(t, llms)) // the HF_* variables set here reach only a new interpreter
+	s.ReferenceSteps = 4                // the REFERENCE column, cheaply
 	hfHome := t.TempDir()
 	t.Setenv("HF_HOME", hfHome)
 	t.Setenv("HF_HUB_CACHE", filepath.Join(hfHome, "hub"))

@@ -56,6 +56,9 @@ type Settings struct {
 	// Fresh makes run ignore a recorded verdict whose inputs are unchanged
 	// (reuse.go) and run everything. Setting fresh / PHASE0_FRESH / --fresh.
 	Fresh bool
+	// Sessions, when set, lends the run a warm Python session instead of
+	// starting one (sessions.go); nil starts a fresh session per run.
+	Sessions *Sessions
 }
 
 // getenv reads an environment variable through the settings (os.Getenv when

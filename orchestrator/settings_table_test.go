@@ -11,7 +11,7 @@ import (
 
 // notSettings are the Settings fields no configs.Table row fills: the
 // invocation's plumbing and `reference`'s own flags.
-var notSettings = []string{"Env", "HeadersOnly", "Progress", "ProgressBars", "ReferenceDtype", "ReferenceOut"}
+var notSettings = []string{"Env", "HeadersOnly", "Progress", "ProgressBars", "ReferenceDtype", "ReferenceOut", "Sessions"}
 
 // Every Settings field is a table row's (or plumbing), of the row's type.
 func TestSettingsFieldsAreTableRows(t *testing.T) {

@@ -126,6 +126,7 @@ func TestReuseIsNeverStale(t *testing.T) {
 	writeFile(t, filepath.Join(llms, "verify", "runners", "lib", "__init__.py"), "")
 
 	s := settingsFor(t, llms)
+	s.Sessions = nil // a new sitecustomize.py and environment reach only a new interpreter
 	py, site := cloneVenv(t, s.Python)
 	s.Python, s.ReferenceSteps, s.Name = py, 2, "stale"
 	modelDir := blobModel(t, tiny(t, "llama-llama3"))

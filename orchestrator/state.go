@@ -10,12 +10,12 @@ import (
 	"phase0/configgate"
 	"phase0/internal/wslock"
 	"phase0/model"
+	"phase0/ops"
 	"phase0/preflight"
 	"phase0/safetensors"
 	"phase0/scaffold"
 	"phase0/verdict"
 	"phase0/weights"
-	"phase0/worker"
 )
 
 // errInterrupted marks a run stopped by SIGINT/SIGTERM/SIGHUP: exit 130,
@@ -54,9 +54,9 @@ type state struct {
 
 	preflight *preflight.Report // machine readiness (run only; informational)
 
-	session  *worker.Session // the Python worker, started by the first stage that needs it
-	inputs   *runInputs      // what the verdict depends on, stamped before the run (reuse.go)
-	reused   *Report         // the recorded verdict this run reuses: the chain ends (reuse.go)
+	client   *ops.Client // the Python worker, started by the first op a stage runs
+	inputs   *runInputs  // what the verdict depends on, stamped before the run (reuse.go)
+	reused   *Report     // the recorded verdict this run reuses: the chain ends (reuse.go)
 	warnings []string
 	stages   []Stage
 	err      error // could not evaluate (or interrupted): the chain stopped here
@@ -122,22 +122,17 @@ func (st *state) record(sg Stage) {
 	}
 }
 
-// call runs one op in the run's Python session, starting it on first use.
-func (st *state) call(ctx context.Context, op string, args, out any) ([]float32, error) {
-	if st.session == nil {
-		sess, err := st.s.startWorker(ctx)
-		if err != nil {
-			return nil, err
-		}
-		st.session = sess
+// py is the run's typed ops; the worker session starts on the first op.
+func (st *state) py() *ops.Client {
+	if st.client == nil {
+		st.client = st.s.opsClient()
 	}
-	return st.session.Call(op, args, out)
+	return st.client
 }
 
 func (st *state) closeWorker() {
-	if st.session != nil {
-		st.session.Close()
-		st.session = nil
+	if st.client != nil {
+		st.client.Close()
 	}
 }
 

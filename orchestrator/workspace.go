@@ -15,6 +15,7 @@ import (
 	"phase0/internal/atomicfile"
 	"phase0/internal/wslock"
 	"phase0/llmstree"
+	"phase0/ops"
 	"phase0/scaffold"
 	"phase0/verdict"
 )
@@ -212,10 +213,7 @@ func checkNamedModel(root string, spec scaffold.Spec) error {
 // this is not (upstream's qwen3_0_6b is not a tiny Qwen3's workspace). A
 // module that cannot be imported is left to the gates, which report why.
 func (st *state) checkLocalModel(ctx context.Context, spec scaffold.Spec, module string) error {
-	var facts struct {
-		Generated *configgate.GeneratedFacts `json:"generated"`
-	}
-	_, err := st.call(ctx, "module_config", map[string]string{"weights_module": module}, &facts)
+	facts, err := st.py().ModuleConfig(ctx, ops.ModuleConfigArgs{WeightsModule: module})
 	if err != nil {
 		return workerFailure(err)
 	}

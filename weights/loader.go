@@ -16,10 +16,10 @@ import (
 
 // ArrayFacts is what the worker reports of one array the loader returned.
 type ArrayFacts struct {
-	Type    string   `json:"type"` // "ndarray", or the Python type name of something else
-	Shape   []int64  `json:"shape"`
-	DType   string   `json:"dtype"`
-	Samples []Sample `json:"samples"`
+	Type    string   `json:"type"`            // "ndarray", or the Python type name of something else
+	Shape   []int64  `json:"shape,omitempty"` // shape, dtype and samples: ndarrays only
+	DType   string   `json:"dtype,omitempty"`
+	Samples []Sample `json:"samples,omitempty"`
 }
 
 // Sample is one loaded value: bf16 arrays give the 16-bit pattern, others a number.

@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import copy
 import inspect
-import json
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-from phase0_shim import opargs
 from phase0_shim.config import import_module_from_path
 from phase0_shim.facts import generated_config_facts
+from phase0_shim.opargs import op_with_array, op
+from phase0_shim.optypes import ArraySpec, BehaviourArgs, BehaviourFacts, ModuleConfigArgs, ModuleConfigResult, NormFacts, RopeFacts
 
 # A table larger than this is reported by shape only (max_seq 131072 × head_dim 256).
 MAX_TABLE = 1 << 25
@@ -40,7 +40,7 @@ class _Payload:
     """Named float32 arrays, concatenated in the order they were added."""
 
     def __init__(self) -> None:
-        self.specs: list[dict[str, Any]] = []
+        self.specs: list[ArraySpec] = []
         self.parts: list[np.ndarray] = []
 
     def add(self, name: str, value: Any) -> None:
@@ -104,13 +104,12 @@ def _raised(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def rope_facts(module: Any, config: Any, seq_len: int, payload: _Payload) -> dict[str, Any]:
-    out: dict[str, Any] = {"seq_len": seq_len, "head_dim": _head_dim(config), "rope_type": _rope_type(config)}
+def rope_facts(module: Any, config: Any, seq_len: int, payload: _Payload) -> RopeFacts:
+    fn = getattr(module, "generate_rope_lut", None)
+    out: RopeFacts = {"seq_len": seq_len, "head_dim": _head_dim(config), "rope_type": _rope_type(config), "defined": callable(fn)}
     payload.add("rope.transformers", _transformers_table(config, seq_len))
     if out["rope_type"] != "default":
         payload.add("rope.transformers_unscaled", _transformers_table(_unscaled(config), seq_len))
-    fn = getattr(module, "generate_rope_lut", None)
-    out["defined"] = callable(fn)
     if not callable(fn):
         return out
     try:
@@ -147,19 +146,19 @@ def _call(fn: Callable[..., Any], eps: float, *args: Any) -> tuple[Any, float | 
     return fn(*args, eps=eps), eps
 
 
-def norm_facts(helpers: Any, config: Any, payload: _Payload) -> list[dict[str, Any]]:
+def norm_facts(helpers: Any, config: Any, payload: _Payload) -> list[NormFacts]:
     import ml_dtypes
     import torch
 
     norm_cls = _modeling_class(config, "RMSNorm")
     emb, head_dim, heads = int(config.hidden_size), _head_dim(config), int(config.num_attention_heads)
     probes = [("rms_norm", emb, 1), ("qk_norm_per_head", head_dim, heads)]
-    out = []
+    out: list[NormFacts] = []
     for name, width, groups in probes:
         fn = getattr(helpers, name, None) if helpers is not None else None
         if name != "rms_norm" and not callable(fn):
             continue
-        fact: dict[str, Any] = {"helper": name, "defined": callable(fn), "width": width, "groups": groups}
+        fact: NormFacts = {"helper": name, "defined": callable(fn), "width": width, "groups": groups}
         out.append(fact)
         if not callable(fn):
             continue
@@ -186,7 +185,7 @@ def norm_facts(helpers: Any, config: Any, payload: _Payload) -> list[dict[str, A
     return out
 
 
-def collect(weights_module: Path | str, helpers_module: Path | str | None, model_dir: Path | str, max_seq: int) -> tuple[dict[str, Any], np.ndarray]:
+def collect(weights_module: Path | str, helpers_module: Path | str | None, model_dir: Path | str, max_seq: int) -> tuple[BehaviourFacts, np.ndarray]:
     from transformers import AutoConfig
 
     if max_seq < 1:
@@ -194,29 +193,35 @@ def collect(weights_module: Path | str, helpers_module: Path | str | None, model
     config = AutoConfig.from_pretrained(str(model_dir))
     module = import_module_from_path(weights_module)
     payload = _Payload()
-    facts: dict[str, Any] = {"rope": rope_facts(module, config, max_seq, payload)}
+    rope = rope_facts(module, config, max_seq, payload)
     helpers = None
     helpers_path = Path(helpers_module) if helpers_module else None
-    facts["helpers_module"] = helpers_path.name if helpers_path else None
-    facts["helpers_found"] = helpers_path is not None and helpers_path.is_file()
-    if helpers_path is not None and facts["helpers_found"]:
+    found = helpers_path is not None and helpers_path.is_file()
+    raised = None
+    if helpers_path is not None and found:
         try:
             helpers = import_module_from_path(helpers_path)
         except Exception as e:  # reported as a fact; Go decides
-            facts["helpers_raised"] = _raised(e)
-    facts["norms"] = norm_facts(helpers, config, payload) if "helpers_raised" not in facts else []
-    facts["arrays"] = payload.specs
+            raised = _raised(e)
+    facts: BehaviourFacts = {
+        "rope": rope,
+        "helpers_module": helpers_path.name if helpers_path else None,
+        "helpers_found": found,
+        "norms": norm_facts(helpers, config, payload) if raised is None else [],
+        "arrays": payload.specs,
+    }
+    if raised is not None:
+        facts["helpers_raised"] = raised
     return facts, payload.array()
 
 
-def behaviour_facts(args_json: str) -> tuple[str, np.ndarray]:
-    """Gate 3 behaviour: {weights_module, helpers_module|null, model_dir, max_seq} → (facts, float32 arrays)."""
-    args = opargs.parse(args_json, ("weights_module", "model_dir", "max_seq"))
-    facts, arrays = collect(args["weights_module"], args.get("helpers_module"), args["model_dir"], int(args["max_seq"]))
-    return json.dumps(facts, allow_nan=False, ensure_ascii=False), arrays
+@op_with_array("behaviour_facts", BehaviourArgs, BehaviourFacts, nonempty=("weights_module", "model_dir", "max_seq"))
+def behaviour_facts(args: BehaviourArgs) -> tuple[BehaviourFacts, np.ndarray]:
+    """Gate 3 behaviour: the facts and their float32 arrays."""
+    return collect(args["weights_module"], args["helpers_module"], args["model_dir"], int(args["max_seq"]))
 
 
-def module_config(args_json: str) -> str:
-    """{weights_module} → {generated}: the module's LlamaConfig() as written (no transformers)."""
-    args = opargs.parse(args_json, ("weights_module",))
-    return json.dumps({"generated": generated_config_facts(Path(args["weights_module"]))}, allow_nan=False)
+@op("module_config", ModuleConfigArgs, ModuleConfigResult, nonempty=("weights_module",))
+def module_config(args: ModuleConfigArgs) -> ModuleConfigResult:
+    """The module's LlamaConfig() as written (no transformers)."""
+    return {"generated": generated_config_facts(Path(args["weights_module"]))}

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from phase0_shim.optypes import PassageFacts
+
 # The one calibration passage: plain sentences in our own words, about 50
 # tokens for a 49k-token BPE (46 for SmolLM2's tokenizer). Changing it changes
 # every recorded perplexity: recalibrate (README, "What gate 2 checks").
@@ -27,7 +29,7 @@ def _finite_or_none(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def passage_facts(model: Any, tokenizer: Any, passage: str = PASSAGE) -> dict[str, Any]:
+def passage_facts(model: Any, tokenizer: Any, passage: str = PASSAGE) -> PassageFacts:
     """Teacher-force ``passage`` through ``model`` (as loaded, e.g. bf16).
 
     Returns {passage, tokens (ids as the tokenizer encodes the passage, default

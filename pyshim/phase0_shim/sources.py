@@ -8,13 +8,12 @@ are. Go decides which of them matter and stamps them.
 
 from __future__ import annotations
 
-import json
 import site
 import sys
 import sysconfig
 from typing import TypedDict
 
-from phase0_shim import opargs
+from phase0_shim.opargs import NoArgs, op
 
 
 class Imports(TypedDict):
@@ -53,7 +52,7 @@ def imports() -> Imports:
     }
 
 
-def python_sources(args_json: str) -> str:
-    """{} → Imports: every module file loaded so far, sys.path, the stdlib and site folders."""
-    opargs.parse(args_json, ())
-    return json.dumps(imports(), ensure_ascii=False)
+@op("python_sources", NoArgs, Imports)
+def python_sources(_: NoArgs) -> Imports:
+    """Every module file loaded so far, sys.path, the stdlib and site folders."""
+    return imports()

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from phase0_shim.optypes import SpecialIds, TokenJSON
+
 # Reserved/unused vocabulary slots that a healthy model should never predict:
 # <|reserved_special_token_7|> (Llama 3), <unused12> (Gemma), [unused3] (BERT),
 # <extra_id_5> (T5), <|extra_3|>, <|reserved_2|>, <|unused_4|>.
@@ -33,7 +35,7 @@ class TokenInfo:
     special: bool
     placeholder: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TokenJSON:
         return {
             "id": self.id,
             "token": self.token,
@@ -96,7 +98,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def special_token_ids(tokenizer: Any, model_dir: Path | str) -> dict[str, Any]:
+def special_token_ids(tokenizer: Any, model_dir: Path | str) -> SpecialIds:
     """bos/pad/unk ids and every eos id (tokenizer, config.json, generation_config.json)."""
     eos: list[int] = []
     sources = (

@@ -64,3 +64,11 @@ def go_config(model_dir: Path) -> dict[str, Any]:
         "qk_norm": False,
         "rope_scaling": None,
     }
+
+
+def baseline_args(model_dir: str | Path, **given: Any) -> dict[str, Any]:
+    """ops.baseline's arguments as Go sends them: the required keys with Go's
+    values for a plain run, then ``given`` on top."""
+    args: dict[str, Any] = {"model_dir": str(model_dir), "model_id": str(model_dir), "config": None, "max_seq": 64, "decode_n": 0}
+    args.update(given)
+    return args

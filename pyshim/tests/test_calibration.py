@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from helpers import baseline_args
 from phase0_shim import ops
 from phase0_shim.calibration import PASSAGE, passage_facts
 from phase0_testmodels import VOCAB_SIZE
@@ -64,7 +65,7 @@ def test_nan_weights_give_null_nll(tiny_model) -> None:  # type: ignore[no-untyp
 def test_baseline_op_reports_the_passage(tiny_model, llms_dir: Path) -> None:  # type: ignore[no-untyped-def]
     model_dir = tiny_model("qwen3")
     for llms in (None, str(llms_dir)):
-        text, _ = ops.baseline(json.dumps({"model_dir": str(model_dir), "llms_dir": llms, "config": go_config(model_dir)}))
+        text, _ = ops.baseline(json.dumps(baseline_args(model_dir, llms_dir=llms, config=go_config(model_dir))))
         report = json.loads(text)
         cal = report["calibration"]
         assert cal["passage"] == PASSAGE

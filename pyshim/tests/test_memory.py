@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from helpers import go_config
+from helpers import baseline_args, go_config
 from phase0_shim import facts, ops, runner
 
 # A loader phase0 generated (scaffold's golden workspace) for the tiny tied llama's shape.
@@ -94,7 +94,7 @@ def test_baseline_releases_the_hf_model(tiny_model, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(runner, "resolve_runner", tracking_resolve)
     model_dir = tiny_model("llama")
     with no_cyclic_gc():
-        ops.baseline(json.dumps({"model_dir": str(model_dir), "config": go_config(model_dir)}))
+        ops.baseline(json.dumps(baseline_args(model_dir, config=go_config(model_dir))))
         alive = sum(r() is not None for r in models)
     assert len(models) == 1
     assert alive == 0, "the baseline's HF model outlives the op: the reference would load a second copy beside it"

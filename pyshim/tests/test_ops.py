@@ -13,14 +13,14 @@ import pytest
 from transformers import AutoTokenizer
 
 from conftest import FAMILY_DEFAULTS
-from helpers import go_config
+from helpers import baseline_args, go_config
 from phase0_shim import ops
 from phase0_shim.tokens import is_placeholder
 from phase0_testmodels import RESERVED, VOCAB_SIZE
 
 
 def call_baseline(**args: Any) -> tuple[dict[str, Any], np.ndarray]:
-    out = ops.baseline(json.dumps(args))
+    out = ops.baseline(json.dumps(baseline_args(**args)))
     assert isinstance(out, tuple) and len(out) == 2
     text, logits = out
     assert isinstance(text, str)
@@ -109,7 +109,7 @@ def test_baseline_with_weights_module_config(tiny_model, weights_module) -> None
 
 def test_baseline_reports_nan_without_judging(tiny_model) -> None:  # type: ignore[no-untyped-def]
     model_dir = tiny_model("llama", nan_in="model.layers.1.mlp.down_proj.weight")
-    text, logits = ops.baseline(json.dumps({"model_dir": str(model_dir), "config": go_config(model_dir)}))
+    text, logits = ops.baseline(json.dumps(baseline_args(model_dir, config=go_config(model_dir))))
     report = json.loads(text)  # strict JSON: would fail on a bare NaN
     assert np.isnan(logits).any()
     assert "NaN" not in text
@@ -119,7 +119,7 @@ def test_baseline_reports_nan_without_judging(tiny_model) -> None:  # type: igno
 def test_baseline_rejects_prompt_longer_than_max_seq(tiny_model) -> None:  # type: ignore[no-untyped-def]
     model_dir = tiny_model("llama")
     with pytest.raises(ValueError, match="max_seq 4"):
-        ops.baseline(json.dumps({"model_dir": str(model_dir), "config": go_config(model_dir), "max_seq": 4}))
+        ops.baseline(json.dumps(baseline_args(model_dir, config=go_config(model_dir), max_seq=4)))
     with pytest.raises(ValueError, match="missing argument"):
         ops.baseline(json.dumps({"config": {}}))
 
@@ -138,24 +138,20 @@ def test_broken_tokenizer_file_is_named(tiny_model, tmp_path: Path, name: str, c
     shutil.copytree(tiny_model("llama"), model_dir)
     (model_dir / name).write_bytes(content)
     for call in (
-        lambda: ops.baseline(json.dumps({"model_dir": str(model_dir), "config": go_config(model_dir)})),
-        lambda: ops.decode_ids(json.dumps({"model_dir": str(model_dir), "ids": [1]})),
+        lambda: ops.baseline(json.dumps(baseline_args(model_dir, config=go_config(model_dir)))),
     ):
         with pytest.raises(ValueError, match=re.escape(str(model_dir / name)) + " is not valid JSON"):
             call()
 
 
-def test_decode_ids(tiny_model) -> None:  # type: ignore[no-untyped-def]
+def test_args_and_results_are_strict(tiny_model) -> None:  # type: ignore[no-untyped-def]
     model_dir = tiny_model("llama")
-    tok = AutoTokenizer.from_pretrained(str(model_dir))
-    ids = tok.encode("Paris is a city") + [4, VOCAB_SIZE + 7]
-    report = json.loads(ops.decode_ids(json.dumps({"model_dir": str(model_dir), "ids": ids})))
-    assert report["texts"][:-1] == [tok.decode([i]) for i in ids[:-1]]
-    assert report["texts"][-1] == ""
-    assert report["tokens"][-1]["in_tokenizer"] is False
-    assert report["tokens"][-2]["placeholder"] is True and report["tokens"][-2]["special"] is True
-    assert report["tokens"][0]["special"] is True  # BOS
-    assert report["text"] == tok.decode(ids[:-1])
+    with pytest.raises(ValueError, match="baseline: unknown argument key\\(s\\) 'max_sequence'"):
+        ops.baseline(json.dumps(baseline_args(model_dir, max_sequence=64)))
+    with pytest.raises(ValueError, match="environment: unknown argument key\\(s\\) 'verbose'"):
+        ops.environment(json.dumps({"verbose": True}))
+    with pytest.raises(ValueError, match="loader_facts: argument\\(s\\) 'weights_module' must not be empty"):
+        ops.loader_facts(json.dumps({"weights_module": "", "model_dir": str(model_dir)}))
 
 
 def test_environment() -> None:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from helpers import baseline_args
 from phase0_shim import reference
 
 
@@ -144,14 +145,14 @@ def test_reference_plan_prompt_set_and_key_facts(tmp_path: Path, llms_dir: Path)
     from phase0_shim import ops
 
     (tmp_path / "tokenizer.json").write_text("{}")
-    plan = json.loads(ops.reference_plan(json.dumps({"model_dir": str(tmp_path), "model_id": "org/Tiny-Base"})))
+    plan = json.loads(ops.reference_plan(json.dumps(baseline_args(tmp_path, model_id="org/Tiny-Base"))))
     assert plan["runner"] == "bundled" and plan["prompt_style"] == "base" and plan["canonical_prompt"] == 0
     assert plan["prompts"][0] == "The capital of France is" and len(plan["prompts"]) == 5
     assert plan["tokenizer_sha256"] == reference.tokenizer_sha256(tmp_path)
 
-    custom = json.loads(ops.reference_plan(json.dumps({"model_dir": str(tmp_path), "prompt": "Hello there", "llms_dir": str(llms_dir)})))
+    custom = json.loads(ops.reference_plan(json.dumps(baseline_args(tmp_path, prompt="Hello there", llms_dir=str(llms_dir)))))
     assert custom["runner"] == "verify" and custom["prompts"][0] == "Hello there" and custom["canonical_prompt"] == 0
     assert custom["prompts_file"] == str((llms_dir / "verify" / "prompts" / "base.txt").resolve())
 
     with pytest.raises(FileNotFoundError, match="is not an mlir-air programming_examples/llms tree"):
-        ops.reference_plan(json.dumps({"model_dir": str(tmp_path), "llms_dir": str(tmp_path)}))
+        ops.reference_plan(json.dumps(baseline_args(tmp_path, llms_dir=str(tmp_path))))

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import torch
 
-from helpers import go_config
-from phase0_shim import ops, threads
+from helpers import baseline_args, go_config
+from phase0_shim import ops, reference, threads
 
 
 @pytest.mark.parametrize(
@@ -41,15 +41,18 @@ def test_torch_threads_sets_and_restores() -> None:
 
 
 def _record(model_dir: Path, out: Path) -> dict[str, Any]:
-    args = {
-        "model_dir": str(model_dir),
-        "model_id": "example/Tiny-Llama",
-        "config": go_config(model_dir),
-        "max_seq": 64,
-        "steps": 4,
-        "out_dir": str(out),
-    }
-    meta: dict[str, Any] = json.loads(ops.record_reference(json.dumps(args)))
+    args = baseline_args(
+        model_dir,
+        model_id="example/Tiny-Llama",
+        config=go_config(model_dir),
+        steps=4,
+        top_k=5,
+        dtype="bfloat16",
+        out_dir=str(out),
+        meta={},
+    )
+    assert json.loads(ops.record_reference(json.dumps(args))) == {}
+    meta: dict[str, Any] = json.loads((out / reference.META_FILE).read_text(encoding="utf-8"))
     return meta
 
 

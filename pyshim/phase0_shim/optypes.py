@@ -1,0 +1,243 @@
+"""The arguments and results of every op Go calls, as ``TypedDict`` classes.
+
+Go's package ``ops`` (ops/types.go) declares the same keys; its contract test
+compares the two, to every depth where both sides declare a class. Optional
+keys are declared in a ``total=False`` class over a base holding the required
+ones (``NotRequired`` needs Python 3.11); Go marks them ``omitempty``.
+Results whose parts are open-ended facts (a config's fields, a loader's
+arrays) type those parts as ``dict[str, Any]``; Go still decodes them strictly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+# --- environment ----------------------------------------------------------
+
+
+class EnvironmentResult(TypedDict):
+    executable: str
+    version: str
+    torch: str
+    transformers: str
+    safetensors: str
+    numpy: str
+
+
+# --- download, default_model ----------------------------------------------
+
+
+class DownloadArgs(TypedDict):
+    repo_id: str
+    revision: str | None
+    cache_dir: str | None
+
+
+class DownloadReport(TypedDict):
+    status: Literal["ok", "error"]
+    code: str | None
+    message: str
+    snapshot_dir: str | None
+    revision: str | None
+    bytes: int
+    files: list[str]
+
+
+class DefaultModelArgs(TypedDict):
+    cache: str | None
+
+
+class SourceStampJSON(TypedDict):
+    requirement: str
+    wheel: str
+    gguf_member: str
+    gguf_sha256: str
+    transformers_version: str
+    format: int
+
+
+class DefaultModelResult(TypedDict):
+    path: str
+    reused: bool
+    seconds: float
+    stamp: SourceStampJSON
+
+
+# --- gates 1 and 3 --------------------------------------------------------
+
+
+class ModuleArgs(TypedDict):
+    weights_module: str | None
+    model_dir: str
+
+
+class ModuleConfigArgs(TypedDict):
+    weights_module: str
+
+
+class TieFacts(TypedDict):
+    same_object: bool
+    elements: int
+    differing: int | None
+
+
+GeneratedFacts = TypedDict("GeneratedFacts", {"class": str, "fields": dict[str, Any]})
+TransformersFacts = TypedDict(
+    "TransformersFacts",
+    {"class": str, "attributes": dict[str, Any], "parameters": dict[str, list[int]], "transformers_version": str},
+)
+
+
+class LoaderFactsResult(TypedDict):
+    tie: TieFacts | None
+    globals: dict[str, dict[str, Any]]
+    layers: list[dict[str, dict[str, Any]]] | None
+
+
+class ConfigFactsResult(TypedDict):
+    generated: GeneratedFacts | None
+    transformers: TransformersFacts
+
+
+class ModuleConfigResult(TypedDict):
+    generated: GeneratedFacts
+
+
+class BehaviourArgs(TypedDict):
+    weights_module: str
+    helpers_module: str | None
+    model_dir: str
+    max_seq: int
+
+
+class _RopeFactsRequired(TypedDict):
+    seq_len: int
+    head_dim: int
+    rope_type: str
+    defined: bool
+
+
+class RopeFacts(_RopeFactsRequired, total=False):
+    raised: str
+    type: str
+    dtype: str
+    shape: list[int]
+
+
+class _NormFactsRequired(TypedDict):
+    helper: str
+    defined: bool
+    width: int
+    groups: int
+
+
+class NormFacts(_NormFactsRequired, total=False):
+    eps: float
+    eps_argument: float | None
+    raised: str
+
+
+class ArraySpec(TypedDict):
+    name: str
+    shape: list[int]
+
+
+class _BehaviourFactsRequired(TypedDict):
+    rope: RopeFacts
+    helpers_module: str | None
+    helpers_found: bool
+    norms: list[NormFacts]
+    arrays: list[ArraySpec]
+
+
+class BehaviourFacts(_BehaviourFactsRequired, total=False):
+    helpers_raised: str
+
+
+# --- gate 2 and the reference ---------------------------------------------
+
+
+class _BaselineArgsRequired(TypedDict):
+    model_dir: str
+    model_id: str
+    config: dict[str, Any] | None
+    max_seq: int
+    decode_n: int
+
+
+class BaselineArgs(_BaselineArgsRequired, total=False):
+    llms_dir: str | None
+    prompt_style: str | None
+    prompt: str | None
+    weights_module: str | None
+
+
+class SpecialIds(TypedDict):
+    bos: int | None
+    eos: list[int]
+    pad: int | None
+    unk: int | None
+
+
+class TokenJSON(TypedDict):
+    id: int
+    token: str | None
+    text: str
+    logit: float | None
+    special: bool
+    placeholder: bool
+    in_tokenizer: bool
+
+
+class Decode(TypedDict):
+    ids: list[int]
+    text: str
+
+
+class PassageFacts(TypedDict):
+    passage: str
+    tokens: list[int]
+    nll: list[float | None]
+    logits_size: int
+
+
+class BaselineResult(TypedDict):
+    runner: str
+    runner_path: str
+    prompts_dir: str
+    prompt: str
+    prompt_style: str
+    tokens: list[int]
+    top1_token: int
+    vocab_size: int
+    tokenizer_size: int
+    special: SpecialIds
+    top: list[TokenJSON]
+    decode: Decode | None
+    calibration: PassageFacts
+    seconds_load: float
+    seconds_prefill: float
+    seconds_decode: float | None
+    seconds_calibration: float
+    torch_version: str
+    transformers_version: str
+
+
+class ReferencePlan(TypedDict):
+    runner: str
+    runner_path: str
+    prompts_file: str
+    prompt_style: str
+    prompts: list[str]
+    canonical_prompt: int
+    tokenizer_sha256: str
+    torch_version: str
+    transformers_version: str
+
+
+class RecordReferenceArgs(BaselineArgs):
+    steps: int
+    top_k: int
+    dtype: str
+    out_dir: str
+    meta: dict[str, Any] | None

@@ -1,0 +1,105 @@
+"""Returning a worker to the state it started in, so one session serves many runs.
+
+A run imports code from outside the interpreter: the generated
+``<name>_weights.py``, upstream's ``verify/`` runner and its helpers, the
+model folder's own modules. In a session that later serves another run (the
+tests lend warm sessions so torch starts once), those modules must not
+survive: an edited helper would otherwise run its old code. ``reset_session``
+forgets every module that came from outside the standard library, the site
+folders and the shim itself, and restores ``sys.path``; modules of installed
+packages (torch, transformers) stay imported, which is what makes the session
+worth keeping.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import importlib.machinery
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+from typing import TypedDict
+
+from phase0_shim.opargs import NoArgs, op
+from phase0_shim.sources import imports
+
+# sys.path as the worker started: the shim folder first, then the interpreter's own.
+_STARTING_SYS_PATH = list(sys.path)
+_SHIM_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ResetResult(TypedDict):
+    forgotten: list[str]
+    sys_path: list[str]
+
+
+def _kept_roots() -> list[Path]:
+    """The interpreter's own folders, each as given and as resolved: a venv
+    made of links to another keeps its packages under either spelling."""
+    found = imports()
+    given = [Path(os.path.abspath(p)) for p in (*found["stdlib"], *found["site_dirs"])]
+    given.append(_SHIM_ROOT)
+    return sorted({*given, *(p.resolve() for p in given)})
+
+
+def _module_paths(module: ModuleType) -> list[Path]:
+    """Where a module's code lives: its file, or a namespace package's folders."""
+    file = getattr(module, "__file__", None)
+    if isinstance(file, str) and file:
+        return [Path(file)]
+    search = getattr(module, "__path__", None)
+    if search is None:
+        return []
+    try:
+        return [Path(p) for p in search]
+    except TypeError:
+        return []
+
+
+def _is_kept(paths: Iterable[Path], roots: list[Path]) -> bool:
+    """A module without a location (built-in, frozen) is the interpreter's own,
+    and so is a compiled extension wherever it lies: CPython cannot load one
+    twice in a process, so forgetting it would only break the next import."""
+    for path in paths:
+        if path.name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+            continue
+        spellings = {Path(os.path.abspath(path)), path.resolve()}
+        if not any(p.is_relative_to(root) for p in spellings for root in roots):
+            return False
+    return True
+
+
+def forget_foreign_modules() -> list[str]:
+    """Drop from ``sys.modules`` every module loaded from outside the kept roots."""
+    roots = _kept_roots()
+    forgotten = [
+        name
+        for name, module in list(sys.modules.items())
+        if module is not None and not _is_kept(_module_paths(module), roots)
+    ]
+    for name in forgotten:
+        del sys.modules[name]
+    return sorted(forgotten)
+
+
+def _restore_torch_defaults() -> None:
+    """Undo the global torch switches a runner may flip (only if torch is loaded)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    torch.set_default_dtype(torch.float32)
+    torch.set_grad_enabled(True)
+
+
+@op("reset_session", NoArgs, ResetResult)
+def reset_session(_: NoArgs) -> ResetResult:
+    """Forget the modules a run imported from outside the interpreter and restore sys.path."""
+    forgotten = forget_foreign_modules()
+    sys.path[:] = _STARTING_SYS_PATH
+    importlib.invalidate_caches()
+    _restore_torch_defaults()
+    gc.collect()
+    return {"forgotten": forgotten, "sys_path": list(sys.path)}
