@@ -41,7 +41,7 @@ BLACK         = $(BLACK_VENV)/bin/black
 # PHASE0_PYTHON still take precedence.
 LDFLAGS       = -X phase0/internal/pyenv.makeVenv=$(VENV)
 
-.PHONY: help build test test-short test-go test-py bench fuzz venv pyvenvs black-venv print-python phase0 clean check-xrt check-py314 python-package test-python-package
+.PHONY: help build test test-short test-go test-py bench fuzz venv pyvenvs black-venv print-python phase0 clean check-xrt check-py314 python-package test-python-package lint
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -83,13 +83,12 @@ pyvenvs: $(foreach v,$(TEST_VENVS),$(v)/.phase0-installed) ## create or reuse th
 print-python: ## print the venv's python (use with make -s)
 	@echo $(VENV_PY)
 
-test: venv pyvenvs black-venv build ## run every test (Go incl. fuzz seeds, the bridge in every Python minor, black on generated Python, mypy --strict, pytest, the XRT build check, 3.14 in a chroot)
+test: venv pyvenvs black-venv build lint ## run every test (make lint, Go incl. fuzz seeds, the bridge in every Python minor, black on generated Python, mypy --strict, pytest, the XRT build check, 3.14 in a chroot)
 	@# Three independent groups, two at a time (this is a 2-core target);
 	@# each group's output is printed whole when it ends.
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-py test-python-package
 
-test-go: venv pyvenvs black-venv build ## the Go side of make test: vet, the XRT and 3.14 chroot checks, go test ./...
-	$(GO) vet ./...
+test-go: venv pyvenvs black-venv build ## the Go side of make test: the XRT and 3.14 chroot checks, go test ./... (make lint runs vet)
 	./npu/check-xrt.sh --skip-if-unavailable
 	./scripts/check-py314.sh --skip-if-unavailable
 	PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) PHASE0_BLACK=$(BLACK) $(GO) test -count=1 -parallel 3 -timeout 60m ./...
@@ -102,6 +101,24 @@ test-py: venv ## the Python side of make test: mypy --strict and pytest of pyshi
 test-short: ## the Go tests that need no Python (vet + go test -short), for a quick loop
 	$(GO) vet ./...
 	$(GO) test -short -count=1 ./...
+
+# staticcheck, pinned, installed once through the Go module proxy into the
+# cache (outside the clone). Its default checks; a //lint:ignore names its reason.
+# -tags pyext is checked with the extension's Python headers; -tags xrt is
+# not: it needs XRT's headers (pkg-config xrt), which only check-xrt's chroot has.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK  := $(CACHE_DIR)/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
+
+$(STATICCHECK):
+	GOFLAGS= GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+lint: $(STATICCHECK) ## staticcheck over ./... (and -tags pyext with Python headers); gofmt; go vet
+	@test -z "$$(gofmt -l .)" || { echo "phase0: gofmt -l lists:" >&2; gofmt -l . >&2; exit 1; }
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+	@if [ -n "$(PYEXT_HDR_PY)" ]; then \
+	  set -x; CGO_CFLAGS="-I$$($(PYEXT_HDR_PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" $(STATICCHECK) -tags pyext ./...; \
+	else echo "phase0: no CPython 3.10+ for the extension's headers: -tags pyext not linted"; fi
 
 bench: venv build ## print the benchmark table
 	PHASE0_PYTHON=$(VENV_PY) $(GO) run ./cmd/phase0bench

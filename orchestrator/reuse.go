@@ -17,6 +17,7 @@ import (
 
 	"phase0/internal/boundedfile"
 
+	"phase0/configs"
 	"phase0/fingerprint"
 	"phase0/hfcache"
 	"phase0/internal/atomicfile"
@@ -45,8 +46,9 @@ import (
 const inputsName = "inputs.json"
 
 // inputsFormat changes when the stamps change meaning; an older record is
-// then simply not reused.
-const inputsFormat = 2
+// then simply not reused. 3: the settings are keyed by their YAML key
+// (configs.Table), cpu_helpers.attention_fallback included.
+const inputsFormat = 3
 
 // maxRecordFile bounds report.json and inputs.json.
 const maxRecordFile = 64 << 20
@@ -84,29 +86,43 @@ type referenceStamp struct {
 }
 
 // settingsInputs are the settings that can change a verdict or where it is
-// recorded (not --fresh, workers or the progress display).
-type settingsInputs struct {
-	Command           string  `json:"command"`
-	Model             string  `json:"model"`
-	LLMSDir           string  `json:"llms_dir"`
-	Name              string  `json:"name"`
-	PromptStyle       string  `json:"prompt_style"`
-	Prompt            string  `json:"prompt"`
-	Decode            int     `json:"decode"`
-	MaxSeq            int     `json:"max_seq"`
-	Scan              bool    `json:"scan"`
-	Force             bool    `json:"force"`
-	MemoryCheck       bool    `json:"memory_check"`
-	AttentionFallback bool    `json:"attention_fallback"`
-	OutDir            string  `json:"out_dir"`
-	MaxPerplexity     float64 `json:"max_perplexity_ratio"`
-	ReferenceSteps    int     `json:"reference_steps"`
-	Timeout           string  `json:"timeout"`
-	ReportDir         string  `json:"report_dir"`
-	CacheDir          string  `json:"cache"`
-	PyShimDir         string  `json:"pyshim"`
-	// LicenseHeader changes the generated files' bytes.
-	LicenseHeader []string `json:"license_header"`
+// recorded, by YAML key: the command, the model argument, and every setting
+// configs.Table marks Verdict (not fresh, workers or the progress display).
+type settingsInputs map[string]any
+
+// stampSettings reads the verdict's settings from s; a path is made absolute.
+func stampSettings(command, model string, s *Settings) (settingsInputs, error) {
+	in := settingsInputs{"command": command, "model": model}
+	for _, row := range configs.Table {
+		if !row.Verdict {
+			continue
+		}
+		v, err := row.Get(s)
+		if err != nil {
+			return nil, err
+		}
+		switch x := v.(type) {
+		case string:
+			if row.Kind == configs.Path {
+				v = absPath(x)
+			}
+		case time.Duration:
+			v = x.String()
+		}
+		in[row.Key] = v
+	}
+	return in, nil
+}
+
+// absPath is p made absolute ("" stays "").
+func absPath(p string) string {
+	if p == "" {
+		return ""
+	}
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 type phase0Inputs struct {
@@ -347,26 +363,14 @@ func (st *state) currentInputs(ref *resolvedModel, ws string) (*runInputs, error
 	if err != nil {
 		return nil, fmt.Errorf("finding phase0's own executable: %w", err)
 	}
-	abs := func(p string) string {
-		if p == "" {
-			return ""
-		}
-		if a, err := filepath.Abs(p); err == nil {
-			return a
-		}
-		return p
+	settings, err := stampSettings(st.command, st.arg, s)
+	if err != nil {
+		return nil, err
 	}
 	in := &runInputs{
-		Settings: settingsInputs{
-			Command: st.command, Model: st.arg, LLMSDir: abs(s.LLMSDir), Name: s.Name, PromptStyle: s.PromptStyle,
-			Prompt: s.Prompt, Decode: s.Decode, MaxSeq: s.MaxSeq, Scan: s.Scan, Force: s.Force, MemoryCheck: s.MemoryCheck,
-			AttentionFallback: s.AttentionFallback, Timeout: s.Timeout.String(), ReportDir: abs(s.ReportDir),
-			CacheDir: abs(s.CacheDir), PyShimDir: abs(s.PyShimDir),
-			OutDir: abs(s.OutDir), MaxPerplexity: s.MaxPerplexityRatio, ReferenceSteps: s.ReferenceSteps,
-			LicenseHeader: s.LicenseHeader,
-		},
-		Phase0: phase0Inputs{Version: st.version, Executable: stampExecutable(exe)},
-		Model:  modelInputs{Dir: ref.Dir, ID: ref.ID, Revision: ref.Revision, PromptStyle: ref.PromptStyle},
+		Settings: settings,
+		Phase0:   phase0Inputs{Version: st.version, Executable: stampExecutable(exe)},
+		Model:    modelInputs{Dir: ref.Dir, ID: ref.ID, Revision: ref.Revision, PromptStyle: ref.PromptStyle},
 	}
 	if in.Python, err = fingerprint.StampInterpreter(py); err != nil {
 		return nil, err
@@ -377,13 +381,13 @@ func (st *state) currentInputs(ref *resolvedModel, ws string) (*runInputs, error
 	if s.LLMSDir != "" {
 		// The whole verify/ tree: the runner, its prompts, and whatever the
 		// runner reads or imports from sub-folders.
-		in.Verify, err = fingerprint.Tree(filepath.Join(in.Settings.LLMSDir, "verify"), fingerprint.TreeOptions{})
+		in.Verify, err = fingerprint.Tree(filepath.Join(absPath(s.LLMSDir), "verify"), fingerprint.TreeOptions{})
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("verify: %w", err)
 		}
 	}
 	if s.PyShimDir != "" {
-		if in.Shim, err = fingerprint.Tree(in.Settings.PyShimDir, fingerprint.TreeOptions{Skip: []string{".mypy_cache", ".pytest_cache"}}); err != nil {
+		if in.Shim, err = fingerprint.Tree(absPath(s.PyShimDir), fingerprint.TreeOptions{Skip: []string{".mypy_cache", ".pytest_cache"}}); err != nil {
 			return nil, fmt.Errorf("pyshim %s: %w", s.PyShimDir, err)
 		}
 	}

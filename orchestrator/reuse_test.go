@@ -281,16 +281,6 @@ func TestRunReuse(t *testing.T) {
 	})
 }
 
-// mustRecorded is the recorded time of the verdict in report.json's inputs.json.
-func mustRecorded(t *testing.T, reportJSON string) time.Time {
-	t.Helper()
-	var rec inputsRecord
-	if err := readJSONFile(filepath.Join(filepath.Dir(reportJSON), inputsName), &rec); err != nil {
-		t.Fatal(err)
-	}
-	return rec.Recorded
-}
-
 // TestStampPython reads the environment without running it: an installed,
 // removed or upgraded distribution is a change, named.
 func TestStampPython(t *testing.T) {

@@ -377,8 +377,7 @@ func TestLoadWithoutReaderAt(t *testing.T) {
 func TestLoadShardedOffsets(t *testing.T) {
 	dir := t.TempDir()
 	twoShards(t, dir)
-	inv, err := Load(os.DirFS(dir))
-	if err != nil {
+	if _, err := Load(os.DirFS(dir)); err != nil {
 		t.Fatal(err)
 	}
 	// Read each tensor's bytes at the absolute offsets and compare with a marker.
@@ -386,7 +385,8 @@ func TestLoadShardedOffsets(t *testing.T) {
 		sttest.WriteTensor{Name: "a", DType: "U8", Shape: []int64{3}, Data: []byte("AAA")},
 		sttest.WriteTensor{Name: "b", DType: "U8", Shape: []int64{5}, Data: []byte("BBBBB")})
 	mustWrite(t, dir, shard2, sttest.WriteTensor{Name: "c", DType: "U8", Shape: []int64{7}, Data: []byte("CCCCCCC")})
-	if inv, err = Load(os.DirFS(dir)); err != nil {
+	inv, err := Load(os.DirFS(dir))
+	if err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{"a": "AAA", "b": "BBBBB", "c": "CCCCCCC"} {

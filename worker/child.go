@@ -93,8 +93,8 @@ func Main() int {
 			return exitProtocol
 		}
 		var req wireRequest
-		if err := json.Unmarshal(frame, &req); err != nil {
-			err = writeJSONFrame(out, errorResponse("BridgeError", "request is not JSON: "+err.Error(), ""))
+		if jerr := json.Unmarshal(frame, &req); jerr != nil {
+			err = writeJSONFrame(out, errorResponse("BridgeError", "request is not JSON: "+jerr.Error(), ""))
 		} else {
 			err = serve(out, it, module, req)
 		}

@@ -127,7 +127,7 @@ func (b *bench) compareInventory(model, pythonExe, script string, size inventory
 		}
 		loads = append(loads, time.Since(start))
 		if inv.Len() != wantTensors {
-			return fmt.Errorf("Load found %d tensors, want %d", inv.Len(), wantTensors)
+			return fmt.Errorf("safetensors.Load found %d tensors, want %d", inv.Len(), wantTensors)
 		}
 	}
 	mi, mp := median(tInspect), median(tPython)

@@ -72,7 +72,7 @@ func (b *bench) reference() error {
 	}
 	b.add("reference, "+label+": re-run, key matches (no model load)", fmt.Sprintf("%.2f s", tReuse.Seconds()), "< plain prefill", rep.Reference.Reused && tReuse < plain.wall)
 
-	if _, rep, err = record("--out", fp32, "--dtype", "float32", "--refresh"); err != nil {
+	if _, _, err = record("--out", fp32, "--dtype", "float32", "--refresh"); err != nil {
 		return err
 	}
 	start := time.Now()

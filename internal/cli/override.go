@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/spf13/viper"
+
+	"phase0/configs"
 )
 
 // override sets each key above flags, env and files. A key must be a leaf
@@ -16,7 +18,7 @@ func override(v *viper.Viper, overrides map[string]any) error {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if !knownKeys[k] || isSection(k) {
+		if _, ok := configs.Lookup(k); !ok {
 			return fmt.Errorf("unknown option %q (known: %v)", k, leafKeys())
 		}
 		v.Set(k, overrides[k])
@@ -24,23 +26,11 @@ func override(v *viper.Viper, overrides map[string]any) error {
 	return nil
 }
 
-// isSection reports a key that only groups others (cpu_helpers).
-func isSection(key string) bool {
-	for k := range knownKeys {
-		if len(k) > len(key) && k[:len(key)+1] == key+"." {
-			return true
-		}
-	}
-	return false
-}
-
 // leafKeys lists the settings an override may set, sorted.
 func leafKeys() []string {
-	var out []string
-	for k := range knownKeys {
-		if !isSection(k) {
-			out = append(out, k)
-		}
+	out := make([]string, 0, len(configs.Table))
+	for _, row := range configs.Table {
+		out = append(out, row.Key)
 	}
 	slices.Sort(out)
 	return out

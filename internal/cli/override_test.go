@@ -23,6 +23,7 @@ func TestOverrides(t *testing.T) {
 		{"none", nil, nil, 0, false, ""},
 		{"scan", map[string]any{"scan": true}, nil, 0, true, ""},
 		{"beats the flag", map[string]any{"scan": false}, []string{"--scan"}, 0, false, ""},
+		{"refresh, the Python API's run keyword", map[string]any{"refresh": true}, nil, 0, false, ""},
 		{"nested key", map[string]any{"cpu_helpers.attention_fallback": false}, nil, 0, false, ""},
 		{"from JSON numbers", map[string]any{"workers": float64(2)}, nil, 0, false, ""},
 		{"unknown", map[string]any{"scann": true}, nil, 2, false, `unknown option "scann"`},

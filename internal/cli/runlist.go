@@ -2,9 +2,7 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -24,28 +22,14 @@ func isList(args []string) bool {
 // runList is `phase0 run @hf_models.txt` (or several MODEL arguments): each
 // model in turn. A setting that names one model's files (--name,
 // --report-dir) is refused before anything runs.
-func runList(ctx context.Context, cmd *cobra.Command, s *orchestrator.Settings, args []string, version string, overrides map[string]any) (*orchestrator.Batch, error) {
+func (inv *invocation) runList(ctx context.Context, cmd *cobra.Command, s *orchestrator.Settings, args []string) (*orchestrator.Batch, error) {
 	if key, value, why := orchestrator.ListConflict(s); key != "" {
-		origin := (&parser{cmd: cmd, overrides: overrides}).origin(key)
+		origin := (&parser{cmd: cmd, overrides: inv.overrides}).origin(key)
 		return nil, fmt.Errorf("%s %q does not apply to a model list: %s; drop it, or run that model on its own", origin, value, why)
 	}
 	entries, err := modellist.Expand(args)
 	if err != nil {
 		return nil, err
 	}
-	return orchestrator.RunMany(ctx, s, entries, version)
-}
-
-// printBatch prints the list's table, or its one JSON object.
-func printBatch(w io.Writer, b *orchestrator.Batch, asJSON bool) error {
-	if asJSON {
-		out, err := json.MarshalIndent(b, "", "  ")
-		if err != nil {
-			return fmt.Errorf("encoding the list report: %w", err)
-		}
-		_, err = fmt.Fprintf(w, "%s\n", out)
-		return err
-	}
-	_, err := io.WriteString(w, b.Text())
-	return err
+	return orchestrator.RunMany(ctx, s, entries, inv.version)
 }

@@ -1,0 +1,201 @@
+package configs
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/spf13/viper"
+)
+
+var update = flag.Bool("update", false, "rewrite the README's settings table from Table")
+
+// Every key of default.yaml is a row, every row a key, with the row's default.
+func TestDefaultYAMLAgreesWithTable(t *testing.T) {
+	v := viper.New()
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(DefaultYAML)); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range v.AllKeys() {
+		if _, ok := Lookup(k); !ok {
+			t.Errorf("configs/default.yaml sets %s, which has no row in configs.Table", k)
+		}
+	}
+	for _, row := range Table {
+		if !v.IsSet(row.Key) {
+			t.Errorf("configs.Table row %s is not in configs/default.yaml", row.Key)
+			continue
+		}
+		if got := fmt.Sprint(v.Get(row.Key)); got != row.Default {
+			t.Errorf("%s: configs/default.yaml has %q, configs.Table's default is %q", row.Key, got, row.Default)
+		}
+	}
+}
+
+// Rows are well formed: one per key and flag, a flag named after its key
+// (messages name it so), a doc pflag prints as written, commands given.
+func TestTableRows(t *testing.T) {
+	keys, flags, fields := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for _, row := range Table {
+		if keys[row.Key] || fields[row.Field] || row.Flag != "" && flags[row.Flag] {
+			t.Errorf("%s: key, field %s or flag %q declared twice", row.Key, row.Field, row.Flag)
+		}
+		keys[row.Key], fields[row.Field], flags[row.Flag] = true, true, true
+		if row.Flag != "" && row.Flag != strings.ReplaceAll(row.Key, "_", "-") {
+			t.Errorf("%s: flag --%s, want --%s", row.Key, row.Flag, strings.ReplaceAll(row.Key, "_", "-"))
+		}
+		if (row.Flag == "") != (len(row.Commands) == 0) {
+			t.Errorf("%s: flag %q with commands %v", row.Key, row.Flag, row.Commands)
+		}
+		if row.Doc == "" || strings.Contains(row.Doc, "`") {
+			t.Errorf("%s: doc %q must be plain text (pflag reads a `name` in usage as the argument's name)", row.Key, row.Doc)
+		}
+		if row.Field == "" {
+			t.Errorf("%s: no orchestrator.Settings field", row.Key)
+		}
+	}
+}
+
+// Set and Get refuse a value or a field of the wrong type instead of panicking.
+func TestSetGetTypes(t *testing.T) {
+	type fake struct {
+		MaxSeq int
+		Prompt string
+	}
+	var s fake
+	row, _ := Lookup("max_seq")
+	if err := row.Set(&s, 7); err != nil || s.MaxSeq != 7 {
+		t.Fatalf("Set(7): %v, field %d", err, s.MaxSeq)
+	}
+	if err := row.Set(&s, "7"); err == nil {
+		t.Error(`Set("7") into an int field: no error`)
+	}
+	if _, err := row.Get(s); err == nil {
+		t.Error("Get on a struct value, not a pointer: no error")
+	}
+	timeout, _ := Lookup("timeout")
+	if _, err := timeout.Get(&s); err == nil || !strings.Contains(err.Error(), "no field Timeout") {
+		t.Errorf("Get of a missing field: %v", err)
+	}
+	row.Field = "Prompt"
+	if err := row.Set(&s, 3); err == nil {
+		t.Error("a Count row on a string field: no error")
+	}
+}
+
+const (
+	readmeBegin = "<!-- settings table: generated from configs.Table (configs/settings.go) by `go test ./configs -run README -update` -->\n"
+	readmeEnd   = "<!-- end of the settings table -->\n"
+)
+
+// readmeTable is the README's configuration table.
+func readmeTable() string {
+	var b strings.Builder
+	b.WriteString("| key | flag | environment | default | meaning |\n|---|---|---|---|---|\n")
+	for _, row := range Table {
+		flag, def := "–", "`\"\"`"
+		if row.Flag != "" {
+			flag = "`--" + row.Flag + "`"
+			if !slices.Contains(row.Commands, Root) {
+				flag += " (" + strings.Join(row.Commands, ", ") + ")"
+			}
+		}
+		if row.Default != "" {
+			def = "`" + row.Default + "`"
+		}
+		verdict := ""
+		if row.Verdict {
+			verdict = " ◆"
+		}
+		fmt.Fprintf(&b, "| `%s`%s | %s | `%s` | %s | %s |\n", row.Key, verdict, flag, row.Env(), def, strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;").Replace(row.Doc))
+	}
+	return b.String()
+}
+
+// The README's configuration table is Table's (go test -update rewrites it).
+func TestREADMESettingsTable(t *testing.T) {
+	const path = "../README.md"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	i, j := strings.Index(text, readmeBegin), strings.Index(text, readmeEnd)
+	if i < 0 || j < i {
+		t.Fatalf("%s: no settings table between %q and %q", path, readmeBegin, readmeEnd)
+	}
+	got, want := text[i+len(readmeBegin):j], readmeTable()
+	if got == want {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(path, []byte(text[:i+len(readmeBegin)]+want+text[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s's settings table differs from configs.Table; run go test ./configs -run README -update\ngot:\n%s\nwant:\n%s", path, got, want)
+}
+
+// viaOptionsOnly are settings phase0.run takes through **options only.
+var viaOptionsOnly = []string{"pyshim"}
+
+// The Python API's keyword options (pyext/python/phase0/__init__.py) are
+// settings, passed under their own names; run takes every setting.
+func TestPythonOptionsAreSettings(t *testing.T) {
+	const path = "../pyext/python/phase0/__init__.py"
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notSettings := []string{"model", "config", "progress"}
+	sig := regexp.MustCompile(`(?s)\ndef (inspect|baseline|run)\(\n(.*?)\n\) -> Report:.*?return _command\("(?:inspect|baseline|run)", model, config, progress, \{(.*?)\}\)`)
+	param := regexp.MustCompile(`(?m)^    (\w+): `)
+	passed := regexp.MustCompile(`"(\w+)": (_duration\(\w+\)|\w+)`)
+	found := map[string]bool{}
+	for _, m := range sig.FindAllStringSubmatch(string(data), -1) {
+		fn := m[1]
+		found[fn] = true
+		var params []string
+		for _, p := range param.FindAllStringSubmatch(m[2], -1) {
+			if !slices.Contains(notSettings, p[1]) {
+				params = append(params, p[1])
+			}
+		}
+		var keys []string
+		for _, p := range passed.FindAllStringSubmatch(m[3], -1) {
+			keys = append(keys, p[1])
+			if arg := strings.TrimSuffix(strings.TrimPrefix(p[2], "_duration("), ")"); arg != p[1] {
+				t.Errorf("%s: phase0.%s passes %s as option %q", path, fn, arg, p[1])
+			}
+		}
+		if !slices.Equal(params, keys) {
+			t.Errorf("%s: phase0.%s's keywords %v, but it passes %v", path, fn, params, keys)
+		}
+		for _, k := range params {
+			if _, ok := Lookup(k); !ok && !IsSection(k) {
+				t.Errorf("%s: phase0.%s keyword %s is no setting in configs.Table", path, fn, k)
+			}
+		}
+		if fn != "run" {
+			continue
+		}
+		for _, row := range Table {
+			top, _, _ := strings.Cut(row.Key, ".")
+			if !slices.Contains(params, top) && !slices.Contains(viaOptionsOnly, row.Key) {
+				t.Errorf("%s: phase0.run has no keyword for setting %s", path, row.Key)
+			}
+		}
+	}
+	for _, fn := range []string{"inspect", "baseline", "run"} {
+		if !found[fn] {
+			t.Errorf("%s: no def %s(...) -> Report calling _command: the test's pattern is stale", path, fn)
+		}
+	}
+}
