@@ -81,7 +81,7 @@ func (b *bench) shaped() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	modelDir, err := b.shapedModelDir(dir, checkpoint)
+	modelDir, tokDir, err := b.shapedModelDir(dir, checkpoint)
 	if err != nil {
 		return err
 	}
@@ -94,14 +94,16 @@ func (b *bench) shaped() error {
 
 	var tRun, tPlain []time.Duration
 	var rssRun, rssPlain int64
-	var stages []stageTime
+	var stages []string
 	for range shapedRuns { // interleaved
 		r, rep, err := b.runReport(dir, env, b.phase0, "run", modelDir, "--python", b.python, "--out-dir", filepath.Join(dir, "ws"),
 			"--prompt", baselinePrompt, "--reference-steps", "0", "--fresh", "--max-perplexity-ratio", shapedPerplexity, "--json")
 		if err != nil {
 			return err
 		}
-		tRun, rssRun, stages = append(tRun, r.wall), max(rssRun, r.maxRSS), rep.Stages
+		tRun, rssRun = append(tRun, r.wall), max(rssRun, r.maxRSS)
+		stages = append(stages, fmt.Sprintf("%.1f s: %s (prefill %.1f s, calibration passage %.1f s)",
+			r.wall.Seconds(), stageList(rep.Stages), rep.Gates.Baseline.SecondsPrefill, rep.Gates.Baseline.SecondsCalibration))
 		p, err := runChild(dir, nil, b.python, script, modelDir, baselinePrompt)
 		if err != nil {
 			return err
@@ -113,11 +115,11 @@ func (b *bench) shaped() error {
 	b.add(fmt.Sprintf("%s: run --fresh --reference-steps 0 (median of %d)", label, shapedRuns), fmt.Sprintf("%.1f s", mr.Seconds()), "-", true)
 	b.add(fmt.Sprintf("%s: plain transformers script (median of %d)", label, shapedRuns), fmt.Sprintf("%.1f s", mp.Seconds()), "-", true)
 	ratio := mr.Seconds() / mp.Seconds()
-	b.add(label+": run --fresh / plain", fmt.Sprintf("%.2fx", ratio), fmt.Sprintf("<= %.1fx", shapedRunRatio), ratio <= shapedRunRatio)
+	b.add(label+": run --fresh / plain", fmt.Sprintf("%.3fx", ratio), fmt.Sprintf("<= %.1fx", shapedRunRatio), ratio <= shapedRunRatio)
 	rss := float64(rssRun) / float64(rssPlain)
 	b.add(label+": peak RSS run / plain", fmt.Sprintf("%.2fx (%.2f / %.2f GB)", rss, float64(rssRun)*1024/1e9, float64(rssPlain)*1024/1e9),
 		fmt.Sprintf("<= %.2fx", shapedRSSRatio), rss <= shapedRSSRatio)
-	b.note("3B-shape run stages (last run): %s", stageList(stages))
+	b.note("3B-shape runs: %s", strings.Join(stages, "; "))
 
 	// The reference: phase0's recording, then the plain loop over the very
 	// token ids it recorded.
@@ -159,52 +161,63 @@ func (b *bench) shaped() error {
 	b.add(fmt.Sprintf("%s: reference recording, %s (decode loop; %d torch threads)", label, what, meta.Threads), fmt.Sprintf("%.1f s", meta.Seconds.Decode), "-", true)
 	b.add(fmt.Sprintf("%s: plain HfRunner loop, same token ids", label), fmt.Sprintf("%.1f s", loop.Seconds), "-", true)
 	lr := meta.Seconds.Decode / loop.Seconds
-	b.add(label+": recording / plain loop", fmt.Sprintf("%.2fx", lr), fmt.Sprintf("<= %.1fx", shapedLoopRatio), lr <= shapedLoopRatio)
+	b.add(label+": recording / plain loop", fmt.Sprintf("%.3fx", lr), fmt.Sprintf("<= %.1fx", shapedLoopRatio), lr <= shapedLoopRatio)
 	b.add(label+": plain loop chose the recorded tokens", yesNo(loop.Same), "yes", loop.Same)
 	b.note("3B-shape rows: %s with the tokenizer of %s; the recording also loads the model (%.1f s) and runs the diagnosis prefill (%.1f s); load average %s before, %s after",
-		checkpoint, modelDir, meta.Seconds.Load, meta.Seconds.Diagnosis, loadBefore, loadAverage())
+		checkpoint, tokDir, meta.Seconds.Load, meta.Seconds.Diagnosis, loadBefore, loadAverage())
 	return nil
 }
 
 // shapedModelDir is a folder in dir with the checkpoint's files linked and a
 // tokenizer copied in: the default model's when `make phase0` converted it,
 // else a tiny test model's.
-func (b *bench) shapedModelDir(dir, checkpoint string) (string, error) {
-	tokDir := defaultModelDir()
+func (b *bench) shapedModelDir(dir, checkpoint string) (modelDir, tokDir string, err error) {
+	tokDir = defaultModelDir()
 	if tokDir == "" {
 		pyshim := filepath.Join(b.root, "pyshim")
 		tokDir = filepath.Join(dir, "tiny-llama")
 		if _, err := runChild(pyshim, []string{"PYTHONPATH=" + pyshim}, b.python, "-m", "phase0_testmodels", "--family", "llama", "--out", tokDir); err != nil {
-			return "", fmt.Errorf("building a tiny model for its tokenizer: %w", err)
+			return "", "", fmt.Errorf("building a tiny model for its tokenizer: %w", err)
 		}
 	}
-	modelDir := filepath.Join(dir, "llama-3.2-3b")
+	modelDir = filepath.Join(dir, "llama-3.2-3b")
 	if err := os.Mkdir(modelDir, 0o755); err != nil {
-		return "", err
+		return "", "", err
 	}
 	entries, err := os.ReadDir(checkpoint)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	for _, e := range entries {
 		if err := os.Symlink(filepath.Join(checkpoint, e.Name()), filepath.Join(modelDir, e.Name())); err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
 	toks, err := filepath.Glob(filepath.Join(tokDir, "tokenizer*"))
 	if err != nil || len(toks) == 0 {
-		return "", fmt.Errorf("%s holds no tokenizer files (%v)", tokDir, err)
+		return "", "", fmt.Errorf("%s holds no tokenizer files (%v)", tokDir, err)
 	}
 	for _, f := range toks {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return "", err
+			return "", "", err
 		}
 		if err := os.WriteFile(filepath.Join(modelDir, filepath.Base(f)), data, 0o644); err != nil {
-			return "", err
+			return "", "", err
 		}
 	}
-	return modelDir, nil
+	return modelDir, tokDir, nil
+}
+
+// shapedReport is the part of a phase0 --json report the 3B rows read.
+type shapedReport struct {
+	Stages []stageTime `json:"stages"`
+	Gates  struct {
+		Baseline struct {
+			SecondsPrefill     float64 `json:"seconds_prefill"`
+			SecondsCalibration float64 `json:"seconds_calibration"`
+		} `json:"hf_baseline"`
+	} `json:"gates"`
 }
 
 // stageTime is one stage of a phase0 --json report.
@@ -227,12 +240,12 @@ func stageList(stages []stageTime) string {
 // runReport runs a phase0 command whose gates may fail (exit status 1) and
 // returns its report; exit status 2 (could not evaluate) or a stage that
 // errored is an error.
-func (b *bench) runReport(dir string, env []string, argv ...string) (childRun, *struct{ Stages []stageTime }, error) {
+func (b *bench) runReport(dir string, env []string, argv ...string) (childRun, *shapedReport, error) {
 	r, err := runChildExit(dir, env, 1, argv...)
 	if err != nil {
 		return r, nil, err
 	}
-	var rep struct{ Stages []stageTime }
+	var rep shapedReport
 	if err := json.Unmarshal(r.stdout, &rep); err != nil {
 		return r, nil, fmt.Errorf("%s %s: report is not JSON: %w", filepath.Base(argv[0]), argv[1], err)
 	}
