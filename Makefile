@@ -41,7 +41,7 @@ BLACK         = $(BLACK_VENV)/bin/black
 # PHASE0_PYTHON still take precedence.
 LDFLAGS       = -X phase0/internal/pyenv.makeVenv=$(VENV)
 
-.PHONY: help build test test-short test-go test-py bench fuzz venv pyvenvs black-venv print-python phase0 clean check-xrt check-py314 python-package test-python-package lint
+.PHONY: help build test test-short test-go test-py bench calibrate fuzz venv pyvenvs black-venv print-python phase0 clean check-xrt check-py314 python-package test-python-package lint
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -122,6 +122,14 @@ lint: $(STATICCHECK) ## staticcheck over ./... (and -tags pyext with Python head
 
 bench: venv build ## print the benchmark table
 	PHASE0_PYTHON=$(VENV_PY) $(GO) run ./cmd/phase0bench
+
+# Gate 2's perplexity rule, calibrated on 21 real models (the default, the
+# trained tiny model of each family, random inits of each family at four
+# sigmas): prints their table and compares it with the pinned figures in
+# orchestrator/testdata/calibration.json, of which `make test` re-measures
+# four. PIN=1 re-pins the figures (after changing the passage).
+calibrate: venv ## gate 2's calibration sweep: 21 models' passage perplexity against the pinned figures (PIN=1 re-pins them)
+	PHASE0_PYTHON=$(VENV_PY) PHASE0_CALIBRATE=$(if $(PIN),pin,1) $(GO) test -count=1 -timeout 60m -run '^TestGate2PerplexityCalibration$$' -v ./orchestrator
 
 fuzz: ## run each fuzz target briefly (FUZZTIME=…)
 	@set -e; $(GO) list -f '{{.ImportPath}} {{.Dir}}' ./... | while read pkg dir; do \

@@ -26,7 +26,7 @@ const (
 	// measurement used (SmolLM2's).
 	torchRuntime = 912 << 20
 	// forwardTokens bounds the longest forward the worker runs: the
-	// calibration passage (~50 tokens), a canonical or reference prompt
+	// calibration passage (~20 tokens), a canonical or reference prompt
 	// (a dozen) plus the 32 recorded steps, which decode one at a time.
 	forwardTokens = 64
 	// logitBytes per token and vocabulary entry in that forward: the

@@ -86,6 +86,7 @@ func run() int {
 		{"inventory scaling, 291/18k/73k tensors", false, (*bench).inventoryScaling},
 		{"scan, 1 GiB bf16", false, (*bench).scan},
 		{"loader, Llama-3.2-3B shape", true, (*bench).loader},
+		{"Phase 0 at the Llama-3.2-3B shape", true, (*bench).shaped},
 		{"baseline overhead", true, (*bench).baseline},
 		{"reference recording and compare", true, (*bench).reference},
 		{"repeat and fresh run", true, (*bench).rerun},
