@@ -41,7 +41,7 @@ BLACK         = $(BLACK_VENV)/bin/black
 # PHASE0_PYTHON still take precedence.
 LDFLAGS       = -X phase0/internal/pyenv.makeVenv=$(VENV)
 
-.PHONY: help build test test-short test-go test-py bench calibrate fuzz venv pyvenvs black-venv print-python phase0 clean check-xrt check-py314 python-package test-python-package lint
+.PHONY: help build test test-short test-orchestrator test-go test-py bench calibrate fuzz venv pyvenvs black-venv print-python phase0 clean check-xrt check-py314 python-package test-python-package lint
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -84,14 +84,19 @@ print-python: ## print the venv's python (use with make -s)
 	@echo $(VENV_PY)
 
 test: venv pyvenvs black-venv build lint ## run every test (make lint, Go incl. fuzz seeds, the bridge in every Python minor, black on generated Python, mypy --strict, pytest, the XRT build check, 3.14 in a chroot)
-	@# Three independent groups, two at a time (this is a 2-core target);
-	@# each group's output is printed whole when it ends.
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-go test-py test-python-package
+	@# Four independent groups, two at a time (this is a 2-core target), the
+	@# longest first; each group's output is printed whole when it ends.
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-orchestrator test-go test-py test-python-package
 
-test-go: venv pyvenvs black-venv build ## the Go side of make test: the XRT and 3.14 chroot checks, go test ./... (make lint runs vet)
+GO_TEST_ENV = PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) PHASE0_BLACK=$(BLACK)
+
+test-orchestrator: venv build ## go test ./orchestrator: the end-to-end runs (its slow tests run in parallel on shared warm sessions)
+	$(GO_TEST_ENV) $(GO) test -count=1 -parallel 3 -timeout 60m ./orchestrator
+
+test-go: venv pyvenvs black-venv build ## the rest of the Go side of make test: the XRT and 3.14 chroot checks, go test of every other package (make lint runs vet)
 	./npu/check-xrt.sh --skip-if-unavailable
 	./scripts/check-py314.sh --skip-if-unavailable
-	PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) PHASE0_BLACK=$(BLACK) $(GO) test -count=1 -parallel 3 -timeout 60m ./...
+	$(GO_TEST_ENV) $(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -v '^phase0/orchestrator$$')
 
 test-py: venv ## the Python side of make test: mypy --strict and pytest of pyshim/, the generated code's pytests
 	cd pyshim && $(VENV_PY) -m mypy
