@@ -106,10 +106,10 @@ func judgeBaseline(res *ops.BaselineResult, logits []float32, vocab int, seconds
 	return b
 }
 
-// referenceStage runs gate 2: the canonical prompt through the reference
+// hfBaselineStage runs gate 2: the canonical prompt through the reference
 // HfRunner in the Python worker (with the generated LlamaConfig when the
 // run generated one), judged here.
-func referenceStage(ctx context.Context, st *state) (verdict.Status, string, error) {
+func hfBaselineStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 	start := time.Now()
 	module := ""
 	if st.spec.Name != "" {
@@ -133,7 +133,7 @@ func referenceStage(ctx context.Context, st *state) (verdict.Status, string, err
 // baselineStages are inspect, the memory preflight and gate 2.
 var baselineStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "python", run: pythonStage}}, inspectStages...),
 	stage{name: "preflight", when: preflightApplies, run: preflightStage},
-	stage{name: "hf_baseline", when: pythonReady, run: referenceStage},
+	stage{name: "hf_baseline", when: pythonReady, run: hfBaselineStage},
 )
 
 // preflightApplies: the memory check is on and there is a checkpoint to size.

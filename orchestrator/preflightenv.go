@@ -40,9 +40,9 @@ func machineInput(s *Settings, environment func() (ops.Environment, error)) pref
 	return in
 }
 
-// preflightSectionStage records the machine-readiness section in the run
+// machineStage records the machine-readiness section in the run
 // report, asking the run's own worker for the Python facts.
-func preflightSectionStage(ctx context.Context, st *state) (verdict.Status, string, error) {
+func machineStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 	in := machineInput(st.s, func() (ops.Environment, error) { return st.py().Environment(ctx) })
 	if ctx.Err() != nil {
 		return "", "", fmt.Errorf("%w in the machine check: %w", errInterrupted, ctx.Err())

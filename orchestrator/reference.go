@@ -89,10 +89,10 @@ func (st *state) referenceDir() (string, error) {
 	return filepath.Join(ws, "reference"), nil
 }
 
-// recordReferenceStage reuses the recording whose key matches, or records it
+// referenceStage reuses the recording whose key matches, or records it
 // through the reference HfRunner. In run a failed recording is a warning (the
 // Phase 0 gates stand); in `phase0 reference` it is the command's error.
-func recordReferenceStage(ctx context.Context, st *state) (verdict.Status, string, error) {
+func referenceStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 	start := time.Now()
 	r, err := st.recordReference(ctx)
 	if r != nil {
@@ -286,7 +286,7 @@ func (r *Reference) describe() string {
 // referenceStages are `phase0 reference`: inspect, then the recording.
 var referenceStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "python", run: pythonStage}}, inspectStages...),
 	stage{name: "preflight", when: preflightApplies, run: preflightStage},
-	stage{name: "reference", when: referenceApplies, run: recordReferenceStage},
+	stage{name: "reference", when: referenceApplies, run: referenceStage},
 )
 
 // ReferenceRun records (or reuses) the reference of one model without the

@@ -24,11 +24,11 @@ import (
 var runStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "reuse", run: reuseStage}, {name: "python", run: pythonStage}}, inspectStages...),
 	stage{name: "preflight", when: preflightApplies, run: preflightStage},
 	stage{name: "generate", run: generateStage},
-	stage{name: "python_weights", when: pythonReady, run: loaderStage},
+	stage{name: "python_weights", when: pythonReady, run: pythonWeightsStage},
 	stage{name: "config_facts", when: pythonReady, run: configFactsStage},
-	stage{name: "hf_baseline", when: pythonReady, run: referenceStage},
-	stage{name: "reference", when: referenceApplies, run: recordReferenceStage},
-	stage{name: "machine", run: preflightSectionStage},
+	stage{name: "hf_baseline", when: pythonReady, run: hfBaselineStage},
+	stage{name: "reference", when: referenceApplies, run: referenceStage},
+	stage{name: "machine", run: machineStage},
 	stage{name: "record", run: recordStage},
 	stage{name: "record_inputs", run: recordInputsStage},
 )
@@ -38,9 +38,9 @@ func Run(ctx context.Context, s *Settings, modelArg, version string) *Report {
 	return runChain(ctx, s, "run", modelArg, version, withoutSkippedScan(runStages, s))
 }
 
-// loaderStage is gate 1 from the user's side: the generated loader loads the
+// pythonWeightsStage is gate 1 from the user's side: the generated loader loads the
 // real checkpoint in Python, and Go judges what came back.
-func loaderStage(ctx context.Context, st *state) (verdict.Status, string, error) {
+func pythonWeightsStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 	st.loader = weights.NewLoader()
 	facts, err := st.py().LoaderFacts(ctx, ops.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: st.ref.Dir})
 	if err != nil {
