@@ -36,7 +36,7 @@ func pythonReady(st *state) (bool, string) {
 	if st.weights == nil || st.weights.Status != verdict.Pass {
 		return false, "the checkpoint failed the native weights gate; transformers would fill missing tensors with random values"
 	}
-	if st.baseline != nil {
+	if st.memoryRefused {
 		return false, "the memory preflight failed"
 	}
 	return true, ""
@@ -56,6 +56,7 @@ func preflightStage(_ context.Context, st *state) (verdict.Status, string, error
 		st.warnings = append(st.warnings, msg+" (continuing because of --force)")
 		return verdict.Warn, detail, nil
 	}
+	st.memoryRefused = true
 	st.baseline = newBaseline()
 	st.baseline.fail(msg + "; free memory, use a bigger machine, or pass --force to try anyway")
 	return verdict.Fail, detail, nil

@@ -53,6 +53,9 @@ type state struct {
 	foreign bool
 
 	preflight *preflight.Report // machine readiness (run only; informational)
+	// memoryRefused: the memory preflight found the machine too small (and
+	// no --force), so no Python stage runs; its FAIL is the baseline's.
+	memoryRefused bool
 
 	client   *ops.Client // the Python worker, started by the first op a stage runs
 	inputs   *runInputs  // what the verdict depends on, stamped before the run (reuse.go)
