@@ -40,6 +40,14 @@ if not RUN_FAMILIES or not set(RUN_FAMILIES) <= set(FAMILIES):
     raise ValueError(f"PHASE0_PYEXT_RUN_FAMILIES={RUN_FAMILIES!r}: name one or more of {FAMILIES}")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "first_minor: compares whole runs through the API with the CLI; make test runs it in the first "
+        "Python minor only (-m 'not first_minor' in the others), like the families beyond one",
+    )
+
+
 def repo() -> Path:
     r = os.environ.get("PHASE0_REPO")
     if not r:

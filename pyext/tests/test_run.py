@@ -40,6 +40,7 @@ def test_run_each_family(tiny_models: Path, torch_python: str, tmp_path: Path, f
     assert on_disk["status"] == "PASS" and on_disk["gates"]["hf_baseline"]["top1_token"] == b.top1_token
 
 
+@pytest.mark.first_minor
 def test_baseline_and_run_equal_the_cli(tiny_models: Path, torch_python: str, tmp_path: Path) -> None:
     model = str(tiny_models / "qwen3")
     r = phase0.baseline(model, python=torch_python, decode=3)
