@@ -9,45 +9,16 @@ import (
 	"phase0/judge"
 	"phase0/model"
 	"phase0/ops"
+	"phase0/report"
 	"phase0/verdict"
 )
 
-// Baseline is gates.hf_baseline: the HF bf16 reference on the canonical prompt.
-type Baseline struct {
-	verdict.Section
-	Runner         string         `json:"runner"`
-	RunnerPath     string         `json:"runner_path"`
-	Prompt         string         `json:"prompt"`
-	PromptStyle    string         `json:"prompt_style"`
-	Tokens         []int          `json:"tokens"`
-	Top1Token      int            `json:"top1_token"`
-	Top1Text       string         `json:"top1_text"`
-	Top5           []judge.Ranked `json:"top5"`
-	Top10          []judge.Ranked `json:"top10"`
-	Logits         judge.Stats    `json:"logits"`
-	Reasons        []string       `json:"reasons"`
-	Warnings       []string       `json:"warnings"`
-	Decode         *Decode        `json:"decode,omitempty"`
-	Seconds        float64        `json:"seconds"`
-	SecondsLoad    float64        `json:"seconds_load"`
-	SecondsPrefill float64        `json:"seconds_prefill"`
-	Torch          string         `json:"torch_version,omitempty"`
-	Transformers   string         `json:"transformers_version,omitempty"`
-
-	// Calibration is the perplexity of the fixed English passage (the degeneracy rule).
-	Calibration        *judge.Calibration `json:"calibration,omitempty"`
-	SecondsCalibration float64            `json:"seconds_calibration"`
+func newBaseline() *report.Baseline {
+	return &report.Baseline{Section: verdict.NewSection(), Tokens: []int{}, Top5: []judge.Ranked{}, Top10: []judge.Ranked{}, Reasons: []string{}, Warnings: []string{}, Top1Token: -1}
 }
 
-// Decode is the optional greedy continuation.
-type Decode = ops.Decode
-
-func newBaseline() *Baseline {
-	return &Baseline{Section: verdict.NewSection(), Tokens: []int{}, Top5: []judge.Ranked{}, Top10: []judge.Ranked{}, Reasons: []string{}, Warnings: []string{}, Top1Token: -1}
-}
-
-// fail records why the gate failed.
-func (b *Baseline) fail(reasons ...string) {
+// failBaseline records why the gate failed.
+func failBaseline(b *report.Baseline, reasons ...string) {
 	for _, r := range reasons {
 		b.Reasons = append(b.Reasons, r)
 		b.FailWith("%s", r)
@@ -70,7 +41,7 @@ func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weights
 // judgeBaseline turns the runner's facts and logits into the gate section.
 // vocab is the checkpoint's vocab_size (config.json, as Go extracted it):
 // the logits come from the HF model, whatever a module's Config says.
-func judgeBaseline(res *ops.BaselineResult, logits []float32, vocab int, seconds, maxPerplexityRatio float64) *Baseline {
+func judgeBaseline(res *ops.BaselineResult, logits []float32, vocab int, seconds, maxPerplexityRatio float64) *report.Baseline {
 	b := newBaseline()
 	b.Seconds = seconds
 	b.Runner, b.RunnerPath, b.Prompt, b.PromptStyle = res.Runner, res.RunnerPath, res.Prompt, res.PromptStyle
@@ -93,11 +64,11 @@ func judgeBaseline(res *ops.BaselineResult, logits []float32, vocab int, seconds
 	}
 	b.SecondsCalibration = res.SecondsCalib
 	failed := v.Reasons
-	if why := b.judgeCalibration(res.Calibration, vocab, maxPerplexityRatio); why != "" {
+	if why := judgeCalibration(b, res.Calibration, vocab, maxPerplexityRatio); why != "" {
 		failed = append(failed, why)
 	}
 	if len(failed) > 0 {
-		b.fail(failed...)
+		failBaseline(b, failed...)
 		return b
 	}
 	c := b.Calibration
@@ -123,7 +94,7 @@ func hfBaselineStage(ctx context.Context, st *state) (verdict.Status, string, er
 		}
 		st.baseline = newBaseline()
 		st.baseline.Seconds = time.Since(start).Seconds()
-		st.baseline.fail(reasons(err)...)
+		failBaseline(st.baseline, reasons(err)...)
 		return st.baseline.Status, st.baseline.Summary, nil
 	}
 	st.baseline = judgeBaseline(&res, logits, st.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.s.MaxPerplexityRatio)
@@ -148,7 +119,7 @@ func preflightApplies(st *state) (bool, string) {
 }
 
 // BaselineRun runs inspect, then gate 2 through the isolated worker.
-func BaselineRun(ctx context.Context, s *Settings, modelArg, version string) *Report {
+func BaselineRun(ctx context.Context, s *Settings, modelArg, version string) *report.Report {
 	return runChain(ctx, s, "baseline", modelArg, version, withoutSkippedScan(baselineStages, s))
 }
 

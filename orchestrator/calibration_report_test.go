@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"phase0/ops"
+	"phase0/report"
 	"phase0/verdict"
 )
 
@@ -50,7 +51,7 @@ func TestBaselinePerplexityRuleInEveryFormat(t *testing.T) {
 					t.Errorf("summary %q lacks %q", b.Summary, want)
 				}
 			}
-			r := &Report{Command: "baseline", Model: "m", Status: b.Status}
+			r := &report.Report{Command: "baseline", Model: "m", Status: b.Status}
 			r.Gates.HFBaseline = b
 			text, md := r.Text(), r.Markdown("")
 			counts := fmt.Sprintf("(%d tokens, %d predicted)", len(tc.nll)+1, len(tc.nll))

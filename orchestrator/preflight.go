@@ -58,7 +58,7 @@ func preflightStage(_ context.Context, st *state) (verdict.Status, string, error
 	}
 	st.memoryRefused = true
 	st.baseline = newBaseline()
-	st.baseline.fail(msg + "; free memory, use a bigger machine, or pass --force to try anyway")
+	failBaseline(st.baseline, msg+"; free memory, use a bigger machine, or pass --force to try anyway")
 	return verdict.Fail, detail, nil
 }
 

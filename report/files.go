@@ -1,4 +1,4 @@
-package orchestrator
+package report
 
 import (
 	"bytes"
@@ -15,8 +15,9 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// writeReports writes report.json, report.md and the top-10 chart into dir.
-func writeReports(r *Report, dir string) error {
+// Write writes report.json, report.md and the top-10 chart into dir and
+// records their paths in the report's workspace section.
+func Write(r *Report, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating report folder: %w", err)
 	}
@@ -114,8 +115,8 @@ func (r *Report) Markdown(chart string) string {
 		}
 	}
 	b.WriteString("\n## Gates\n\n| Gate | Status | Detail |\n|---|---|---|\n")
-	for _, g := range r.Gates.rows() {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", g.title, g.section.Status, strings.ReplaceAll(g.section.Summary, "|", "\\|"))
+	for _, g := range r.Gates.Rows() {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", g.Title, g.Section.Status, strings.ReplaceAll(g.Section.Summary, "|", "\\|"))
 	}
 	if f := r.findings(); f != "" {
 		b.WriteString("\n## Findings\n\n```\n" + f + "```\n")

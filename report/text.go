@@ -1,4 +1,4 @@
-package orchestrator
+package report
 
 import (
 	"fmt"
@@ -48,11 +48,11 @@ func (r *Report) Text() string {
 	for _, rej := range r.Rejections {
 		fmt.Fprintf(&b, "  rejected [%s]: %s\n", rej.Code, rej.Message)
 	}
-	if rows := r.Gates.rows(); len(rows) > 0 {
+	if rows := r.Gates.Rows(); len(rows) > 0 {
 		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "\n  GATE\tSTATUS\tDETAIL")
 		for _, g := range rows {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", g.title, g.section.Status, g.section.Summary)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", g.Title, g.Section.Status, g.Section.Summary)
 		}
 		tw.Flush()
 	}
@@ -71,9 +71,9 @@ func (r *Report) Text() string {
 // does not print thousands of lines (the JSON report has more of them).
 func (r *Report) findings() string {
 	var lines []string
-	for _, g := range r.Gates.rows() {
-		if g.section.Status != verdict.Pass {
-			lines = append(lines, g.section.AllFindings()...)
+	for _, g := range r.Gates.Rows() {
+		if g.Section.Status != verdict.Pass {
+			lines = append(lines, g.Section.AllFindings()...)
 		}
 	}
 	var b strings.Builder
@@ -102,7 +102,7 @@ func (r *Report) findings() string {
 		fmt.Fprintf(&b, "  continuation: %q\n", g.Decode.Text)
 	}
 	if g := r.Gates.HFBaseline; g != nil && g.Calibration != nil {
-		fmt.Fprintf(&b, "  %s\n", calibrationLine(g.Calibration))
+		fmt.Fprintf(&b, "  %s\n", CalibrationLine(g.Calibration))
 	}
 	return b.String()
 }
