@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"phase0/configgate"
+	"phase0/judge"
 	"phase0/modellist"
 	"phase0/report"
 	"phase0/verdict"
@@ -170,7 +171,7 @@ func archCell(r *report.Report) string {
 // allGates is every gate section a run can fill, in report order: the
 // table's columns.
 func allGates() []report.Gate {
-	return report.Gates{Weights: &weights.Result{}, PyWeights: &weights.Loader{}, ConfigConsistency: &configgate.Consistency{}, HFBaseline: &report.Baseline{}}.Rows()
+	return report.Gates{Weights: &weights.Result{}, PyWeights: &weights.Loader{}, ConfigConsistency: &configgate.Consistency{}, HFBaseline: &judge.Baseline{}}.Rows()
 }
 
 // referenceCell says whether the recorded reference is there: recorded

@@ -9,6 +9,7 @@ import (
 
 	"phase0/configgate"
 	"phase0/internal/wslock"
+	"phase0/judge"
 	"phase0/model"
 	"phase0/ops"
 	"phase0/preflight"
@@ -42,7 +43,7 @@ type state struct {
 	consistency *configgate.Consistency
 	loader      *weights.Loader
 	tie         *configgate.TieFacts // the loader's lm_head against its embed_table, judged in gate 3
-	baseline    *report.Baseline
+	baseline    *judge.Baseline
 	reference   *report.Reference // the recorded reference (run, reference)
 
 	wsDir     string

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"phase0/internal/atomicfile"
+	"phase0/judge"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -47,7 +48,7 @@ func Write(r *Report, dir string) error {
 }
 
 // topChart draws the top-10 next-token probabilities as a PNG bar chart.
-func topChart(b *Baseline) ([]byte, error) {
+func topChart(b *judge.Baseline) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Next-token probabilities after %q", truncate(b.Prompt, 48))
 	p.Y.Label.Text = "probability"

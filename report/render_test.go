@@ -31,12 +31,12 @@ func fullReport() *Report {
 	w.Warnings = append(w.Warnings, "an unused tensor: lm_head.bias")
 	cc := configgate.New()
 	cc.Summary = "12 checks agree"
-	b := &Baseline{Section: verdict.NewSection(), Runner: "bundled", Prompt: "The capital of France is a city whose name is rather long", PromptStyle: "plain",
+	b := &judge.Baseline{Section: verdict.NewSection(), Runner: "bundled", Prompt: "The capital of France is a city whose name is rather long", PromptStyle: "plain",
 		Tokens: []int{1, 450, 7483}, Top1Token: 3681, Top1Text: " Paris",
 		Top10:   []judge.Ranked{{ID: 3681, Text: " Paris", Prob: 0.8125}, {ID: 263, Text: " a very long token text", Prob: 0.0625}},
 		Logits:  judge.Stats{N: 512, Min: -3.25, Max: 9.5, Mean: 0.125, Std: 1.5, Entropy: 0.75, MaxEntr: 6.238, Top1Prob: 0.8125},
 		Reasons: []string{}, Warnings: []string{"greedy continuation: repeats"},
-		Decode: &Decode{IDs: []int{3681, 29889}, Text: " Paris."},
+		Decode: &judge.Continuation{IDs: []int{3681, 29889}, Text: " Paris."},
 		Calibration: &judge.Calibration{Passage: "The sun rose.", Tokens: 4, Predicted: 3, Perplexity: 20, Limit: 51.2, VocabSize: 512,
 			MaxRatio: 0.1, Ratio: 0.0390625, Pass: true},
 	}

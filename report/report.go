@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"phase0/configgate"
+	"phase0/judge"
 	"phase0/model"
 	"phase0/preflight"
 	"phase0/verdict"
@@ -34,7 +35,7 @@ type Gates struct {
 	Weights           *weights.Result         `json:"weights"`
 	ConfigConsistency *configgate.Consistency `json:"config_consistency"`
 	PyWeights         *weights.Loader         `json:"python_weights,omitempty"`
-	HFBaseline        *Baseline               `json:"hf_baseline,omitempty"`
+	HFBaseline        *judge.Baseline         `json:"hf_baseline,omitempty"`
 }
 
 // Gate is one row of the gate table, in every rendering.

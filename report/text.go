@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"phase0/judge"
 	"phase0/model"
 	"phase0/verdict"
 )
@@ -122,4 +123,15 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// CalibrationLine is the one-line account of the perplexity rule that every
+// report format shows.
+func CalibrationLine(c *judge.Calibration) string {
+	verdict := "within"
+	if !c.Pass {
+		verdict = "ABOVE"
+	}
+	return fmt.Sprintf("calibration passage (%d tokens, %d predicted): perplexity %.4g, %s the limit %.4g = %g × V %d (ratio perplexity/V %.3g); passage %q",
+		c.Tokens, c.Predicted, c.Perplexity, verdict, c.Limit, c.MaxRatio, c.VocabSize, c.Ratio, c.Passage)
 }
