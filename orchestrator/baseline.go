@@ -9,51 +9,9 @@ import (
 	"phase0/judge"
 	"phase0/model"
 	"phase0/ops"
+	"phase0/report"
 	"phase0/verdict"
 )
-
-// Baseline is gates.hf_baseline: the HF bf16 reference on the canonical prompt.
-type Baseline struct {
-	verdict.Section
-	Runner         string         `json:"runner"`
-	RunnerPath     string         `json:"runner_path"`
-	Prompt         string         `json:"prompt"`
-	PromptStyle    string         `json:"prompt_style"`
-	Tokens         []int          `json:"tokens"`
-	Top1Token      int            `json:"top1_token"`
-	Top1Text       string         `json:"top1_text"`
-	Top5           []judge.Ranked `json:"top5"`
-	Top10          []judge.Ranked `json:"top10"`
-	Logits         judge.Stats    `json:"logits"`
-	Reasons        []string       `json:"reasons"`
-	Warnings       []string       `json:"warnings"`
-	Decode         *Decode        `json:"decode,omitempty"`
-	Seconds        float64        `json:"seconds"`
-	SecondsLoad    float64        `json:"seconds_load"`
-	SecondsPrefill float64        `json:"seconds_prefill"`
-	Torch          string         `json:"torch_version,omitempty"`
-	Transformers   string         `json:"transformers_version,omitempty"`
-
-	// Calibration is the perplexity of the fixed English passage (the degeneracy rule).
-	Calibration        *judge.Calibration `json:"calibration,omitempty"`
-	SecondsCalibration float64            `json:"seconds_calibration"`
-}
-
-// Decode is the optional greedy continuation.
-type Decode = ops.Decode
-
-func newBaseline() *Baseline {
-	return &Baseline{Section: verdict.NewSection(), Tokens: []int{}, Top5: []judge.Ranked{}, Top10: []judge.Ranked{}, Reasons: []string{}, Warnings: []string{}, Top1Token: -1}
-}
-
-// fail records why the gate failed.
-func (b *Baseline) fail(reasons ...string) {
-	for _, r := range reasons {
-		b.Reasons = append(b.Reasons, r)
-		b.FailWith("%s", r)
-	}
-	b.Summary = b.Reasons[0]
-}
 
 // baselineRequest builds ops.baseline's arguments for the canonical-prompt prefill.
 func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weightsModule string) ops.BaselineArgs {
@@ -67,48 +25,37 @@ func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weights
 	}
 }
 
-// judgeBaseline turns the runner's facts and logits into the gate section.
-// vocab is the checkpoint's vocab_size (config.json, as Go extracted it):
-// the logits come from the HF model, whatever a module's Config says.
-func judgeBaseline(res *ops.BaselineResult, logits []float32, vocab int, seconds, maxPerplexityRatio float64) *Baseline {
-	b := newBaseline()
+// baselineSection hands the runner's facts and logits to gate 2 (judge.Gate2)
+// and records the runner's descriptive facts in the section. vocab is the
+// checkpoint's vocab_size (config.json, as Go extracted it): the logits come
+// from the HF model, whatever a module's Config says.
+func baselineSection(res *ops.BaselineResult, logits []float32, vocab int, seconds, maxPerplexityRatio float64) *judge.Baseline {
+	b := judge.NewBaseline()
 	b.Seconds = seconds
-	b.Runner, b.RunnerPath, b.Prompt, b.PromptStyle = res.Runner, res.RunnerPath, res.Prompt, res.PromptStyle
+	b.RunnerPath, b.Prompt, b.PromptStyle = res.RunnerPath, res.Prompt, res.PromptStyle
 	b.Tokens = append(b.Tokens, res.Tokens...)
-	b.SecondsLoad, b.SecondsPrefill = res.SecondsLoad, res.SecondsPrefill
+	b.SecondsLoad, b.SecondsPrefill, b.SecondsCalibration = res.SecondsLoad, res.SecondsPrefill, res.SecondsCalib
 	b.Torch, b.Transformers = res.Torch, res.Transformers
-	v := judge.Judge(judge.Input{
-		Logits: logits, RunnerTop1: res.Top1Token, VocabSize: vocab, TokenizerSize: res.TokenizerSize,
-		PadID: res.Special.Pad, UnkID: res.Special.Unk, EOSIDs: res.Special.EOS, Described: ops.Described(res.Top),
-	})
-	b.Top1Token, b.Top1Text, b.Logits = v.Top1, v.Top1Text, v.Stats
-	b.Top10 = append(b.Top10, v.Top...)
-	b.Top5 = append(b.Top5, v.Top[:min(5, len(v.Top))]...)
-	b.Warnings = append(b.Warnings, v.Warnings...)
-	if res.Decode != nil {
-		b.Decode = res.Decode
-		if loop, why := judge.Repetition(res.Decode.IDs); loop {
-			b.Warnings = append(b.Warnings, "greedy continuation: "+why)
-		}
+	f := judge.Facts{
+		Prefill: judge.Input{
+			Logits: logits, RunnerTop1: res.Top1Token, VocabSize: vocab, TokenizerSize: res.TokenizerSize,
+			PadID: res.Special.Pad, UnkID: res.Special.Unk, EOSIDs: res.Special.EOS, Described: ops.Described(res.Top),
+		},
+		Runner: res.Runner,
 	}
-	b.SecondsCalibration = res.SecondsCalib
-	failed := v.Reasons
-	if why := b.judgeCalibration(res.Calibration, vocab, maxPerplexityRatio); why != "" {
-		failed = append(failed, why)
+	if d := res.Decode; d != nil {
+		f.Decode = &judge.Continuation{IDs: d.IDs, Text: d.Text}
 	}
-	if len(failed) > 0 {
-		b.fail(failed...)
-		return b
+	if p := res.Calibration; p != nil {
+		f.Passage = &judge.PassageInput{Passage: p.Passage, Tokens: p.Tokens, NLL: p.NLL, VocabSize: vocab, MaxRatio: maxPerplexityRatio}
 	}
-	c := b.Calibration
-	b.Summary = fmt.Sprintf("top-1 %d %q p=%.3f, entropy %.2f nats, passage perplexity %.4g (limit %.4g = %g × V %d), %s runner",
-		b.Top1Token, b.Top1Text, b.Logits.Top1Prob, b.Logits.Entropy, c.Perplexity, c.Limit, c.MaxRatio, c.VocabSize, b.Runner)
+	judge.Gate2(b, f)
 	return b
 }
 
 // hfBaselineStage runs gate 2: the canonical prompt through the reference
 // HfRunner in the Python worker (with the generated LlamaConfig when the
-// run generated one), judged here.
+// run generated one), judged by judge.Gate2.
 func hfBaselineStage(ctx context.Context, st *state) (verdict.Status, string, error) {
 	start := time.Now()
 	module := ""
@@ -121,12 +68,12 @@ func hfBaselineStage(ctx context.Context, st *state) (verdict.Status, string, er
 		if stop := workerFailure(err); stop != nil {
 			return "", "", stop
 		}
-		st.baseline = newBaseline()
+		st.baseline = judge.NewBaseline()
 		st.baseline.Seconds = time.Since(start).Seconds()
-		st.baseline.fail(reasons(err)...)
+		st.baseline.Fail(reasons(err)...)
 		return st.baseline.Status, st.baseline.Summary, nil
 	}
-	st.baseline = judgeBaseline(&res, logits, st.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.s.MaxPerplexityRatio)
+	st.baseline = baselineSection(&res, logits, st.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.s.MaxPerplexityRatio)
 	return st.baseline.Status, st.baseline.Summary, nil
 }
 
@@ -148,7 +95,7 @@ func preflightApplies(st *state) (bool, string) {
 }
 
 // BaselineRun runs inspect, then gate 2 through the isolated worker.
-func BaselineRun(ctx context.Context, s *Settings, modelArg, version string) *Report {
+func BaselineRun(ctx context.Context, s *Settings, modelArg, version string) *report.Report {
 	return runChain(ctx, s, "baseline", modelArg, version, withoutSkippedScan(baselineStages, s))
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"phase0/ops"
+	"phase0/report"
 	"phase0/verdict"
 )
 
@@ -41,7 +42,7 @@ func TestBaselinePerplexityRuleInEveryFormat(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, logits := passageResult(512, tc.nll...)
-			b := judgeBaseline(res, logits, 512, 1, tc.ratio)
+			b := baselineSection(res, logits, 512, 1, tc.ratio)
 			if b.Status != tc.status {
 				t.Fatalf("status %s, want %s; reasons %q", b.Status, tc.status, b.Reasons)
 			}
@@ -50,7 +51,7 @@ func TestBaselinePerplexityRuleInEveryFormat(t *testing.T) {
 					t.Errorf("summary %q lacks %q", b.Summary, want)
 				}
 			}
-			r := &Report{Command: "baseline", Model: "m", Status: b.Status}
+			r := &report.Report{Command: "baseline", Model: "m", Status: b.Status}
 			r.Gates.HFBaseline = b
 			text, md := r.Text(), r.Markdown("")
 			counts := fmt.Sprintf("(%d tokens, %d predicted)", len(tc.nll)+1, len(tc.nll))
@@ -88,7 +89,7 @@ func TestBaselinePerplexityRuleInEveryFormat(t *testing.T) {
 func TestBaselineWithoutPassageFactsFails(t *testing.T) {
 	res, logits := passageResult(512, 1)
 	res.Calibration = nil
-	b := judgeBaseline(res, logits, 512, 1, 0)
+	b := baselineSection(res, logits, 512, 1, 0)
 	if b.Status != verdict.Fail || !strings.Contains(b.Summary, "no calibration passage facts") {
 		t.Errorf("status %s, summary %q", b.Status, b.Summary)
 	}
@@ -100,7 +101,7 @@ func TestBaselineWithoutPassageFactsFails(t *testing.T) {
 func TestPerplexityLimitUsesTheCheckpointsVocab(t *testing.T) {
 	res, logits := passageResult(512, math.Log(600), math.Log(600))
 	res.VocabSize = 151936 // what the module's LlamaConfig() said
-	b := judgeBaseline(res, logits, 512, 1, 0)
+	b := baselineSection(res, logits, 512, 1, 0)
 	if b.Status != verdict.Fail || b.Calibration == nil || b.Calibration.VocabSize != 512 || !strings.Contains(b.Summary, "exceeds the limit 51.2") {
 		t.Errorf("status %s, calibration %+v, summary %q", b.Status, b.Calibration, b.Summary)
 	}

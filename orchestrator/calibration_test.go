@@ -13,6 +13,7 @@ import (
 
 	"phase0/internal/testenv"
 	"phase0/judge"
+	"phase0/report"
 	"phase0/verdict"
 )
 
@@ -114,7 +115,7 @@ func calibrationModels(t *testing.T, defaultDir string) []calibrationModel {
 // calibrate runs gate 2 on one model and checks the rule's outcome: trained
 // models pass, random ones fail with the perplexity reason. It returns the
 // measured calibration.
-func calibrate(t *testing.T, m calibrationModel) (*judge.Calibration, *Report) {
+func calibrate(t *testing.T, m calibrationModel) (*judge.Calibration, *report.Report) {
 	t.Helper()
 	arg := m.dir
 	if arg == "" {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"phase0/internal/testenv"
+	"phase0/report"
 	"phase0/scaffold"
 	"phase0/verdict"
 	"phase0/worker"
@@ -71,7 +72,7 @@ func tiny(t *testing.T, name string) string {
 	return filepath.Join(testenv.TinyModels(t), name)
 }
 
-func mustPass(t *testing.T, r *Report) {
+func mustPass(t *testing.T, r *report.Report) {
 	t.Helper()
 	if r.Status != verdict.Pass {
 		b, _ := r.JSON()
@@ -115,7 +116,7 @@ func TestRunEachFamily(t *testing.T) {
 			if png := mustRead(t, filepath.Join(ws, "docs/development_progress/phase0/top10.png")); !bytes.HasPrefix(png, []byte("\x89PNG\r\n\x1a\n")) {
 				t.Errorf("top10.png is not a PNG")
 			}
-			var fromDisk Report
+			var fromDisk report.Report
 			b, _ := os.ReadFile(filepath.Join(ws, "docs/development_progress/phase0/report.json"))
 			if err := json.Unmarshal(b, &fromDisk); err != nil || fromDisk.Status != verdict.Pass {
 				t.Errorf("report.json: %v, status %s", err, fromDisk.Status)
@@ -156,7 +157,7 @@ func TestRunIsIdempotentAndProtectsEdits(t *testing.T) {
 		s.Force = force
 		r := Run(context.Background(), s, model, "test")
 		mustPass(t, r)
-		if r.Workspace.Mode != ModeValidatedExisting || !bytes.Equal(mustRead(t, weightsPy), edited) {
+		if r.Workspace.Mode != report.ModeValidatedExisting || !bytes.Equal(mustRead(t, weightsPy), edited) {
 			t.Fatalf("force=%v: mode %s; the user's edit kept: %v", force, r.Workspace.Mode, bytes.Equal(mustRead(t, weightsPy), edited))
 		}
 	}

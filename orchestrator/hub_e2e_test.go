@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"phase0/internal/testenv"
+	"phase0/report"
 	"phase0/verdict"
 )
 
@@ -228,6 +229,6 @@ func TestHubErrors(t *testing.T) {
 // inspectDownloading is inspect with the download path: these tests exercise
 // resolution through huggingface_hub in the worker, which baseline and run
 // use; the inspect command itself reads uncached models from headers only.
-func inspectDownloading(ctx context.Context, s *Settings, arg, version string) *Report {
+func inspectDownloading(ctx context.Context, s *Settings, arg, version string) *report.Report {
 	return runChain(ctx, s, "inspect", arg, version, withoutSkippedScan(inspectStages, s))
 }

@@ -8,6 +8,7 @@ import (
 	"phase0/configgate"
 	"phase0/internal/gcpause"
 	"phase0/model"
+	"phase0/report"
 	"phase0/safetensors"
 	"phase0/verdict"
 	"phase0/weights"
@@ -29,7 +30,7 @@ var inspectStages = []stage{
 
 // Inspect runs everything that needs no Python. A hub model that is not in
 // the HF cache is inspected from its metadata alone (no weight byte fetched).
-func Inspect(ctx context.Context, s *Settings, modelArg, version string) *Report {
+func Inspect(ctx context.Context, s *Settings, modelArg, version string) *report.Report {
 	local := *s
 	local.HeadersOnly = true
 	return runChain(ctx, &local, "inspect", modelArg, version, withoutSkippedScan(inspectStages, &local))

@@ -10,6 +10,7 @@ import (
 
 	"phase0/internal/sttest"
 	"phase0/model"
+	"phase0/report"
 	"phase0/safetensors"
 	"phase0/verdict"
 )
@@ -41,7 +42,7 @@ func TestOutputBiasCheckpointIsRejectedUpFront(t *testing.T) {
 		t.Fatal(err)
 	}
 	llms := t.TempDir()
-	for name, r := range map[string]*Report{
+	for name, r := range map[string]*report.Report{
 		"inspect": Inspect(context.Background(), settingsFor(t, llms), dir, "test"),
 		"run":     Run(context.Background(), settingsFor(t, llms), dir, "test"),
 	} {

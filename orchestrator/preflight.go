@@ -6,6 +6,7 @@ import (
 	"iter"
 	"runtime"
 
+	"phase0/judge"
 	"phase0/preflight"
 	"phase0/safetensors"
 	"phase0/verdict"
@@ -57,8 +58,8 @@ func preflightStage(_ context.Context, st *state) (verdict.Status, string, error
 		return verdict.Warn, detail, nil
 	}
 	st.memoryRefused = true
-	st.baseline = newBaseline()
-	st.baseline.fail(msg + "; free memory, use a bigger machine, or pass --force to try anyway")
+	st.baseline = judge.NewBaseline()
+	st.baseline.Fail(msg + "; free memory, use a bigger machine, or pass --force to try anyway")
 	return verdict.Fail, detail, nil
 }
 

@@ -7,7 +7,9 @@ import (
 
 	"phase0/configgate"
 	"phase0/internal/testenv"
+	"phase0/judge"
 	"phase0/model"
+	"phase0/report"
 	"phase0/scaffold"
 	"phase0/weights"
 )
@@ -30,8 +32,8 @@ func TestProgressEntryNamesOnlyWhatTheModuleDefines(t *testing.T) {
 		if defines != tc.want {
 			t.Errorf("definesFunc(%s) = %v, want %v", filepath.Base(tc.module), defines, tc.want)
 		}
-		r := &Report{Workspace: &Workspace{Name: "qwen3_0_6b", Mode: ModeValidatedExisting}}
-		r.Gates = Gates{Weights: weights.NewResult(), ConfigConsistency: configgate.New(), HFBaseline: newBaseline()}
+		r := &report.Report{Workspace: &report.Workspace{Name: "qwen3_0_6b", Mode: report.ModeValidatedExisting}}
+		r.Gates = report.Gates{Weights: weights.NewResult(), ConfigConsistency: configgate.New(), HFBaseline: judge.NewBaseline()}
 		entry := progressEntry(r, &model.Config{}, scaffold.Spec{Name: "qwen3_0_6b", ModelID: "tiny-qwen3"}, dir, defines)
 		if !strings.Contains(entry, "- Local checkpoint: `tiny-qwen3`") || strings.Contains(entry, "default_checkpoint()") != tc.want {
 			t.Errorf("%s: entry\n%s", filepath.Base(tc.module), entry)

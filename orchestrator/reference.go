@@ -14,33 +14,10 @@ import (
 	"time"
 
 	"phase0/reference"
+	"phase0/report"
 	"phase0/scaffold"
 	"phase0/verdict"
 )
-
-// Reference is the report's reference section: the recording the later
-// phases judge their runners against (phase0 compare), made once and reused.
-type Reference struct {
-	verdict.Section
-	Dir       string `json:"dir"`
-	Reused    bool   `json:"reused"`
-	Refreshed bool   `json:"refreshed,omitempty"` // --refresh forced a new recording
-	// Why lists what changed when an existing recording was not reused.
-	Why              []string `json:"why,omitempty"`
-	KeySHA256        string   `json:"key_sha256"`
-	Dtype            string   `json:"dtype"`
-	Runner           string   `json:"runner"`
-	Prompts          int      `json:"prompts"`
-	Steps            int      `json:"steps"`
-	TopK             int      `json:"top_k"`
-	Probes           int      `json:"probes"`
-	Bytes            int64    `json:"bytes"`
-	Seconds          float64  `json:"seconds"`
-	SecondsLoad      float64  `json:"seconds_load,omitempty"`
-	SecondsDecode    float64  `json:"seconds_decode,omitempty"`
-	SecondsDiagnosis float64  `json:"seconds_diagnosis,omitempty"`
-	TorchThreads     int      `json:"torch_threads,omitempty"`
-}
 
 // referenceApplies: recording is on (reference_steps > 0) and, in run, the
 // baseline it extends passed.
@@ -124,12 +101,12 @@ func referenceStage(ctx context.Context, st *state) (verdict.Status, string, err
 	return r.Status, r.Summary, nil
 }
 
-func (st *state) recordReference(ctx context.Context) (*Reference, error) {
+func (st *state) recordReference(ctx context.Context) (*report.Reference, error) {
 	dir, err := st.referenceDir()
 	if err != nil {
 		return nil, err
 	}
-	r := &Reference{Section: verdict.NewSection(), Dir: dir, Dtype: st.s.ReferenceDtype, Steps: st.s.ReferenceSteps, TopK: reference.DefaultTopK}
+	r := &report.Reference{Section: verdict.NewSection(), Dir: dir, Dtype: st.s.ReferenceDtype, Steps: st.s.ReferenceSteps, TopK: reference.DefaultTopK}
 	if r.Dtype == "" {
 		r.Dtype = "bfloat16"
 	}
@@ -168,8 +145,8 @@ func (st *state) recordReference(ctx context.Context) (*Reference, error) {
 			}
 			if err == nil {
 				r.Reused = true
-				r.fill(rec)
-				r.Summary = fmt.Sprintf("reused %s (key %s matches): %s", dir, r.KeySHA256[:12], r.describe())
+				fillReference(r, rec)
+				r.Summary = fmt.Sprintf("reused %s (key %s matches): %s", dir, r.KeySHA256[:12], r.Describe())
 				return r, nil
 			}
 			r.Why = append(r.Why, err.Error())
@@ -197,7 +174,7 @@ func (st *state) recordReference(ctx context.Context) (*Reference, error) {
 	if err := st.recordSources(ctx, dir); err != nil {
 		return r, err
 	}
-	r.fill(got)
+	fillReference(r, got)
 	if got.Meta.KeySHA256 != r.KeySHA256 {
 		r.FailWith("the recording's key %s is not the key it was asked for (%s)", got.Meta.KeySHA256, r.KeySHA256)
 	}
@@ -219,7 +196,7 @@ func (st *state) recordReference(ctx context.Context) (*Reference, error) {
 	} else if r.Refreshed {
 		verb = "re-recorded (--refresh)"
 	}
-	r.Summary = fmt.Sprintf("%s %s: %s", verb, dir, r.describe())
+	r.Summary = fmt.Sprintf("%s %s: %s", verb, dir, r.Describe())
 	return r, nil
 }
 
@@ -272,15 +249,11 @@ func (st *state) interpreterDigest() (string, error) {
 	return in.Digest(), nil
 }
 
-func (r *Reference) fill(rec *reference.Recording) {
+func fillReference(r *report.Reference, rec *reference.Recording) {
 	m := rec.Meta
 	r.Runner, r.Dtype, r.Prompts, r.Steps, r.TopK, r.Probes, r.Bytes = m.Runner, m.Dtype, len(rec.Prompts), m.DecodeSteps, m.TopK, len(rec.Probes), rec.Bytes
 	r.SecondsLoad, r.SecondsDecode, r.SecondsDiagnosis = m.Seconds["load"], m.Seconds["decode"], m.Seconds["diagnosis"]
 	r.TorchThreads = m.TorchThreads
-}
-
-func (r *Reference) describe() string {
-	return fmt.Sprintf("%d prompts × %d steps (top-%d), %d diagnosis tensors, %s, %d KiB", r.Prompts, r.Steps, r.TopK, r.Probes, r.Dtype, (r.Bytes+1023)/1024)
 }
 
 // referenceStages are `phase0 reference`: inspect, then the recording.
@@ -291,7 +264,7 @@ var referenceStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage
 
 // ReferenceRun records (or reuses) the reference of one model without the
 // rest of Phase 0: `phase0 reference MODEL [--dtype float32 --out DIR]`.
-func ReferenceRun(ctx context.Context, s *Settings, modelArg, version string) *Report {
+func ReferenceRun(ctx context.Context, s *Settings, modelArg, version string) *report.Report {
 	local := *s
 	if local.ReferenceSteps <= 0 {
 		local.ReferenceSteps = reference.DefaultSteps
@@ -299,43 +272,17 @@ func ReferenceRun(ctx context.Context, s *Settings, modelArg, version string) *R
 	return runChain(ctx, &local, "reference", modelArg, version, withoutSkippedScan(referenceStages, &local))
 }
 
-// text is the reference's lines in the human verdict ("" when none was made).
-func (r *Reference) text() string {
-	if r == nil {
-		return ""
-	}
-	return fmt.Sprintf("\n  reference: %s  %s\n", r.Status, r.Summary)
-}
-
-// markdown is report.md's reference section: what was recorded, where, how
-// large, and how the later phases use it.
-func (r *Reference) markdown() string {
-	if r == nil {
-		return ""
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n## Reference (for the later phases)\n\n%s — %s\n\n", r.Status, strings.ReplaceAll(r.Summary, "|", "\\|"))
-	fmt.Fprintf(&b, "| | |\n|---|---|\n| Folder | `%s` |\n| Runner | %s |\n| Recorded | %d prompts × %d greedy steps, top-%d ids + log-probs per step; %d diagnosis tensors (per-layer `ffn_out`, `final_hidden_normed`, logits) |\n",
-		r.Dir, r.Runner, r.Prompts, r.Steps, r.TopK, r.Probes)
-	fmt.Fprintf(&b, "| Size | %d bytes |\n| Key | `%s` |\n| Reused | %v |\n", r.Bytes, r.KeySHA256, r.Reused)
-	if !r.Reused && r.SecondsLoad+r.SecondsDecode > 0 {
-		fmt.Fprintf(&b, "| Seconds | load %.2f, decode %.2f, diagnosis %.2f; torch threads: %d |\n", r.SecondsLoad, r.SecondsDecode, r.SecondsDiagnosis, r.TorchThreads)
-	}
-	fmt.Fprintf(&b, "\nJudge any runner against it: record a candidate in the same format (`phase0_shim.reference.record_candidate`), then `phase0 compare %s CANDIDATE`.\n", r.Dir)
-	return b.String()
-}
-
 // progressLine is the progress.md line naming the reference ("" when none
 // was made). progress.md is committed, so it names the folder relative to
 // the workspace, never by its absolute path.
-func (r *Reference) progressLine(outside bool) string {
+func referenceProgressLine(r *report.Reference, outside bool) string {
 	if r == nil || r.Status != verdict.Pass {
 		return ""
 	}
 	if outside {
 		return fmt.Sprintf("- Reference for the later phases: recorded outside this folder, in phase0's record of it (%s; key `%s`; `phase0 run` prints where)\n",
-			r.describe(), r.KeySHA256[:12])
+			r.Describe(), r.KeySHA256[:12])
 	}
 	return fmt.Sprintf("- Reference for the later phases: `reference/` (%s; key `%s`); judge a runner with `phase0 compare <workspace>/reference CANDIDATE`\n",
-		r.describe(), r.KeySHA256[:12])
+		r.Describe(), r.KeySHA256[:12])
 }

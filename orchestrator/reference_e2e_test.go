@@ -12,6 +12,7 @@ import (
 	"phase0/compare"
 	"phase0/internal/testenv"
 	"phase0/reference"
+	"phase0/report"
 	"phase0/safetensors"
 	"phase0/verdict"
 )
@@ -71,7 +72,7 @@ func zeroTensors(t *testing.T, dir string, names ...string) {
 	}
 }
 
-func mustRecord(t *testing.T, r *Report) *Reference {
+func mustRecord(t *testing.T, r *report.Report) *report.Reference {
 	t.Helper()
 	if r.Status != verdict.Pass || r.Reference == nil || r.Reference.Status != verdict.Pass {
 		b, _ := r.JSON()

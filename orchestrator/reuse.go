@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"phase0/internal/boundedfile"
+	"phase0/report"
 
 	"phase0/configs"
 	"phase0/fingerprint"
@@ -52,13 +53,6 @@ const inputsFormat = 3
 
 // maxRecordFile bounds report.json and inputs.json.
 const maxRecordFile = 64 << 20
-
-// ReusedFrom names the recorded verdict a run reused (report.json) and when
-// it was reached.
-type ReusedFrom struct {
-	Path     string    `json:"path"`
-	Recorded time.Time `json:"recorded"`
-}
 
 // runInputs is what a `run` verdict depends on.
 type runInputs struct {
@@ -162,7 +156,7 @@ func reuseStage(_ context.Context, st *state) (verdict.Status, string, error) {
 // reusable returns the recorded report when it can be reused, else why not.
 // Whatever it stamps is kept in st.inputs, to be compared at the end of a
 // full run; under --fresh it only stamps.
-func (st *state) reusable() (*Report, string) {
+func (st *state) reusable() (*report.Report, string) {
 	ref, why := reuseModel(st.s, st.arg)
 	if why != "" {
 		return nil, why
@@ -225,7 +219,7 @@ func (st *state) reusable() (*Report, string) {
 	if sha256Hex(data) != rec.ReportSHA256 {
 		return nil, rec.Report + " changed since it was recorded"
 	}
-	var r Report
+	var r report.Report
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Sprintf("%s is not a phase0 report: %v", rec.Report, err)
 	}
@@ -241,7 +235,7 @@ func (st *state) reusable() (*Report, string) {
 	if why := referenceStillThere(&r, rec.Inputs.Reference); why != "" {
 		return nil, why
 	}
-	r.ReusedFrom = &ReusedFrom{Path: rec.Report, Recorded: rec.Recorded}
+	r.ReusedFrom = &report.ReusedFrom{Path: rec.Report, Recorded: rec.Recorded}
 	return &r, ""
 }
 
@@ -344,9 +338,9 @@ func recordInputsStage(ctx context.Context, st *state) (verdict.Status, string, 
 
 // reusedReport is the recorded report, marked as reused, with this run's
 // stages and timing.
-func (st *state) reusedReport() *Report {
+func (st *state) reusedReport() *report.Report {
 	r := *st.reused
-	r.Stages = append([]Stage{}, st.stages...)
+	r.Stages = append([]report.Stage{}, st.stages...)
 	r.Started = st.started
 	r.Seconds = time.Since(st.started).Seconds()
 	return &r
@@ -419,7 +413,7 @@ func stampWorkspace(ws string) ([]fingerprint.File, error) {
 // referenceStillThere says why a recorded PASS cannot be reused because of
 // its reference ("" when it can): a PASS that names a recording needs that
 // recording, unchanged.
-func referenceStillThere(r *Report, stamp *referenceStamp) string {
+func referenceStillThere(r *report.Report, stamp *referenceStamp) string {
 	if r.Reference == nil || r.Reference.Status != verdict.Pass {
 		return ""
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"phase0/fingerprint"
+	"phase0/report"
 	"phase0/scaffold"
 	"phase0/verdict"
 )
@@ -80,7 +81,7 @@ func copyDir(t *testing.T, from string) string {
 	return to
 }
 
-func stageNames(r *Report) []string {
+func stageNames(r *report.Report) []string {
 	var out []string
 	for _, s := range r.Stages {
 		out = append(out, s.Name)
@@ -88,7 +89,7 @@ func stageNames(r *Report) []string {
 	return out
 }
 
-func stageDetail(r *Report, name string) string {
+func stageDetail(r *report.Report, name string) string {
 	for _, s := range r.Stages {
 		if s.Name == name {
 			return string(s.Status) + ": " + s.Detail
@@ -111,7 +112,7 @@ func TestRunReuse(t *testing.T) {
 
 	// full runs everything, records a PASS and its inputs, and says why it
 	// did not reuse (the reason must name want).
-	full := func(t *testing.T, want string) *Report {
+	full := func(t *testing.T, want string) *report.Report {
 		t.Helper()
 		r := Run(context.Background(), s, modelDir, version)
 		if r.ReusedFrom != nil {
@@ -225,7 +226,7 @@ func TestRunReuse(t *testing.T) {
 		// overwritten) and records that verdict, which the next run reuses.
 		r := full(t, changed)
 		mustPass(t, r)
-		if r.Workspace == nil || r.Workspace.Mode != ModeValidatedExisting {
+		if r.Workspace == nil || r.Workspace.Mode != report.ModeValidatedExisting {
 			t.Errorf("workspace %+v, want the edited module validated in place", r.Workspace)
 		}
 		reused(t, r.Started)

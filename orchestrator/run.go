@@ -14,6 +14,7 @@ import (
 	"phase0/internal/boundedfile"
 	"phase0/model"
 	"phase0/ops"
+	"phase0/report"
 	"phase0/scaffold"
 	"phase0/verdict"
 	"phase0/weights"
@@ -34,7 +35,7 @@ var runStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {na
 )
 
 // Run is all of Phase 0 for one model.
-func Run(ctx context.Context, s *Settings, modelArg, version string) *Report {
+func Run(ctx context.Context, s *Settings, modelArg, version string) *report.Report {
 	return runChain(ctx, s, "run", modelArg, version, withoutSkippedScan(runStages, s))
 }
 
@@ -73,7 +74,7 @@ func configFactsStage(ctx context.Context, st *state) (verdict.Status, string, e
 		return "", "", fmt.Errorf("config_facts returned no generated or transformers facts")
 	}
 	module := filepath.Base(st.weightsModule())
-	mod := configgate.Module{File: module, Generated: st.workspace != nil && st.workspace.Mode == ModeGenerated}
+	mod := configgate.Module{File: module, Generated: st.workspace != nil && st.workspace.Mode == report.ModeGenerated}
 	if err := errors.Join(cc.Generated(st.analysis.Config, facts.Generated, mod), cc.Transformers(st.analysis.Config, facts.Transformers)); err != nil {
 		return "", "", err
 	}
@@ -107,14 +108,14 @@ func (st *state) behaviour(ctx context.Context, module string) error {
 }
 
 // blockers lists why Phase 0 failed, for TODO.md's Active blockers.
-func (r *Report) blockers() []string {
+func blockers(r *report.Report) []string {
 	var out []string
-	for _, g := range r.Gates.rows() {
-		if !g.section.Status.Failed() {
+	for _, g := range r.Gates.Rows() {
+		if !g.Section.Status.Failed() {
 			continue
 		}
-		for _, f := range g.section.AllFindings()[:min(5, len(g.section.AllFindings()))] {
-			out = append(out, g.title+": "+f)
+		for _, f := range g.Section.AllFindings()[:min(5, len(g.Section.AllFindings()))] {
+			out = append(out, g.Title+": "+f)
 		}
 	}
 	for i, b := range out {
@@ -151,10 +152,10 @@ func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
 		}
 	}
 	r := st.report()
-	if err := writeReports(r, dir); err != nil {
+	if err := report.Write(r, dir); err != nil {
 		return "", "", fmt.Errorf("recording the result: %w", err)
 	}
-	blockers := withoutLocalPaths(r.blockers(), st)
+	blockers := withoutLocalPaths(blockers(r), st)
 	err = scaffold.UpsertPhase0Entry(timing, scaffold.Phase0Timing(r.Started, time.Now(), string(r.Status), blockers))
 	if err == nil && r.Status == verdict.Pass {
 		err = scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir), definesFunc(st.weightsModule(), "default_checkpoint")))
@@ -167,7 +168,7 @@ func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
 		// filled, a file was locked meanwhile): the report must not stand as
 		// a complete PASS. Marking it is best effort; the error stands.
 		r.Status, r.Error = verdict.Error, "the record is incomplete: "+err.Error()
-		_ = writeReports(r, dir)
+		_ = report.Write(r, dir)
 		return "", "", fmt.Errorf("recording the result: %w", err)
 	}
 	return verdict.Pass, st.workspace.ReportMD, nil
@@ -189,7 +190,7 @@ func (st *state) recordOutside(dir, progress, todo string) (verdict.Status, stri
 			return "", "", fmt.Errorf("recording the result (nothing was written): %w", err)
 		}
 	}
-	if err := writeReports(r, dir); err != nil {
+	if err := report.Write(r, dir); err != nil {
 		return "", "", fmt.Errorf("recording the result: %w", err)
 	}
 	detail := st.workspace.ReportMD + " (outside " + st.wsDir + ", which is left as it was)"
@@ -202,7 +203,7 @@ func (st *state) recordOutside(dir, progress, todo string) (verdict.Status, stri
 	}
 	if err != nil {
 		r.Status, r.Error = verdict.Error, "the record is incomplete: "+err.Error()
-		_ = writeReports(r, dir)
+		_ = report.Write(r, dir)
 		return "", "", fmt.Errorf("recording the result: %w", err)
 	}
 	return verdict.Pass, st.workspace.ReportMD + " (Phase 0 entered in " + st.wsDir + "'s progress.md and TODO.md)", nil
@@ -212,7 +213,7 @@ func (st *state) recordOutside(dir, progress, todo string) (verdict.Status, stri
 // It names the model as the generated files do (spec), never by a local path;
 // findsCheckpoint says whether the weights module defines default_checkpoint()
 // (phase0's do; upstream's hand-written ones do not).
-func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string, findsCheckpoint bool) string {
+func progressEntry(r *report.Report, c *model.Config, spec scaffold.Spec, llms string, findsCheckpoint bool) string {
 	b := r.Gates.HFBaseline
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "## Phase 0: Build CPU Reference — PASS (%s)\n\n", r.Started.Format("2006-01-02"))
@@ -251,7 +252,7 @@ func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string, 
 		}
 		fmt.Fprintf(&sb, "- Defaulted (absent from config.json): %s\n", strings.Join(d, "; "))
 	}
-	if r.Workspace.Mode == ModeValidatedExisting {
+	if r.Workspace.Mode == report.ModeValidatedExisting {
 		fmt.Fprintf(&sb, "- Workspace: validated existing `%s_weights.py` (not written by phase0; nothing generated over it)\n", r.Workspace.Name)
 	} else {
 		fmt.Fprintf(&sb, "- cpu_helpers kept: %s\n", strings.Join(r.Workspace.HelpersKept, ", "))
@@ -262,10 +263,10 @@ func progressEntry(r *Report, c *model.Config, spec scaffold.Spec, llms string, 
 	fmt.Fprintf(&sb, "- Top-1: id %d %q (p=%.4f); logits OK: n=%d, NaN=%d, Inf=%d, min=%.3f, max=%.3f, mean=%.3f, std=%.3f, entropy=%.3f nats\n",
 		b.Top1Token, b.Top1Text, b.Logits.Top1Prob, b.Logits.N, b.Logits.NaN, b.Logits.Inf, b.Logits.Min, b.Logits.Max, b.Logits.Mean, b.Logits.Std, b.Logits.Entropy)
 	if b.Calibration != nil {
-		fmt.Fprintf(&sb, "- %s\n", calibrationLine(b.Calibration))
+		fmt.Fprintf(&sb, "- %s\n", report.CalibrationLine(b.Calibration))
 	}
 	fmt.Fprintf(&sb, "- Tool: phase0 %s (torch %s, transformers %s), %s\n", r.Version, b.Torch, b.Transformers, r.Started.Format(time.RFC3339))
-	sb.WriteString(r.Reference.progressLine(r.Workspace != nil && r.Workspace.RecordDir != ""))
+	sb.WriteString(referenceProgressLine(r.Reference, r.Workspace != nil && r.Workspace.RecordDir != ""))
 	return sb.String()
 }
 

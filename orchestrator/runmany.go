@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"phase0/configgate"
+	"phase0/judge"
 	"phase0/modellist"
+	"phase0/report"
 	"phase0/verdict"
 	"phase0/weights"
 )
@@ -33,7 +35,7 @@ type Batch struct {
 // BatchRow is one model's run report and the list line it came from.
 // Report.Source (where a checkpoint came from) keeps its own key.
 type BatchRow struct {
-	*Report
+	*report.Report
 	ListedAt string `json:"listed_at"` // "argument 2", "hf_models.txt:14"
 }
 
@@ -63,7 +65,7 @@ func RunMany(ctx context.Context, s *Settings, entries []modellist.Entry, versio
 	begin := time.Now()
 	b := &Batch{Tool: "phase0", Version: version, Status: verdict.Pass, Models: []*BatchRow{}}
 	for i, e := range entries {
-		var r *Report
+		var r *report.Report
 		if ctx.Err() != nil {
 			r = ErrorReport("run", e.Arg, version, fmt.Errorf("not run: %w before it started", errInterrupted))
 		} else {
@@ -101,14 +103,14 @@ func (b *Batch) Text() string {
 	gates := allGates()
 	header := []string{"MODEL", "FOLDER", "MODE", "ARCHITECTURE"}
 	for _, g := range gates {
-		header = append(header, strings.ToUpper(g.title))
+		header = append(header, strings.ToUpper(g.Title))
 	}
 	fmt.Fprintln(tw, strings.Join(append(header, "REFERENCE", "SECONDS", "VERDICT"), "\t"))
 	for _, m := range b.Models {
 		folder, mode := "-", "-"
 		if w := m.Workspace; w != nil {
 			folder, mode = w.Name, w.Mode
-			if mode == ModeValidatedExisting {
+			if mode == report.ModeValidatedExisting {
 				mode = "validated"
 			}
 		}
@@ -116,12 +118,12 @@ func (b *Batch) Text() string {
 			mode += " (reused)"
 		}
 		ran := map[string]verdict.Status{}
-		for _, g := range m.Gates.rows() {
-			ran[g.title] = g.section.Status
+		for _, g := range m.Gates.Rows() {
+			ran[g.Title] = g.Section.Status
 		}
 		cells := []string{m.Model, folder, mode, archCell(m.Report)}
 		for _, g := range gates {
-			cells = append(cells, orDash(string(ran[g.title])))
+			cells = append(cells, orDash(string(ran[g.Title])))
 		}
 		cells = append(cells, referenceCell(m.Reference), fmt.Sprintf("%.1f", m.Seconds), string(m.Status))
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
@@ -156,7 +158,7 @@ func (b *Batch) Text() string {
 
 // archCell is the architecture gate's outcome: REJECTED, PASS once a
 // config was extracted, "-" when the run stopped before config.json.
-func archCell(r *Report) string {
+func archCell(r *report.Report) string {
 	switch {
 	case len(r.Rejections) > 0:
 		return string(verdict.Rejected)
@@ -168,13 +170,13 @@ func archCell(r *Report) string {
 
 // allGates is every gate section a run can fill, in report order: the
 // table's columns.
-func allGates() []gate {
-	return Gates{Weights: &weights.Result{}, PyWeights: &weights.Loader{}, ConfigConsistency: &configgate.Consistency{}, HFBaseline: &Baseline{}}.rows()
+func allGates() []report.Gate {
+	return report.Gates{Weights: &weights.Result{}, PyWeights: &weights.Loader{}, ConfigConsistency: &configgate.Consistency{}, HFBaseline: &judge.Baseline{}}.Rows()
 }
 
 // referenceCell says whether the recorded reference is there: recorded
 // anew, reused by its key, or why not.
-func referenceCell(r *Reference) string {
+func referenceCell(r *report.Reference) string {
 	switch {
 	case r == nil:
 		return "-"
@@ -188,7 +190,7 @@ func referenceCell(r *Reference) string {
 
 // reason is why a row did not pass, in one line: the rejection codes and
 // messages, the error, or the first failing gate's summary.
-func reason(r *Report) string {
+func reason(r *report.Report) string {
 	if len(r.Rejections) > 0 {
 		var parts []string
 		for _, rej := range r.Rejections {
@@ -199,10 +201,18 @@ func reason(r *Report) string {
 	if r.Error != "" {
 		return firstLine(r.Error)
 	}
-	for _, g := range r.Gates.rows() {
-		if g.section.Status.Failed() {
-			return g.title + ": " + g.section.Summary
+	for _, g := range r.Gates.Rows() {
+		if g.Section.Status.Failed() {
+			return g.Title + ": " + g.Section.Summary
 		}
 	}
 	return ""
+}
+
+// orDash is s, or "-" for an empty table cell.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

@@ -16,6 +16,7 @@ import (
 
 	"phase0/internal/testenv"
 	"phase0/modellist"
+	"phase0/report"
 	"phase0/verdict"
 )
 
@@ -231,7 +232,7 @@ func TestRunManyList(t *testing.T) {
 		t.Fatal(err)
 	}
 	if decoded.Status != verdict.Error || len(decoded.Models) != len(entries) || decoded.Models[5].ListedAt != entries[5].Source ||
-		decoded.Models[0].Workspace == nil || decoded.Models[0].Workspace.Mode != ModeGenerated || len(decoded.Models[0].ReusedFrom) == 0 {
+		decoded.Models[0].Workspace == nil || decoded.Models[0].Workspace.Mode != report.ModeGenerated || len(decoded.Models[0].ReusedFrom) == 0 {
 		t.Errorf("JSON {status, models[]}: %s", raw)
 	}
 }

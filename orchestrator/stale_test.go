@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"phase0/internal/testenv"
+	"phase0/report"
 	"phase0/verdict"
 )
 
@@ -134,7 +135,7 @@ func TestReuseIsNeverStale(t *testing.T) {
 	ws := filepath.Join(llms, "stale")
 	refDir := filepath.Join(ws, "reference")
 
-	full := func(t *testing.T, want string) *Report {
+	full := func(t *testing.T, want string) *report.Report {
 		t.Helper()
 		r := Run(context.Background(), s, modelDir, "test")
 		mustPass(t, r)

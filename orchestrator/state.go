@@ -9,9 +9,11 @@ import (
 
 	"phase0/configgate"
 	"phase0/internal/wslock"
+	"phase0/judge"
 	"phase0/model"
 	"phase0/ops"
 	"phase0/preflight"
+	"phase0/report"
 	"phase0/safetensors"
 	"phase0/scaffold"
 	"phase0/verdict"
@@ -41,12 +43,12 @@ type state struct {
 	consistency *configgate.Consistency
 	loader      *weights.Loader
 	tie         *configgate.TieFacts // the loader's lm_head against its embed_table, judged in gate 3
-	baseline    *Baseline
-	reference   *Reference // the recorded reference (run, reference)
+	baseline    *judge.Baseline
+	reference   *report.Reference // the recorded reference (run, reference)
 
 	wsDir     string
 	spec      scaffold.Spec
-	workspace *Workspace
+	workspace *report.Workspace
 	lock      *wslock.Lock // held from generate to the end of the run
 	// foreign: the workspace is a folder phase0 did not create; its lock
 	// and record live outside it (foreign.go).
@@ -57,11 +59,11 @@ type state struct {
 	// no --force), so no Python stage runs; its FAIL is the baseline's.
 	memoryRefused bool
 
-	client   *ops.Client // the Python worker, started by the first op a stage runs
-	inputs   *runInputs  // what the verdict depends on, stamped before the run (reuse.go)
-	reused   *Report     // the recorded verdict this run reuses: the chain ends (reuse.go)
+	client   *ops.Client    // the Python worker, started by the first op a stage runs
+	inputs   *runInputs     // what the verdict depends on, stamped before the run (reuse.go)
+	reused   *report.Report // the recorded verdict this run reuses: the chain ends (reuse.go)
 	warnings []string
-	stages   []Stage
+	stages   []report.Stage
 	err      error // could not evaluate (or interrupted): the chain stopped here
 }
 
@@ -77,7 +79,7 @@ type stage struct {
 
 // runChain runs the stages in order until one errors, the model is
 // rejected, or the context ends, then builds the report.
-func runChain(ctx context.Context, s *Settings, command, arg, version string, stages []stage) *Report {
+func runChain(ctx context.Context, s *Settings, command, arg, version string, stages []stage) *report.Report {
 	begin := time.Now()
 	st := &state{s: s, command: command, arg: arg, version: version, started: begin.UTC().Truncate(time.Second)}
 	defer st.releaseWorkspace()
@@ -89,7 +91,7 @@ func runChain(ctx context.Context, s *Settings, command, arg, version string, st
 		}
 		if sg.when != nil {
 			if ok, why := sg.when(st); !ok {
-				st.record(Stage{Name: sg.name, Status: verdict.Skip, Detail: why})
+				st.record(report.Stage{Name: sg.name, Status: verdict.Skip, Detail: why})
 				continue
 			}
 		}
@@ -101,7 +103,7 @@ func runChain(ctx context.Context, s *Settings, command, arg, version string, st
 			}
 			status, detail, st.err = verdict.Error, err.Error(), err
 		}
-		st.record(Stage{Name: sg.name, Status: status, Seconds: time.Since(begin).Seconds(), Detail: detail})
+		st.record(report.Stage{Name: sg.name, Status: status, Seconds: time.Since(begin).Seconds(), Detail: detail})
 		if st.err != nil || status == verdict.Rejected || st.reused != nil {
 			break
 		}
@@ -114,7 +116,7 @@ func runChain(ctx context.Context, s *Settings, command, arg, version string, st
 }
 
 // record appends a stage and prints its progress line.
-func (st *state) record(sg Stage) {
+func (st *state) record(sg report.Stage) {
 	st.stages = append(st.stages, sg)
 	if st.s.Progress != nil {
 		line := fmt.Sprintf("phase0: %-18s %-8s %7.2fs", sg.Name, sg.Status, sg.Seconds)
@@ -149,26 +151,26 @@ func (st *state) status() verdict.Status {
 		return verdict.Rejected
 	}
 	out := verdict.Pass
-	for _, g := range st.gates().rows() {
-		if g.section.Status.Failed() {
+	for _, g := range st.gates().Rows() {
+		if g.Section.Status.Failed() {
 			out = verdict.Fail
 		}
 	}
 	return out
 }
 
-func (st *state) gates() Gates {
-	return Gates{Weights: st.weights, ConfigConsistency: st.consistency, PyWeights: st.loader, HFBaseline: st.baseline}
+func (st *state) gates() report.Gates {
+	return report.Gates{Weights: st.weights, ConfigConsistency: st.consistency, PyWeights: st.loader, HFBaseline: st.baseline}
 }
 
 // report renders the state as the report object.
-func (st *state) report() *Report {
+func (st *state) report() *report.Report {
 	if st.reused != nil {
 		return st.reusedReport()
 	}
-	r := &Report{Tool: "phase0", Version: st.version, Command: st.command, Model: st.arg, Status: st.status(),
+	r := &report.Report{Tool: "phase0", Version: st.version, Command: st.command, Model: st.arg, Status: st.status(),
 		Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: append([]string{}, st.warnings...),
-		Stages: append([]Stage{}, st.stages...), Started: st.started, Gates: st.gates(), Workspace: st.workspace,
+		Stages: append([]report.Stage{}, st.stages...), Started: st.started, Gates: st.gates(), Workspace: st.workspace,
 		Preflight: st.preflight, Reference: st.reference}
 	if st.err != nil {
 		r.Error = st.err.Error()

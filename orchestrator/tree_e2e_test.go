@@ -16,6 +16,7 @@ import (
 
 	"phase0/internal/testenv"
 	"phase0/internal/wslock"
+	"phase0/report"
 	"phase0/scaffold"
 	"phase0/verdict"
 )
@@ -130,7 +131,7 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 	s := settingsFor(t, scratch)
 	s.Name = "qwen3_0_6b"
 	gen := Run(context.Background(), s, model, "test")
-	if gen.Workspace == nil || gen.Workspace.Mode != ModeGenerated || gen.Gates.PyWeights == nil || gen.Gates.PyWeights.Status != verdict.Pass {
+	if gen.Workspace == nil || gen.Workspace.Mode != report.ModeGenerated || gen.Gates.PyWeights == nil || gen.Gates.PyWeights.Status != verdict.Pass {
 		b, _ := gen.JSON()
 		t.Fatalf("generating the reference module:\n%s", b)
 	}
@@ -171,7 +172,7 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 			s := foreignSettings(t)
 			s.Force = force
 			r := Run(context.Background(), s, model, "test")
-			if r.Workspace == nil || r.Workspace.Mode != ModeValidatedExisting {
+			if r.Workspace == nil || r.Workspace.Mode != report.ModeValidatedExisting {
 				b, _ := r.JSON()
 				t.Fatalf("force=%v: not validated existing:\n%s", force, b)
 			}
@@ -231,7 +232,7 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 		writeFile(t, module, string(swapGateUp(handWritten(generated))))
 		before := snapshotTree(t, llms)
 		r := Run(context.Background(), foreignSettings(t), model, "test")
-		if r.Workspace == nil || r.Workspace.Mode != ModeValidatedExisting || r.Gates.PyWeights == nil || r.Gates.PyWeights.Status != verdict.Fail || ExitCode(r) != 1 {
+		if r.Workspace == nil || r.Workspace.Mode != report.ModeValidatedExisting || r.Gates.PyWeights == nil || r.Gates.PyWeights.Status != verdict.Fail || ExitCode(r) != 1 {
 			b, _ := r.JSON()
 			t.Fatalf("swapped gate/up was not a gate-1 FAIL:\n%s", b)
 		}
@@ -309,7 +310,7 @@ func TestOwnWorkspaceOfAnotherModel(t *testing.T) {
 	s.Progress = &cancelOn{stage: "generate", cancel: cancel}
 	first := Run(ctx, s, tiny(t, "qwen3"), "test")
 	cancel()
-	if first.Workspace == nil || first.Workspace.Mode != ModeGenerated {
+	if first.Workspace == nil || first.Workspace.Mode != report.ModeGenerated {
 		t.Fatalf("first run did not generate: %+v (%s)", first.Workspace, first.Error)
 	}
 	before := snapshotTree(t, ws)

@@ -8,6 +8,7 @@ import (
 
 	"phase0/internal/parallel"
 	"phase0/modellist"
+	"phase0/report"
 	"phase0/verdict"
 )
 
@@ -22,7 +23,7 @@ type Triage struct {
 
 // TriageRow is one model's report plus what the later phases will meet.
 type TriageRow struct {
-	*Report
+	*report.Report
 	Source string `json:"source"` // "argument 2", "hf_models.txt:14"
 	// Parameters and BF16Bytes are from the tensor headers; ReferenceBytes is
 	// the estimated peak memory of phase0's Python stages (preflight.Memory).
@@ -71,7 +72,7 @@ func inspectFor(s *Settings, out *state) []stage {
 
 // laterPhases lists what Phases 1–7 will meet for a model that passed the
 // architecture gate.
-func laterPhases(r *Report) []string {
+func laterPhases(r *report.Report) []string {
 	c := r.Config
 	if c == nil {
 		return []string{}
@@ -133,9 +134,9 @@ func (t *Triage) Text() string {
 		if m.Status == verdict.Error {
 			verdictText += ": " + firstLine(m.Error)
 		} else if m.Status == verdict.Fail {
-			for _, g := range m.Gates.rows() {
-				if g.section.Status.Failed() {
-					verdictText += " (" + g.title + ": " + g.section.Summary + ")"
+			for _, g := range m.Gates.Rows() {
+				if g.Section.Status.Failed() {
+					verdictText += " (" + g.Title + ": " + g.Section.Summary + ")"
 					break
 				}
 			}

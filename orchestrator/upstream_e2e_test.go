@@ -12,6 +12,7 @@ import (
 
 	"phase0/configgate"
 	"phase0/internal/testenv"
+	"phase0/report"
 	"phase0/verdict"
 )
 
@@ -110,7 +111,7 @@ func TestUpstreamStyleTree(t *testing.T) {
 		t.Run(tc.id, func(t *testing.T) {
 			before := snapshotTree(t, llms)
 			r := Run(context.Background(), settings(""), tc.id, "test")
-			if r.Workspace == nil || r.Workspace.Name != tc.folder || r.Workspace.Mode != ModeValidatedExisting || !slices.Contains(r.Workspace.NamedBy, "verify_adapter.py") {
+			if r.Workspace == nil || r.Workspace.Name != tc.folder || r.Workspace.Mode != report.ModeValidatedExisting || !slices.Contains(r.Workspace.NamedBy, "verify_adapter.py") {
 				b, _ := r.JSON()
 				t.Fatalf("not validated in %s found by verify_adapter.py:\n%s", tc.folder, b)
 			}

@@ -16,14 +16,9 @@ import (
 	"phase0/internal/wslock"
 	"phase0/llmstree"
 	"phase0/ops"
+	"phase0/report"
 	"phase0/scaffold"
 	"phase0/verdict"
-)
-
-// Workspace modes (workspace.mode in the report).
-const (
-	ModeGenerated         = "generated"
-	ModeValidatedExisting = "validated_existing"
 )
 
 // staleAge is how old a temporary file in a report folder outside the
@@ -58,7 +53,7 @@ func generateStage(ctx context.Context, st *state) (verdict.Status, string, erro
 	if err != nil {
 		return "", "", err
 	}
-	if first == ModeValidatedExisting && st.ref.Local {
+	if first == report.ModeValidatedExisting && st.ref.Local {
 		if err := st.checkLocalModel(ctx, spec, filepath.Join(ws, spec.Name+"_weights.py")); err != nil {
 			return "", "", err
 		}
@@ -78,14 +73,14 @@ func generateStage(ctx context.Context, st *state) (verdict.Status, string, erro
 	var res scaffold.Result
 	if st.foreign {
 		// Nothing is written into, or swept from, a folder phase0 did not create.
-		if mode != ModeValidatedExisting {
+		if mode != report.ModeValidatedExisting {
 			return "", "", fmt.Errorf("%s holds no %s and no phase0 manifest; phase0 does not write into it — pass --name to pick another name", ws, module)
 		}
 	} else {
 		if swept, err = st.sweep(lock.Acquired); err != nil {
 			st.warnings = append(st.warnings, err.Error())
 		}
-		if mode == ModeValidatedExisting {
+		if mode == report.ModeValidatedExisting {
 			files = documentsOnly(files)
 		}
 		if res, err = scaffold.Write(ws, files); err != nil {
@@ -97,9 +92,9 @@ func generateStage(ctx context.Context, st *state) (verdict.Status, string, erro
 	kept := slices.DeleteFunc(nonNil(res.Kept), func(f string) bool {
 		return f == "TODO.md" || f == "docs/development_progress/progress.md" || f == "docs/development_progress/"+scaffold.PhaseTimingName
 	})
-	w := &Workspace{Dir: ws, Name: spec.Name, Mode: mode, Written: nonNil(res.Written), Unchanged: nonNil(res.Unchanged),
+	w := &report.Workspace{Dir: ws, Name: spec.Name, Mode: mode, Written: nonNil(res.Written), Unchanged: nonNil(res.Unchanged),
 		Kept: kept, Foreign: nonNil(res.Foreign), Swept: swept, HelpersKept: []string{}}
-	if mode == ModeGenerated {
+	if mode == report.ModeGenerated {
 		w.HelpersKept = scaffold.HelpersKept(spec)
 	} else {
 		w.Foreign = append([]string{module + " (not written by phase0: validated, not replaced)"}, w.Foreign...)
@@ -109,7 +104,7 @@ func generateStage(ctx context.Context, st *state) (verdict.Status, string, erro
 	}
 	st.workspace = w
 	detail := fmt.Sprintf("%s: %d written, %d unchanged", ws, len(res.Written), len(res.Unchanged))
-	if mode == ModeValidatedExisting {
+	if mode == report.ModeValidatedExisting {
 		detail = fmt.Sprintf("%s: validating the existing %s (not phase0's); %d document(s) written", ws, module, len(res.Written))
 	}
 	if st.foreign {
@@ -129,14 +124,6 @@ func generateStage(ctx context.Context, st *state) (verdict.Status, string, erro
 	return verdict.Pass, detail, nil
 }
 
-// modeText is the workspace mode as the text and Markdown reports say it.
-func (w *Workspace) modeText() string {
-	if w.Mode == ModeValidatedExisting {
-		return "validated existing " + w.Name + "_weights.py"
-	}
-	return w.Mode
-}
-
 // classify decides the workspace mode: validated_existing when
 // <name>_weights.py exists and its bytes are not phase0's, else generated.
 // It refuses a folder of the tree that is not a model workspace and a
@@ -151,7 +138,7 @@ func classify(root string, spec scaffold.Spec, files []scaffold.File) (string, e
 	ws := filepath.Join(root, spec.Name)
 	own, err := scaffold.Owner(ws, spec.Name+"_weights.py")
 	if err != nil || own == scaffold.Absent {
-		return ModeGenerated, err
+		return report.ModeGenerated, err
 	}
 	// Even phase0's own module, if written for another model, is that
 	// model's workspace: regenerating it would strand its TODO and progress.
@@ -159,9 +146,9 @@ func classify(root string, spec scaffold.Spec, files []scaffold.File) (string, e
 		return "", err
 	}
 	if own == scaffold.Ours {
-		return ModeGenerated, nil
+		return report.ModeGenerated, nil
 	}
-	return ModeValidatedExisting, nil
+	return report.ModeValidatedExisting, nil
 }
 
 // checkSameModel refuses to validate a weights module written for another

@@ -1,4 +1,4 @@
-package orchestrator
+package report
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"phase0/judge"
 	"phase0/model"
 	"phase0/verdict"
 )
@@ -48,11 +49,11 @@ func (r *Report) Text() string {
 	for _, rej := range r.Rejections {
 		fmt.Fprintf(&b, "  rejected [%s]: %s\n", rej.Code, rej.Message)
 	}
-	if rows := r.Gates.rows(); len(rows) > 0 {
+	if rows := r.Gates.Rows(); len(rows) > 0 {
 		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "\n  GATE\tSTATUS\tDETAIL")
 		for _, g := range rows {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", g.title, g.section.Status, g.section.Summary)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", g.Title, g.Section.Status, g.Section.Summary)
 		}
 		tw.Flush()
 	}
@@ -71,9 +72,9 @@ func (r *Report) Text() string {
 // does not print thousands of lines (the JSON report has more of them).
 func (r *Report) findings() string {
 	var lines []string
-	for _, g := range r.Gates.rows() {
-		if g.section.Status != verdict.Pass {
-			lines = append(lines, g.section.AllFindings()...)
+	for _, g := range r.Gates.Rows() {
+		if g.Section.Status != verdict.Pass {
+			lines = append(lines, g.Section.AllFindings()...)
 		}
 	}
 	var b strings.Builder
@@ -102,7 +103,7 @@ func (r *Report) findings() string {
 		fmt.Fprintf(&b, "  continuation: %q\n", g.Decode.Text)
 	}
 	if g := r.Gates.HFBaseline; g != nil && g.Calibration != nil {
-		fmt.Fprintf(&b, "  %s\n", calibrationLine(g.Calibration))
+		fmt.Fprintf(&b, "  %s\n", CalibrationLine(g.Calibration))
 	}
 	return b.String()
 }
@@ -122,4 +123,15 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// CalibrationLine is the one-line account of the perplexity rule that every
+// report format shows.
+func CalibrationLine(c *judge.Calibration) string {
+	verdict := "within"
+	if !c.Pass {
+		verdict = "ABOVE"
+	}
+	return fmt.Sprintf("calibration passage (%d tokens, %d predicted): perplexity %.4g, %s the limit %.4g = %g × V %d (ratio perplexity/V %.3g); passage %q",
+		c.Tokens, c.Predicted, c.Perplexity, verdict, c.Limit, c.MaxRatio, c.VocabSize, c.Ratio, c.Passage)
 }

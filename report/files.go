@@ -1,4 +1,4 @@
-package orchestrator
+package report
 
 import (
 	"bytes"
@@ -9,14 +9,16 @@ import (
 	"strings"
 
 	"phase0/internal/atomicfile"
+	"phase0/judge"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
 
-// writeReports writes report.json, report.md and the top-10 chart into dir.
-func writeReports(r *Report, dir string) error {
+// Write writes report.json, report.md and the top-10 chart into dir and
+// records their paths in the report's workspace section.
+func Write(r *Report, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating report folder: %w", err)
 	}
@@ -46,7 +48,7 @@ func writeReports(r *Report, dir string) error {
 }
 
 // topChart draws the top-10 next-token probabilities as a PNG bar chart.
-func topChart(b *Baseline) ([]byte, error) {
+func topChart(b *judge.Baseline) ([]byte, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Next-token probabilities after %q", truncate(b.Prompt, 48))
 	p.Y.Label.Text = "probability"
@@ -114,8 +116,8 @@ func (r *Report) Markdown(chart string) string {
 		}
 	}
 	b.WriteString("\n## Gates\n\n| Gate | Status | Detail |\n|---|---|---|\n")
-	for _, g := range r.Gates.rows() {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", g.title, g.section.Status, strings.ReplaceAll(g.section.Summary, "|", "\\|"))
+	for _, g := range r.Gates.Rows() {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", g.Title, g.Section.Status, strings.ReplaceAll(g.Section.Summary, "|", "\\|"))
 	}
 	if f := r.findings(); f != "" {
 		b.WriteString("\n## Findings\n\n```\n" + f + "```\n")
