@@ -79,12 +79,12 @@ func hfBaselineStage(ctx context.Context, st *state) (verdict.Status, string, er
 
 // baselineStages are inspect, the memory preflight and gate 2.
 var baselineStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "python", run: pythonStage}}, inspectStages...),
-	stage{name: "preflight", when: preflightApplies, run: preflightStage},
+	stage{name: "memory", when: memoryApplies, run: memoryStage},
 	stage{name: "hf_baseline", when: pythonReady, run: hfBaselineStage},
 )
 
-// preflightApplies: the memory check is on and there is a checkpoint to size.
-func preflightApplies(st *state) (bool, string) {
+// memoryApplies: the memory check is on and there is a checkpoint to size.
+func memoryApplies(st *state) (bool, string) {
 	if !st.s.MemoryCheck {
 		return false, "memory_check is off"
 	}

@@ -258,7 +258,7 @@ func fillReference(r *report.Reference, rec *reference.Recording) {
 
 // referenceStages are `phase0 reference`: inspect, then the recording.
 var referenceStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "python", run: pythonStage}}, inspectStages...),
-	stage{name: "preflight", when: preflightApplies, run: preflightStage},
+	stage{name: "memory", when: memoryApplies, run: memoryStage},
 	stage{name: "reference", when: referenceApplies, run: referenceStage},
 )
 

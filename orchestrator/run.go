@@ -23,7 +23,7 @@ import (
 // runStages are all of Phase 0: inspect, preflight, generate, the Python
 // facts judged as gates 1 and 3, gate 2, and the record.
 var runStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "reuse", run: reuseStage}, {name: "python", run: pythonStage}}, inspectStages...),
-	stage{name: "preflight", when: preflightApplies, run: preflightStage},
+	stage{name: "memory", when: memoryApplies, run: memoryStage},
 	stage{name: "generate", run: generateStage},
 	stage{name: "python_weights", when: pythonReady, run: pythonWeightsStage},
 	stage{name: "config_facts", when: pythonReady, run: configFactsStage},

@@ -43,9 +43,9 @@ func pythonReady(st *state) (bool, string) {
 	return true, ""
 }
 
-// preflightStage refuses, politely, a model the machine cannot hold in bf16
+// memoryStage refuses, politely, a model the machine cannot hold in bf16
 // (or warns with --force); the refusal is recorded as the baseline's FAIL.
-func preflightStage(_ context.Context, st *state) (verdict.Status, string, error) {
+func memoryStage(_ context.Context, st *state) (verdict.Status, string, error) {
 	need := referenceMemory(st.inv)
 	avail := memAvailable()
 	detail := fmt.Sprintf("%s; %.1f GiB available", need.Describe(), gib(avail))

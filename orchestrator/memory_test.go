@@ -71,7 +71,7 @@ func TestMemoryPreflightJudgesThePeak(t *testing.T) {
 	}{{need.Peak, verdict.Pass}, {need.Peak - 1, verdict.Fail}} {
 		memAvailable = func() int64 { return tc.avail }
 		st := &state{s: &Settings{MemoryCheck: true}, inv: inv}
-		status, detail, err := preflightStage(context.Background(), st)
+		status, detail, err := memoryStage(context.Background(), st)
 		if err != nil || status != tc.want || !strings.Contains(detail, "at peak, in the HF bf16 model's stage") {
 			t.Errorf("%d bytes available (peak %d): preflight %s %q %v, want %s", tc.avail, need.Peak, status, detail, err, tc.want)
 		}
