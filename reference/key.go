@@ -5,44 +5,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"phase0/fingerprint"
-	"phase0/internal/boundedfile"
 )
-
-// TokenizerFiles define a tokenizer; the checksum covers those present, in this order.
-var TokenizerFiles = []string{
-	"added_tokens.json", "merges.txt", "special_tokens_map.json", "tokenizer.json",
-	"tokenizer.model", "tokenizer_config.json", "vocab.json",
-}
-
-// maxTokenizerFile bounds one tokenizer file (real ones are a few tens of MB).
-const maxTokenizerFile = 1 << 30
-
-// TokenizerSHA256 is the tokenizer checksum phase0_shim.reference computes:
-// for each present file of TokenizerFiles, its name, "\n", its byte length in
-// decimal, "\n", then its bytes.
-func TokenizerSHA256(modelDir string) (string, error) {
-	h := sha256.New()
-	for _, name := range TokenizerFiles {
-		path := filepath.Join(modelDir, name)
-		st, err := os.Stat(path)
-		if err != nil || !st.Mode().IsRegular() {
-			continue
-		}
-		b, err := boundedfile.Read(path, maxTokenizerFile)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%s\n%d\n", name, len(b))
-		h.Write(b)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
 
 // ModelFilesSHA256 fingerprints a checkpoint without reading its tensors:
 // the digest of fingerprint.Tree over the whole model folder (size, mtime,
