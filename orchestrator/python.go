@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 
+	"phase0/internal/pyenv"
 	"phase0/ops"
 	"phase0/worker"
 )
 
-// ErrNoPython means no interpreter was configured for the Python stages.
-var ErrNoPython = errors.New("no Python interpreter configured")
+// ErrNoPython means no interpreter was configured for the Python stages:
+// the one sentinel internal/pyenv also wraps when it finds none.
+var ErrNoPython = pyenv.ErrNoPython
 
 func (s *Settings) python() (string, error) {
 	if s.Python == "" {

@@ -28,7 +28,7 @@ var makeVenv string
 
 // ErrNoPython is wrapped when no python was named and make's venv is not
 // there to fall back on.
-var ErrNoPython = errors.New("no python configured")
+var ErrNoPython = errors.New("no Python interpreter configured")
 
 // MakeVenv is the venv directory recorded at build time ("" when the binary
 // was not built by make).
