@@ -30,13 +30,21 @@ func (s *Settings) python() (string, error) {
 	return abs, nil
 }
 
+// workerTarget is what a worker session runs: the interpreter and the
+// folder holding phase0_shim.
+func (s *Settings) workerTarget() (python, shim string, err error) {
+	if python, err = s.python(); err != nil {
+		return "", "", err
+	}
+	if shim, err = s.shimDir(); err != nil {
+		return "", "", err
+	}
+	return python, shim, nil
+}
+
 // startWorker opens an isolated Python session on phase0_shim.ops.
 func (s *Settings) startWorker(ctx context.Context) (*worker.Session, error) {
-	py, err := s.python()
-	if err != nil {
-		return nil, err
-	}
-	shim, err := s.shimDir()
+	py, shim, err := s.workerTarget()
 	if err != nil {
 		return nil, err
 	}

@@ -57,11 +57,7 @@ func (w *Sessions) Close() {
 // borrow hands the run a reset session for s's interpreter and shim, starting
 // one when none is idle; it waits while n sessions are out on loan.
 func (w *Sessions) borrow(ctx context.Context, s *Settings) (*lentSession, error) {
-	py, err := s.python()
-	if err != nil {
-		return nil, err
-	}
-	shim, err := s.shimDir()
+	py, shim, err := s.workerTarget()
 	if err != nil {
 		return nil, err
 	}

@@ -223,13 +223,18 @@ class BaselineResult(TypedDict):
     transformers_version: str
 
 
-class ReferencePlan(TypedDict):
+class PromptSet(TypedDict):
+    """The prompts a recording covers, and the runner whose tree chose them."""
+
     runner: str
     runner_path: str
     prompts_file: str
     prompt_style: str
     prompts: list[str]
     canonical_prompt: int
+
+
+class ReferencePlan(PromptSet):
     tokenizer_sha256: str
     torch_version: str
     transformers_version: str

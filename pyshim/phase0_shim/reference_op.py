@@ -6,26 +6,16 @@ from __future__ import annotations
 import functools
 import time
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, cast
 
 from phase0_shim import progress, reference
 from phase0_shim.opargs import NoResult, op
-from phase0_shim.optypes import BaselineArgs, RecordReferenceArgs, ReferencePlan
+from phase0_shim.optypes import BaselineArgs, PromptSet, RecordReferenceArgs, ReferencePlan
 from phase0_shim.prompts import BUNDLED_PROMPTS_DIR, PromptStyle, read_prompts, style_from_model_id
 
 DTYPES = ("bfloat16", "float32")
 # The stage name phase0 prints for the recording, which progress lines repeat.
 STAGE = "reference"
-
-
-
-class PromptSet(TypedDict):
-    runner: str
-    runner_path: str
-    prompts_file: str
-    prompt_style: str
-    prompts: list[str]
-    canonical_prompt: int
 
 
 def _prompt_set(args: BaselineArgs) -> PromptSet:
