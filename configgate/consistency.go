@@ -7,6 +7,8 @@ package configgate
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"phase0/verdict"
@@ -53,6 +55,17 @@ func New() *Consistency {
 }
 
 // add records a finding and fails the section.
+// Clone is a copy that shares nothing with c: the config_facts stage
+// completes a copy of the weights stage's cross-check, which stays as
+// that stage judged it.
+func (c *Consistency) Clone() *Consistency {
+	out := *c
+	out.Findings = slices.Clone(c.Findings)
+	out.Checked, out.Mismatches, out.Notes, out.Sources = slices.Clone(c.Checked), slices.Clone(c.Mismatches), slices.Clone(c.Notes), slices.Clone(c.Sources)
+	out.absent = maps.Clone(c.absent)
+	return &out
+}
+
 func (c *Consistency) add(f Finding) {
 	c.Mismatches = append(c.Mismatches, f)
 	c.FailWith("config %s (%s): %s", f.Field, f.Source, f.Message)

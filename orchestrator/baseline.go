@@ -10,7 +10,6 @@ import (
 	"phase0/model"
 	"phase0/ops"
 	"phase0/report"
-	"phase0/verdict"
 )
 
 // baselineRequest builds ops.baseline's arguments for the canonical-prompt prefill.
@@ -56,39 +55,29 @@ func baselineSection(res *ops.BaselineResult, logits []float32, vocab int, secon
 // hfBaselineStage runs gate 2: the canonical prompt through the reference
 // HfRunner in the Python worker (with the generated LlamaConfig when the
 // run generated one), judged by judge.Gate2.
-func hfBaselineStage(ctx context.Context, st *state) (verdict.Status, string, error) {
+func hfBaselineStage(ctx context.Context, st *state) (*judge.Baseline, outcome, error) {
 	start := time.Now()
-	module := ""
-	if st.spec.Name != "" {
-		module = st.weightsModule()
-	}
-	args := baselineRequest(st.s, st.ref, st.analysis.Config, module)
+	args := baselineRequest(st.in.s, st.facts.model, st.facts.analysis.Config, st.weightsModule())
 	res, logits, err := st.py().Baseline(ctx, args)
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
-			return "", "", stop
+			return nil, outcome{}, stop
 		}
-		st.baseline = judge.NewBaseline()
-		st.baseline.Seconds = time.Since(start).Seconds()
-		st.baseline.Fail(reasons(err)...)
-		return st.baseline.Status, st.baseline.Summary, nil
+		b := judge.NewBaseline()
+		b.Seconds = time.Since(start).Seconds()
+		b.Fail(reasons(err)...)
+		return b, outcome{status: b.Status, detail: b.Summary}, nil
 	}
-	st.baseline = baselineSection(&res, logits, st.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.s.MaxPerplexityRatio)
-	return st.baseline.Status, st.baseline.Summary, nil
+	b := baselineSection(&res, logits, st.facts.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
+	return b, outcome{status: b.Status, detail: b.Summary}, nil
 }
-
-// baselineStages are inspect, the memory preflight and gate 2.
-var baselineStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "python", run: pythonStage}}, inspectStages...),
-	stage{name: "memory", when: memoryApplies, run: memoryStage},
-	stage{name: "hf_baseline", when: pythonReady, run: hfBaselineStage},
-)
 
 // memoryApplies: the memory check is on and there is a checkpoint to size.
 func memoryApplies(st *state) (bool, string) {
-	if !st.s.MemoryCheck {
+	if !st.in.s.MemoryCheck {
 		return false, "memory_check is off"
 	}
-	if st.inv == nil {
+	if st.inv() == nil {
 		return false, "no inventory"
 	}
 	return true, ""
@@ -101,14 +90,14 @@ func BaselineRun(ctx context.Context, s *Settings, modelArg, version string) *re
 
 // pythonStage checks, before anything is read or written, that an
 // interpreter is configured: without one the command cannot evaluate.
-func pythonStage(_ context.Context, st *state) (verdict.Status, string, error) {
-	py, err := st.s.python()
+func pythonStage(_ context.Context, st *state) (outcome, error) {
+	py, err := st.in.s.python()
 	if err != nil {
-		return "", "", err
+		return outcome{}, err
 	}
 	info, err := bridge.Inspect(py)
 	if err != nil {
-		return "", "", fmt.Errorf("%w: %w", ErrNoPython, err)
+		return outcome{}, fmt.Errorf("%w: %w", ErrNoPython, err)
 	}
-	return verdict.Pass, fmt.Sprintf("%s (Python %s)", py, info.Version), nil
+	return pass(fmt.Sprintf("%s (Python %s)", py, info.Version)), nil
 }

@@ -44,12 +44,12 @@ func runnerShown(path, llms string) string {
 // paths, which error messages from the loader and the runner carry.
 func withoutLocalPaths(lines []string, st *state) []string {
 	names := map[string]string{}
-	if st.ref != nil && st.ref.Dir != "" {
-		names[st.ref.Dir] = "<checkpoint>"
+	if ref := st.facts.model; ref != nil && ref.Dir != "" {
+		names[ref.Dir] = "<checkpoint>"
 	}
-	if st.wsDir != "" {
-		names[st.wsDir] = "<workspace>"
-		names[filepath.Dir(st.wsDir)] = "<llms>"
+	if w := st.facts.workspace; w != nil && w.dir != "" {
+		names[w.dir] = "<workspace>"
+		names[filepath.Dir(w.dir)] = "<llms>"
 	}
 	paths := make([]string, 0, len(names))
 	for p := range names {

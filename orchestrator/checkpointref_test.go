@@ -6,7 +6,7 @@ import (
 )
 
 func TestWithoutLocalPaths(t *testing.T) {
-	st := &state{ref: &resolvedModel{Dir: "/data/it/Tiny-Base"}, wsDir: "/repo/llms/tiny_base"}
+	st := &state{facts: facts{model: &resolvedModel{Dir: "/data/it/Tiny-Base"}, workspace: &workspace{dir: "/repo/llms/tiny_base"}}}
 	got := withoutLocalPaths([]string{
 		"python weights: /data/it/Tiny-Base/model.safetensors: header length 99 does not fit",
 		"hf baseline: /repo/llms/tiny_base/tiny_base_weights.py raised; runner /repo/llms/verify/runners/hf_runner.py",

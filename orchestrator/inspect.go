@@ -18,16 +18,6 @@ import (
 // collector off (about 30 MB for 73,731 tensors).
 const weightsGCBudget = 512 << 20
 
-// inspectStages need no Python: resolve, config and architecture gate,
-// inventory with gate 1 and the config-vs-shapes cross-check, optional scan.
-var inspectStages = []stage{
-	{name: "resolve", run: resolveStage},
-	{name: "config", run: configStage},
-	{name: "weights", run: weightsStage},
-	// Listed only when --scan is given (withoutSkippedScan).
-	{name: "scan", when: func(st *state) (bool, string) { return st.inv != nil, "no inventory to scan" }, run: scanStage},
-}
-
 // Inspect runs everything that needs no Python. A hub model that is not in
 // the HF cache is inspected from its metadata alone (no weight byte fetched).
 func Inspect(ctx context.Context, s *Settings, modelArg, version string) *report.Report {
@@ -51,57 +41,71 @@ func withoutSkippedScan(stages []stage, s *Settings) []stage {
 	return out
 }
 
-func resolveStage(ctx context.Context, st *state) (verdict.Status, string, error) {
-	ref, err := resolveModel(ctx, st.s, st.arg)
+// resolveStage finds the model's folder, or for a hub model not in the HF
+// cache (inspect only) its metadata.
+func resolveStage(ctx context.Context, st *state) (*resolvedModel, outcome, error) {
+	s := st.in.s
+	ref, err := resolveModel(ctx, s, st.in.arg)
 	if err != nil {
-		return "", "", err
+		return nil, outcome{}, err
 	}
-	st.ref, st.fsys = ref, os.DirFS(ref.Dir)
 	if ref.Remote {
-		st.fsys = ref.FS
-		if st.s.Scan {
-			return "", "", fmt.Errorf("--scan reads every tensor byte, but %s is not in the HF cache and was inspected from its headers only: download it first (phase0 baseline %s) or drop --scan", ref.ID, ref.ID)
+		if s.Scan {
+			return nil, outcome{}, fmt.Errorf("--scan reads every tensor byte, but %s is not in the HF cache and was inspected from its headers only: download it first (phase0 baseline %s) or drop --scan", ref.ID, ref.ID)
 		}
-		return verdict.Pass, ref.Dir + " (headers only)", nil
+		return ref, pass(ref.Dir + " (headers only)"), nil
 	}
-	return verdict.Pass, ref.Dir, nil
+	local := *ref
+	local.FS = os.DirFS(ref.Dir)
+	return &local, pass(ref.Dir), nil
 }
 
-func configStage(_ context.Context, st *state) (verdict.Status, string, error) {
-	raw, err := model.ReadRaw(st.fsys)
+// configStage reads config.json and runs the architecture gate.
+func configStage(_ context.Context, st *state) (*model.Analysis, outcome, error) {
+	src := st.facts.model
+	raw, err := model.ReadRaw(src.FS)
 	if err != nil {
-		return "", "", fmt.Errorf("%s: %w", st.ref.Dir, err)
+		return nil, outcome{}, fmt.Errorf("%s: %w", src.Dir, err)
 	}
 	a := model.Analyze(raw)
-	st.analysis = a
 	if a.Rejected() {
-		return verdict.Rejected, fmt.Sprintf("%d reason(s)", len(a.Rejections)), nil
+		return a, outcome{status: verdict.Rejected, detail: fmt.Sprintf("%d reason(s)", len(a.Rejections))}, nil
 	}
-	return verdict.Pass, fmt.Sprintf("%s (%s)", a.Architecture, a.Family.Name()), nil
+	return a, pass(fmt.Sprintf("%s (%s)", a.Architecture, a.Family.Name())), nil
 }
 
-func weightsStage(_ context.Context, st *state) (verdict.Status, string, error) {
+// weightsResult is the weights stage's: the inventory (a fact), gate 1 from
+// the headers and gate 3's cross-check of config.json against the shapes.
+type weightsResult struct {
+	checkpoint *checkpoint
+	gate1      *weights.Result
+	crossCheck *configgate.Consistency
+}
+
+// weightsStage reads the safetensors headers into the inventory and judges
+// gate 1 and the config-vs-shapes part of gate 3 over it.
+func weightsStage(_ context.Context, st *state) (weightsResult, outcome, error) {
 	// The inventory and both gates over it allocate what stays live until
 	// the report is written: a collection in between would only mark it.
 	defer gcpause.Hold(weightsGCBudget)()
-	inv, err := safetensors.Load(st.fsys)
+	src := st.facts.model
+	inv, err := safetensors.Load(src.FS)
 	if err != nil {
-		st.weights = weights.NewResult()
-		st.weights.Fail(err)
-		st.consistency = configgate.New()
-		st.consistency.Skip("the checkpoint could not be read")
-		return verdict.Fail, err.Error(), nil
+		r := weightsResult{gate1: weights.NewResult(), crossCheck: configgate.New()}
+		r.gate1.Fail(err)
+		r.crossCheck.Skip("the checkpoint could not be read")
+		return r, outcome{status: verdict.Fail, detail: err.Error()}, nil
 	}
-	st.inv = inv
+	r := weightsResult{checkpoint: &checkpoint{inv: inv}}
 	// Checkpoint-only architecture rules go first, so a model the NPU cannot
 	// run is rejected with its reason rather than failing gate 1 on tensors.
 	if rej := model.TensorRejections(inv.AllNames()); len(rej) > 0 {
-		st.analysis.Rejections = append(st.analysis.Rejections, rej...)
-		return verdict.Rejected, fmt.Sprintf("%d reason(s)", len(rej)), nil
+		r.checkpoint.rejections = rej
+		return r, outcome{status: verdict.Rejected, detail: fmt.Sprintf("%d reason(s)", len(rej))}, nil
 	}
-	cfg := st.analysis.Config
-	data := st.fsys
-	if st.ref.Remote {
+	cfg := st.facts.analysis.Config
+	data := src.FS
+	if src.Remote {
 		data = nil // headers only: no tensor bytes to compare
 	}
 	// Both only read the inventory: on a deep checkpoint each walks tens of
@@ -109,10 +113,10 @@ func weightsStage(_ context.Context, st *state) (verdict.Status, string, error) 
 	crossChecked := make(chan struct{})
 	go func() {
 		defer close(crossChecked)
-		st.consistency = configgate.CrossCheck(cfg, inv, data)
+		r.crossCheck = configgate.CrossCheck(cfg, inv, data)
 	}()
-	st.weights = weights.Check(cfg, inv)
+	r.gate1 = weights.Check(cfg, inv)
 	<-crossChecked
-	detail := fmt.Sprintf("%d tensors in %d file(s), %.1f MiB", st.weights.Tensors, len(st.weights.Files), float64(st.weights.Bytes)/(1<<20))
-	return verdict.Worst(st.weights.Status, st.consistency.Status), detail, nil
+	detail := fmt.Sprintf("%d tensors in %d file(s), %.1f MiB", r.gate1.Tensors, len(r.gate1.Files), float64(r.gate1.Bytes)/(1<<20))
+	return r, outcome{status: verdict.Worst(r.gate1.Status, r.crossCheck.Status), detail: detail}, nil
 }

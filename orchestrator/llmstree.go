@@ -6,8 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"phase0/verdict"
 )
 
 // treeParts are what Phase 0 takes from an mlir-air llms tree: the
@@ -25,22 +23,22 @@ var treeParts = []struct {
 // root must not quietly fall back to the bundled runner and put the
 // workspace in the wrong folder; the bundled runner is only for runs
 // without a tree.
-func llmsDirStage(_ context.Context, st *state) (verdict.Status, string, error) {
-	s := st.s
+func llmsDirStage(_ context.Context, st *state) (outcome, error) {
+	s := st.in.s
 	if s.LLMSDir == "" {
-		return verdict.Pass, fmt.Sprintf("no llms tree: bundled runner, workspaces under %s", workspaceRoot(s)), nil
+		return pass(fmt.Sprintf("no llms tree: bundled runner, workspaces under %s", workspaceRoot(s))), nil
 	}
 	if s.OutDir != "" {
-		return "", "", fmt.Errorf("out_dir %s and llms_dir %s are both set: with an llms tree the workspace is <llms_dir>/<name>; drop one of them", s.OutDir, s.LLMSDir)
+		return outcome{}, fmt.Errorf("out_dir %s and llms_dir %s are both set: with an llms tree the workspace is <llms_dir>/<name>; drop one of them", s.OutDir, s.LLMSDir)
 	}
 	llms, err := filepath.Abs(s.LLMSDir)
 	if err != nil {
-		return "", "", fmt.Errorf("llms_dir %s: %w", s.LLMSDir, err)
+		return outcome{}, fmt.Errorf("llms_dir %s: %w", s.LLMSDir, err)
 	}
 	if err := checkTree(llms); err != nil {
-		return "", "", err
+		return outcome{}, err
 	}
-	return verdict.Pass, llms, nil
+	return pass(llms), nil
 }
 
 // checkTree names every missing part of the tree at llms, with a hint when

@@ -34,33 +34,31 @@ func inventoryShapes(inv *safetensors.Inventory) iter.Seq2[string, []int64] {
 // the native weights gate is not loaded, because transformers would fill
 // missing tensors with random values.
 func pythonReady(st *state) (bool, string) {
-	if st.weights == nil || st.weights.Status != verdict.Pass {
+	if g := st.gate1(); g == nil || g.Status != verdict.Pass {
 		return false, "the checkpoint failed the native weights gate; transformers would fill missing tensors with random values"
 	}
-	if st.memoryRefused {
+	if m := st.facts.memory; m != nil && m.refusal != nil {
 		return false, "the memory preflight failed"
 	}
 	return true, ""
 }
 
 // memoryStage refuses, politely, a model the machine cannot hold in bf16
-// (or warns with --force); the refusal is recorded as the baseline's FAIL.
-func memoryStage(_ context.Context, st *state) (verdict.Status, string, error) {
-	need := referenceMemory(st.inv)
+// (or warns with --force); the refusal stands as the baseline's FAIL.
+func memoryStage(_ context.Context, st *state) (*memoryVerdict, outcome, error) {
+	m := &memoryVerdict{need: referenceMemory(st.inv())}
 	avail := memAvailable()
-	detail := fmt.Sprintf("%s; %.1f GiB available", need.Describe(), gib(avail))
-	if avail == 0 || need.Peak <= avail {
-		return verdict.Pass, detail, nil
+	detail := fmt.Sprintf("%s; %.1f GiB available", m.need.Describe(), gib(avail))
+	if avail == 0 || m.need.Peak <= avail {
+		return m, pass(detail), nil
 	}
 	msg := "not enough memory for the bf16 reference: " + detail
-	if st.s.Force {
-		st.warnings = append(st.warnings, msg+" (continuing because of --force)")
-		return verdict.Warn, detail, nil
+	if st.in.s.Force {
+		return m, outcome{status: verdict.Warn, detail: detail, warnings: []string{msg + " (continuing because of --force)"}}, nil
 	}
-	st.memoryRefused = true
-	st.baseline = judge.NewBaseline()
-	st.baseline.Fail(msg + "; free memory, use a bigger machine, or pass --force to try anyway")
-	return verdict.Fail, detail, nil
+	m.refusal = judge.NewBaseline()
+	m.refusal.Fail(msg + "; free memory, use a bigger machine, or pass --force to try anyway")
+	return m, outcome{status: verdict.Fail, detail: detail}, nil
 }
 
 func gib(b int64) float64 { return float64(b) / (1 << 30) }

@@ -70,12 +70,12 @@ func TestMemoryPreflightJudgesThePeak(t *testing.T) {
 		want  verdict.Status
 	}{{need.Peak, verdict.Pass}, {need.Peak - 1, verdict.Fail}} {
 		memAvailable = func() int64 { return tc.avail }
-		st := &state{s: &Settings{MemoryCheck: true}, inv: inv}
-		status, detail, err := memoryStage(context.Background(), st)
-		if err != nil || status != tc.want || !strings.Contains(detail, "at peak, in the HF bf16 model's stage") {
-			t.Errorf("%d bytes available (peak %d): preflight %s %q %v, want %s", tc.avail, need.Peak, status, detail, err, tc.want)
+		st := &state{in: inputs{s: &Settings{MemoryCheck: true}}, facts: facts{checkpoint: &checkpoint{inv: inv}}}
+		m, out, err := memoryStage(context.Background(), st)
+		if err != nil || out.status != tc.want || !strings.Contains(out.detail, "at peak, in the HF bf16 model's stage") {
+			t.Errorf("%d bytes available (peak %d): preflight %s %q %v, want %s", tc.avail, need.Peak, out.status, out.detail, err, tc.want)
 		}
-		if failed := st.baseline != nil; failed != (tc.want == verdict.Fail) {
+		if failed := m.refusal != nil; failed != (tc.want == verdict.Fail) {
 			t.Errorf("%d bytes available: the baseline refused: %v, want %v", tc.avail, failed, tc.want == verdict.Fail)
 		}
 	}

@@ -42,20 +42,20 @@ func machineInput(s *Settings, environment func() (ops.Environment, error)) pref
 
 // machineStage records the machine-readiness section in the run
 // report, asking the run's own worker for the Python facts.
-func machineStage(ctx context.Context, st *state) (verdict.Status, string, error) {
-	in := machineInput(st.s, func() (ops.Environment, error) { return st.py().Environment(ctx) })
+func machineStage(ctx context.Context, st *state) (*preflight.Report, outcome, error) {
+	in := machineInput(st.in.s, func() (ops.Environment, error) { return st.py().Environment(ctx) })
 	if ctx.Err() != nil {
-		return "", "", fmt.Errorf("%w in the machine check: %w", errInterrupted, ctx.Err())
+		return nil, outcome{}, fmt.Errorf("%w in the machine check: %w", errInterrupted, ctx.Err())
 	}
-	if st.inv != nil {
-		in.NeedRAM = referenceMemory(st.inv).Peak
+	if inv := st.inv(); inv != nil {
+		in.NeedRAM = referenceMemory(inv).Peak
 	}
-	st.preflight = preflight.Run(in)
+	p := preflight.Run(in)
 	// Informational: a machine that is not ready for the later phases is a
 	// warning on this run, never its failure.
-	status := st.preflight.Status
+	status := p.Status
 	if status != verdict.Pass {
 		status = verdict.Warn
 	}
-	return status, st.preflight.Summary, nil
+	return p, outcome{status: status, detail: p.Summary}, nil
 }

@@ -22,13 +22,13 @@ import (
 // referenceApplies: recording is on (reference_steps > 0) and, in run, the
 // baseline it extends passed.
 func referenceApplies(st *state) (bool, string) {
-	if st.s.ReferenceSteps <= 0 {
+	if st.in.s.ReferenceSteps <= 0 {
 		return false, "reference_steps is 0"
 	}
-	if st.weights == nil || st.weights.Status != verdict.Pass {
+	if g := st.gate1(); g == nil || g.Status != verdict.Pass {
 		return false, "the checkpoint failed the native weights gate"
 	}
-	if st.baseline != nil && st.baseline.Status != verdict.Pass {
+	if b := st.gate2(); b != nil && b.Status != verdict.Pass {
 		return false, "the HF baseline did not pass (or the memory preflight refused the model)"
 	}
 	return true, ""
@@ -38,17 +38,18 @@ func referenceApplies(st *state) (bool, string) {
 // generate stage holds the lock), or the one run would write for this model,
 // locked here like run locks it.
 func (st *state) referenceDir() (string, error) {
-	if st.s.ReferenceOut != "" {
-		return filepath.Abs(st.s.ReferenceOut)
+	s, ref := st.in.s, st.facts.model
+	if s.ReferenceOut != "" {
+		return filepath.Abs(s.ReferenceOut)
 	}
-	if st.wsDir != "" {
-		if st.foreign {
-			out, err := st.s.outsideRecordDir(st.wsDir, st.ref.ID)
+	if w := st.facts.workspace; w != nil {
+		if w.foreign {
+			out, err := s.outsideRecordDir(w.dir, ref.ID)
 			return filepath.Join(out, "reference"), err
 		}
-		return filepath.Join(st.wsDir, "reference"), nil
+		return filepath.Join(w.dir, "reference"), nil
 	}
-	root, spec, err := workspaceFor(st.s, st, st.version)
+	root, spec, err := workspaceFor(st, st.in.version)
 	if err != nil {
 		return "", err
 	}
@@ -56,11 +57,12 @@ func (st *state) referenceDir() (string, error) {
 		return "", err
 	}
 	ws := filepath.Join(root, spec.Name)
-	if _, err := st.lockWorkspace(ws); err != nil {
+	_, foreign, err := st.lockWorkspace(ws)
+	if err != nil {
 		return "", err
 	}
-	if st.foreign {
-		out, err := st.s.outsideRecordDir(ws, st.ref.ID)
+	if foreign {
+		out, err := s.outsideRecordDir(ws, ref.ID)
 		return filepath.Join(out, "reference"), err
 	}
 	return filepath.Join(ws, "reference"), nil
@@ -69,36 +71,34 @@ func (st *state) referenceDir() (string, error) {
 // referenceStage reuses the recording whose key matches, or records it
 // through the reference HfRunner. In run a failed recording is a warning (the
 // Phase 0 gates stand); in `phase0 reference` it is the command's error.
-func referenceStage(ctx context.Context, st *state) (verdict.Status, string, error) {
+func referenceStage(ctx context.Context, st *state) (*report.Reference, outcome, error) {
 	start := time.Now()
 	r, err := st.recordReference(ctx)
 	if r != nil {
 		r.Seconds = time.Since(start).Seconds()
 	}
-	st.reference = r
 	if err != nil && r != nil {
 		r.Status, r.Summary = verdict.Error, reasons(err)[0]
 	}
 	if err != nil {
-		if stop := workerFailure(err); stop != nil || st.command == "reference" {
+		if stop := workerFailure(err); stop != nil || st.in.command == "reference" {
 			if stop == nil {
 				stop = fmt.Errorf("recording the reference: %s", strings.Join(reasons(err), "; "))
 			}
-			return "", "", stop
+			return r, outcome{}, stop
 		}
 		// One line in the report (warnings[], report.md); the traceback
 		// goes to the run's log on stderr only.
 		why := reasons(err)
-		st.warnings = append(st.warnings, "reference not recorded: "+why[0])
-		if len(why) > 1 && st.s.Progress != nil {
-			fmt.Fprintf(st.s.Progress, "phase0: reference not recorded: %s\n", strings.Join(why, "\n"))
+		if p := st.in.s.Progress; len(why) > 1 && p != nil {
+			fmt.Fprintf(p, "phase0: reference not recorded: %s\n", strings.Join(why, "\n"))
 		}
-		return verdict.Fail, "not recorded: " + why[0], nil
+		return r, outcome{status: verdict.Fail, detail: "not recorded: " + why[0], warnings: []string{"reference not recorded: " + why[0]}}, nil
 	}
-	if r.Status != verdict.Pass && st.command == "reference" {
-		return "", "", errors.New(r.Summary)
+	if r.Status != verdict.Pass && st.in.command == "reference" {
+		return r, outcome{}, errors.New(r.Summary)
 	}
-	return r.Status, r.Summary, nil
+	return r, outcome{status: r.Status, detail: r.Summary}, nil
 }
 
 func (st *state) recordReference(ctx context.Context) (*report.Reference, error) {
@@ -106,20 +106,17 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 	if err != nil {
 		return nil, err
 	}
-	r := &report.Reference{Section: verdict.NewSection(), Dir: dir, Dtype: st.s.ReferenceDtype, Steps: st.s.ReferenceSteps, TopK: reference.DefaultTopK}
+	s, ref := st.in.s, st.facts.model
+	r := &report.Reference{Section: verdict.NewSection(), Dir: dir, Dtype: s.ReferenceDtype, Steps: s.ReferenceSteps, TopK: reference.DefaultTopK}
 	if r.Dtype == "" {
 		r.Dtype = "bfloat16"
 	}
-	module := ""
-	if st.spec.Name != "" {
-		module = st.weightsModule()
-	}
-	args := baselineRequest(st.s, st.ref, st.analysis.Config, module)
+	args := baselineRequest(s, ref, st.facts.analysis.Config, st.weightsModule())
 	plan, err := st.py().ReferencePlan(ctx, args)
 	if err != nil {
 		return r, err
 	}
-	files, err := reference.ModelFilesSHA256(st.ref.Dir)
+	files, err := reference.ModelFilesSHA256(ref.Dir)
 	if err != nil {
 		return r, err
 	}
@@ -131,11 +128,11 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 	if key.InterpreterSHA256, err = st.interpreterDigest(); err != nil {
 		// Unstampable: a key no later run can match, so nothing is reused on it.
 		r.Why = append(r.Why, err.Error())
-		key.InterpreterSHA256 = "unstamped " + st.started.Format(time.RFC3339Nano)
+		key.InterpreterSHA256 = "unstamped " + st.in.started.Format(time.RFC3339Nano)
 	}
 	r.KeySHA256 = key.SHA256()
 
-	if st.s.Refresh {
+	if s.Refresh {
 		r.Refreshed = true
 	} else if old, err := reference.ReadMeta(dir); err == nil {
 		if old.KeySHA256 == r.KeySHA256 {
@@ -160,7 +157,7 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 	}
 
 	rec := ops.RecordReferenceArgs{BaselineArgs: args, Steps: r.Steps, TopK: r.TopK, Dtype: r.Dtype, OutDir: dir,
-		Meta: map[string]any{"key": key, "key_sha256": r.KeySHA256, "revision": st.ref.Revision}}
+		Meta: map[string]any{"key": key, "key_sha256": r.KeySHA256, "revision": ref.Revision}}
 	if rec.MaxSeq < 1 {
 		rec.MaxSeq = 1
 	}
@@ -238,7 +235,7 @@ func sourcesUnchanged(dir string) error {
 
 // interpreterDigest stamps the run's Python and its installed packages.
 func (st *state) interpreterDigest() (string, error) {
-	py, err := st.s.python()
+	py, err := st.in.s.python()
 	if err != nil {
 		return "", err
 	}
@@ -255,12 +252,6 @@ func fillReference(r *report.Reference, rec *reference.Recording) {
 	r.SecondsLoad, r.SecondsDecode, r.SecondsDiagnosis = m.Seconds["load"], m.Seconds["decode"], m.Seconds["diagnosis"]
 	r.TorchThreads = m.TorchThreads
 }
-
-// referenceStages are `phase0 reference`: inspect, then the recording.
-var referenceStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "python", run: pythonStage}}, inspectStages...),
-	stage{name: "memory", when: memoryApplies, run: memoryStage},
-	stage{name: "reference", when: referenceApplies, run: referenceStage},
-)
 
 // ReferenceRun records (or reuses) the reference of one model without the
 // rest of Phase 0: `phase0 reference MODEL [--dtype float32 --out DIR]`.

@@ -144,28 +144,40 @@ type inputsRecord struct {
 // reuseStage reuses the recorded verdict when none of its inputs changed;
 // otherwise it says why not (SKIPPED) and the chain runs in full. It never
 // fails a run.
-func reuseStage(_ context.Context, st *state) (verdict.Status, string, error) {
-	rec, why := st.reusable()
+//
+// Its result keeps what it stamped (compared again when the run records)
+// and, when the verdict is reused, the recorded report: the chain ends there.
+func reuseStage(_ context.Context, st *state) (reuseResult, outcome, error) {
+	var res reuseResult
+	rec, why := st.reusable(&res.stamp)
 	if why != "" {
-		return verdict.Skip, why + "; running everything", nil
+		return res, outcome{status: verdict.Skip, detail: why + "; running everything"}, nil
 	}
-	st.reused = rec
-	return verdict.Pass, fmt.Sprintf("inputs unchanged since %s: reusing %s", rec.ReusedFrom.Recorded.Format(time.RFC3339), rec.ReusedFrom.Path), nil
+	res.reused = rec
+	return res, outcome{status: verdict.Pass, detail: fmt.Sprintf("inputs unchanged since %s: reusing %s", rec.ReusedFrom.Recorded.Format(time.RFC3339), rec.ReusedFrom.Path), done: true}, nil
+}
+
+// reuseResult is the reuse stage's: the inputs stamped before the run (nil
+// when they could not be), and the recorded verdict when it is reused.
+type reuseResult struct {
+	stamp  *runInputs
+	reused *report.Report
 }
 
 // reusable returns the recorded report when it can be reused, else why not.
-// Whatever it stamps is kept in st.inputs, to be compared at the end of a
-// full run; under --fresh it only stamps.
-func (st *state) reusable() (*report.Report, string) {
-	ref, why := reuseModel(st.s, st.arg)
+// Whatever it stamps goes to *stamp, to be compared at the end of a full
+// run; under --fresh it only stamps.
+func (st *state) reusable(stamped **runInputs) (*report.Report, string) {
+	s := st.in.s
+	ref, why := reuseModel(s, st.in.arg)
 	if why != "" {
 		return nil, why
 	}
-	ws, err := workspaceDir(st.s, ref.ID)
+	ws, err := workspaceDir(s, ref.ID)
 	if err != nil {
 		return nil, err.Error()
 	}
-	reports, err := reportDirFor(st.s, ws, ref.ID)
+	reports, err := reportDirFor(s, ws, ref.ID)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -176,7 +188,7 @@ func (st *state) reusable() (*report.Report, string) {
 		if err != nil {
 			return err.Error(), false
 		}
-		st.inputs = cur
+		*stamped = cur
 		return "", true
 	}
 	if ref.Dir != "" {
@@ -184,10 +196,10 @@ func (st *state) reusable() (*report.Report, string) {
 			return nil, why
 		}
 	}
-	if st.s.Fresh {
+	if s.Fresh {
 		return nil, "--fresh"
 	}
-	if st.s.Refresh {
+	if s.Refresh {
 		return nil, "--refresh (the reference is recorded anew)"
 	}
 	var rec inputsRecord
@@ -209,7 +221,7 @@ func (st *state) reusable() (*report.Report, string) {
 	if rec.Format != inputsFormat {
 		return nil, fmt.Sprintf("the recorded inputs are format %d, this phase0 writes %d", rec.Format, inputsFormat)
 	}
-	if why := inputsChange(&rec.Inputs, st.inputs); why != "" {
+	if why := inputsChange(&rec.Inputs, *stamped); why != "" {
 		return nil, why
 	}
 	data, err := boundedfile.Read(rec.Report, maxRecordFile)
@@ -274,33 +286,35 @@ func reuseModel(s *Settings, arg string) (*resolvedModel, string) {
 // recordInputsStage writes inputs.json for a PASS just recorded, so the next
 // run with the same inputs can reuse it; for any other verdict it removes a
 // stale one. Inputs that changed while the run read them are not recorded.
-func recordInputsStage(ctx context.Context, st *state) (verdict.Status, string, error) {
-	reports, err := reportDirFor(st.s, st.wsDir, st.ref.ID)
+func recordInputsStage(ctx context.Context, st *state) (outcome, error) {
+	ws, ref := st.facts.workspace.dir, st.facts.model
+	reports, err := reportDirFor(st.in.s, ws, ref.ID)
 	if err != nil {
-		return "", "", err
+		return outcome{}, err
 	}
 	path := filepath.Join(reports, inputsName)
-	forget := func(why string) (verdict.Status, string, error) {
+	forget := func(why string) (outcome, error) {
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return "", "", fmt.Errorf("removing the stale %s: %w", path, err)
+			return outcome{}, fmt.Errorf("removing the stale %s: %w", path, err)
 		}
-		return verdict.Skip, why + "; the next run runs everything", nil
+		return outcome{status: verdict.Skip, detail: why + "; the next run runs everything"}, nil
 	}
 	if status := st.status(); status != verdict.Pass {
 		return forget(fmt.Sprintf("verdict %s is not reused", status))
 	}
 	// A PASS whose reference could not be recorded must not be reused: the
 	// next run would skip the recording the later phases need.
-	if r := st.reference; r != nil && r.Status != verdict.Pass {
+	if r := st.sections.reference; r != nil && r.Status != verdict.Pass {
 		return forget("the reference was not recorded")
 	}
-	cur, err := st.currentInputs(st.ref, st.wsDir)
+	cur, err := st.currentInputs(ref, ws)
 	if err != nil {
 		return forget(err.Error())
 	}
-	if before := st.inputs; before != nil && before.Model.Dir == cur.Model.Dir {
+	if stamped := st.facts.reuse.stamp; stamped != nil && stamped.Model.Dir == cur.Model.Dir {
+		before := *stamped
 		before.Workspace = cur.Workspace // the run itself writes them
-		if why := inputsChange(before, cur); why != "" {
+		if why := inputsChange(&before, cur); why != "" {
 			return forget(why + " during the run")
 		}
 	}
@@ -313,7 +327,7 @@ func recordInputsStage(ctx context.Context, st *state) (verdict.Status, string, 
 	}
 	sources := fingerprint.StampSources(im)
 	cur.Sources = &sources
-	if r := st.reference; r != nil {
+	if r := st.sections.reference; r != nil {
 		files, err := fingerprint.Tree(r.Dir, fingerprint.TreeOptions{})
 		if err != nil {
 			return forget("the reference just recorded cannot be stamped: " + err.Error())
@@ -325,30 +339,30 @@ func recordInputsStage(ctx context.Context, st *state) (verdict.Status, string, 
 	if err != nil {
 		return forget("the report just written is unreadable: " + err.Error())
 	}
-	rec := inputsRecord{Format: inputsFormat, Recorded: st.started, Report: report, ReportSHA256: sha256Hex(data), Inputs: *cur}
+	rec := inputsRecord{Format: inputsFormat, Recorded: st.in.started, Report: report, ReportSHA256: sha256Hex(data), Inputs: *cur}
 	js, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
-		return "", "", err
+		return outcome{}, err
 	}
 	if err := atomicfile.Write(path, append(js, '\n')); err != nil {
-		return "", "", fmt.Errorf("recording the inputs: %w", err)
+		return outcome{}, fmt.Errorf("recording the inputs: %w", err)
 	}
-	return verdict.Pass, path, nil
+	return pass(path), nil
 }
 
 // reusedReport is the recorded report, marked as reused, with this run's
 // stages and timing.
 func (st *state) reusedReport() *report.Report {
-	r := *st.reused
+	r := *st.facts.reuse.reused
 	r.Stages = append([]report.Stage{}, st.stages...)
-	r.Started = st.started
-	r.Seconds = time.Since(st.started).Seconds()
+	r.Started = st.in.started
+	r.Seconds = time.Since(st.in.started).Seconds()
 	return &r
 }
 
 // currentInputs stamps everything a verdict on ref in workspace ws depends on.
 func (st *state) currentInputs(ref *resolvedModel, ws string) (*runInputs, error) {
-	s := st.s
+	s := st.in.s
 	py, err := s.python()
 	if err != nil {
 		return nil, err
@@ -357,13 +371,13 @@ func (st *state) currentInputs(ref *resolvedModel, ws string) (*runInputs, error
 	if err != nil {
 		return nil, fmt.Errorf("finding phase0's own executable: %w", err)
 	}
-	settings, err := stampSettings(st.command, st.arg, s)
+	settings, err := stampSettings(st.in.command, st.in.arg, s)
 	if err != nil {
 		return nil, err
 	}
 	in := &runInputs{
 		Settings: settings,
-		Phase0:   phase0Inputs{Version: st.version, Executable: stampExecutable(exe)},
+		Phase0:   phase0Inputs{Version: st.in.version, Executable: stampExecutable(exe)},
 		Model:    modelInputs{Dir: ref.Dir, ID: ref.ID, Revision: ref.Revision, PromptStyle: ref.PromptStyle},
 	}
 	if in.Python, err = fingerprint.StampInterpreter(py); err != nil {

@@ -20,79 +20,75 @@ import (
 	"phase0/weights"
 )
 
-// runStages are all of Phase 0: inspect, preflight, generate, the Python
-// facts judged as gates 1 and 3, gate 2, and the record.
-var runStages = append(append([]stage{{name: "llms_dir", run: llmsDirStage}, {name: "reuse", run: reuseStage}, {name: "python", run: pythonStage}}, inspectStages...),
-	stage{name: "memory", when: memoryApplies, run: memoryStage},
-	stage{name: "generate", run: generateStage},
-	stage{name: "python_weights", when: pythonReady, run: pythonWeightsStage},
-	stage{name: "config_facts", when: pythonReady, run: configFactsStage},
-	stage{name: "hf_baseline", when: pythonReady, run: hfBaselineStage},
-	stage{name: "reference", when: referenceApplies, run: referenceStage},
-	stage{name: "machine", run: machineStage},
-	stage{name: "record", run: recordStage},
-	stage{name: "record_inputs", run: recordInputsStage},
-)
-
 // Run is all of Phase 0 for one model.
 func Run(ctx context.Context, s *Settings, modelArg, version string) *report.Report {
 	return runChain(ctx, s, "run", modelArg, version, withoutSkippedScan(runStages, s))
 }
 
+// loaded is the python_weights stage's result: gate 1 through the
+// generated loader, and the loader's lm_head against its embed_table
+// (judged in gate 3).
+type loaded struct {
+	loader *weights.Loader
+	tie    *configgate.TieFacts
+}
+
 // pythonWeightsStage is gate 1 from the user's side: the generated loader loads the
 // real checkpoint in Python, and Go judges what came back.
-func pythonWeightsStage(ctx context.Context, st *state) (verdict.Status, string, error) {
-	st.loader = weights.NewLoader()
-	facts, err := st.py().LoaderFacts(ctx, ops.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: st.ref.Dir})
+func pythonWeightsStage(ctx context.Context, st *state) (loaded, outcome, error) {
+	src := st.facts.model
+	facts, err := st.py().LoaderFacts(ctx, ops.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: src.Dir})
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
-			return "", "", stop
+			return loaded{}, outcome{}, stop
 		}
-		st.loader.Raised(reasons(err))
-		return st.loader.Status, st.loader.Summary, nil
+		l := weights.NewLoader()
+		l.Raised(reasons(err))
+		return loaded{loader: l}, outcome{status: l.Status, detail: l.Summary}, nil
 	}
-	st.loader = weights.CheckLoader(st.analysis.Config, &facts.LoaderFacts, st.inv, st.fsys)
-	st.tie = facts.Tie
-	return st.loader.Status, st.loader.Summary, nil
+	l := weights.CheckLoader(st.facts.analysis.Config, &facts.LoaderFacts, st.inv(), src.FS)
+	return loaded{loader: l, tie: facts.Tie}, outcome{status: l.Status, detail: l.Summary}, nil
 }
 
 // configFactsStage completes gate 3: the generated LlamaConfig() and what
-// transformers resolves, each compared with the extracted Config.
-func configFactsStage(ctx context.Context, st *state) (verdict.Status, string, error) {
-	cc := st.consistency
-	facts, err := st.py().ConfigFacts(ctx, ops.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: st.ref.Dir})
+// transformers resolves, each compared with the extracted Config, on a
+// copy of the weights stage's cross-check.
+func configFactsStage(ctx context.Context, st *state) (*configgate.Consistency, outcome, error) {
+	cc := st.sections.crossCheck.Clone()
+	cfg, src := st.facts.analysis.Config, st.facts.model
+	facts, err := st.py().ConfigFacts(ctx, ops.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: src.Dir})
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
-			return "", "", stop
+			return nil, outcome{}, stop
 		}
 		for _, r := range reasons(err) {
 			cc.FailWith("config facts: %s", r)
 		}
-		return cc.Status, cc.Findings[0], nil
+		return cc, outcome{status: cc.Status, detail: cc.Findings[0]}, nil
 	}
 	if facts.Generated == nil || facts.Transformers == nil {
-		return "", "", fmt.Errorf("config_facts returned no generated or transformers facts")
+		return nil, outcome{}, fmt.Errorf("config_facts returned no generated or transformers facts")
 	}
 	module := filepath.Base(st.weightsModule())
-	mod := configgate.Module{File: module, Generated: st.workspace != nil && st.workspace.Mode == report.ModeGenerated}
-	if err := errors.Join(cc.Generated(st.analysis.Config, facts.Generated, mod), cc.Transformers(st.analysis.Config, facts.Transformers)); err != nil {
-		return "", "", err
+	mod := configgate.Module{File: module, Generated: st.facts.workspace.report.Mode == report.ModeGenerated}
+	if err := errors.Join(cc.Generated(cfg, facts.Generated, mod), cc.Transformers(cfg, facts.Transformers)); err != nil {
+		return nil, outcome{}, err
 	}
-	if err := st.behaviour(ctx, module); err != nil {
-		return "", "", err
+	if err := st.behaviour(ctx, cc, module); err != nil {
+		return nil, outcome{}, err
 	}
-	cc.Tie(st.analysis.Config, st.tie, st.inv, st.fsys)
-	return cc.Status, cc.Summary, nil
+	cc.Tie(cfg, st.facts.tie, st.inv(), src.FS)
+	return cc, outcome{status: cc.Status, detail: cc.Summary}, nil
 }
 
 // behaviour judges what the module does (its RoPE table, its helpers'
-// RMSNorm) against transformers for the checkpoint's config, into gate 3.
-// An op that raises is a gate 3 FAIL; only a worker that cannot evaluate
-// stops the run.
-func (st *state) behaviour(ctx context.Context, module string) error {
-	cc := st.consistency
-	args := ops.BehaviourArgs{WeightsModule: st.weightsModule(), HelpersModule: filepath.Join(st.wsDir, st.spec.Name+"_cpu_helpers.py"),
-		ModelDir: st.ref.Dir, MaxSeq: st.s.MaxSeq}
+// RMSNorm) against transformers for the checkpoint's config, into cc (gate
+// 3). An op that raises is a gate 3 FAIL; only a worker that cannot
+// evaluate stops the run.
+func (st *state) behaviour(ctx context.Context, cc *configgate.Consistency, module string) error {
+	w := st.facts.workspace
+	args := ops.BehaviourArgs{WeightsModule: st.weightsModule(), HelpersModule: filepath.Join(w.dir, w.spec.Name+"_cpu_helpers.py"),
+		ModelDir: st.facts.model.Dir, MaxSeq: st.in.s.MaxSeq}
 	b, err := st.py().BehaviourFacts(ctx, args)
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
@@ -103,7 +99,7 @@ func (st *state) behaviour(ctx context.Context, module string) error {
 		}
 		return nil
 	}
-	cc.Behaviour(st.analysis.Config, b, module)
+	cc.Behaviour(st.facts.analysis.Config, b, module)
 	return nil
 }
 
@@ -129,36 +125,38 @@ func blockers(r *report.Report) []string {
 // TODO tick. A record that cannot be written is
 // a failed run (exit 2): nothing after the failed write is touched, so a
 // ticked Phase 0 always has its report on disk.
-func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
-	dir, err := reportDirFor(st.s, st.wsDir, st.ref.ID)
+func recordStage(_ context.Context, st *state) (*recorded, outcome, error) {
+	w, ref := st.facts.workspace, st.facts.model
+	dir, err := reportDirFor(st.in.s, w.dir, ref.ID)
 	if err != nil {
-		return "", "", err
+		return nil, outcome{}, err
 	}
-	st.workspace.ReportJSON, st.workspace.ReportMD = filepath.Join(dir, "report.json"), filepath.Join(dir, "report.md")
-	timing := filepath.Join(st.wsDir, "docs", "development_progress", scaffold.PhaseTimingName)
-	progress := filepath.Join(st.wsDir, "docs", "development_progress", "progress.md")
-	todo := filepath.Join(st.wsDir, "TODO.md")
+	rec := &recorded{json: filepath.Join(dir, "report.json"), md: filepath.Join(dir, "report.md")}
+	timing := filepath.Join(w.dir, "docs", "development_progress", scaffold.PhaseTimingName)
+	progress := filepath.Join(w.dir, "docs", "development_progress", "progress.md")
+	todo := filepath.Join(w.dir, "TODO.md")
+	r := st.reportRecorded(rec)
+	if w.foreign {
+		out, err := st.recordOutside(r, dir, progress, todo)
+		return rec, out, err
+	}
 	// One commit: every file the record writes must be writable before the
 	// first is written, so a folder that refuses one (read-only, immutable,
 	// full) leaves the previous record whole rather than a PASS report
 	// beside an exit 2.
-	targets := []string{st.workspace.ReportJSON, st.workspace.ReportMD, filepath.Join(dir, "top10.png"), timing, progress, todo, filepath.Join(st.wsDir, scaffold.ManifestName)}
-	if st.foreign {
-		return st.recordOutside(dir, progress, todo)
-	}
+	targets := []string{rec.json, rec.md, filepath.Join(dir, "top10.png"), timing, progress, todo, filepath.Join(w.dir, scaffold.ManifestName)}
 	for _, p := range targets {
 		if err := atomicfile.CheckWritable(p); err != nil {
-			return "", "", fmt.Errorf("recording the result (nothing was written): %w", err)
+			return rec, outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err)
 		}
 	}
-	r := st.report()
 	if err := report.Write(r, dir); err != nil {
-		return "", "", fmt.Errorf("recording the result: %w", err)
+		return rec, outcome{}, fmt.Errorf("recording the result: %w", err)
 	}
 	blockers := withoutLocalPaths(blockers(r), st)
 	err = scaffold.UpsertPhase0Entry(timing, scaffold.Phase0Timing(r.Started, time.Now(), string(r.Status), blockers))
 	if err == nil && r.Status == verdict.Pass {
-		err = scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir), definesFunc(st.weightsModule(), "default_checkpoint")))
+		err = scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.facts.analysis.Config, w.spec, filepath.Dir(w.dir), definesFunc(st.weightsModule(), "default_checkpoint")))
 	}
 	if err == nil {
 		err = scaffold.SetPhase0Status(todo, r.Status == verdict.Pass, blockers)
@@ -169,44 +167,56 @@ func recordStage(_ context.Context, st *state) (verdict.Status, string, error) {
 		// a complete PASS. Marking it is best effort; the error stands.
 		r.Status, r.Error = verdict.Error, "the record is incomplete: "+err.Error()
 		_ = report.Write(r, dir)
-		return "", "", fmt.Errorf("recording the result: %w", err)
+		return rec, outcome{}, fmt.Errorf("recording the result: %w", err)
 	}
-	return verdict.Pass, st.workspace.ReportMD, nil
+	return rec, pass(rec.md), nil
+}
+
+// reportRecorded is the report as the record stage writes it: the run so
+// far, naming where it is being written.
+func (st *state) reportRecorded(rec *recorded) *report.Report {
+	r := st.report()
+	if r.Workspace != nil {
+		w := *r.Workspace
+		w.ReportJSON, w.ReportMD = rec.json, rec.md
+		r.Workspace = &w
+	}
+	return r
 }
 
 // recordOutside records a run on a folder phase0 did not create: the
 // reports go to dir (outside the folder); the folder gets nothing, except,
 // mid-deployment and on PASS, its Phase 0 entry in progress.md and the
 // tick in TODO.md. Like recordStage, it checks every target first.
-func (st *state) recordOutside(dir, progress, todo string) (verdict.Status, string, error) {
-	r := st.report()
-	targets := []string{st.workspace.ReportJSON, st.workspace.ReportMD, filepath.Join(dir, "top10.png")}
-	enter := r.Status == verdict.Pass && midDeployment(st.wsDir)
+func (st *state) recordOutside(r *report.Report, dir, progress, todo string) (outcome, error) {
+	w := st.facts.workspace
+	targets := []string{r.Workspace.ReportJSON, r.Workspace.ReportMD, filepath.Join(dir, "top10.png")}
+	enter := r.Status == verdict.Pass && midDeployment(w.dir)
 	if enter {
 		targets = append(targets, progress, todo)
 	}
 	for _, p := range targets {
 		if err := atomicfile.CheckWritable(p); err != nil {
-			return "", "", fmt.Errorf("recording the result (nothing was written): %w", err)
+			return outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err)
 		}
 	}
 	if err := report.Write(r, dir); err != nil {
-		return "", "", fmt.Errorf("recording the result: %w", err)
+		return outcome{}, fmt.Errorf("recording the result: %w", err)
 	}
-	detail := st.workspace.ReportMD + " (outside " + st.wsDir + ", which is left as it was)"
+	detail := r.Workspace.ReportMD + " (outside " + w.dir + ", which is left as it was)"
 	if !enter {
-		return verdict.Pass, detail, nil
+		return pass(detail), nil
 	}
-	err := scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.analysis.Config, st.spec, filepath.Dir(st.wsDir), definesFunc(st.weightsModule(), "default_checkpoint")))
+	err := scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.facts.analysis.Config, w.spec, filepath.Dir(w.dir), definesFunc(st.weightsModule(), "default_checkpoint")))
 	if err == nil {
 		err = scaffold.SetPhase0Status(todo, true, nil)
 	}
 	if err != nil {
 		r.Status, r.Error = verdict.Error, "the record is incomplete: "+err.Error()
 		_ = report.Write(r, dir)
-		return "", "", fmt.Errorf("recording the result: %w", err)
+		return outcome{}, fmt.Errorf("recording the result: %w", err)
 	}
-	return verdict.Pass, st.workspace.ReportMD + " (Phase 0 entered in " + st.wsDir + "'s progress.md and TODO.md)", nil
+	return pass(r.Workspace.ReportMD + " (Phase 0 entered in " + w.dir + "'s progress.md and TODO.md)"), nil
 }
 
 // progressEntry is the Phase 0 entry for progress.md.

@@ -123,7 +123,7 @@ func (b *Batch) Text() string {
 		}
 		cells := []string{m.Model, folder, mode, archCell(m.Report)}
 		for _, g := range gates {
-			cells = append(cells, orDash(string(ran[g.Title])))
+			cells = append(cells, report.OrDash(string(ran[g.Title])))
 		}
 		cells = append(cells, referenceCell(m.Reference), fmt.Sprintf("%.1f", m.Seconds), string(m.Status))
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
@@ -207,12 +207,4 @@ func reason(r *report.Report) string {
 		}
 	}
 	return ""
-}
-
-// orDash is s, or "-" for an empty table cell.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -17,7 +17,7 @@ func TestStageNamesAreTheirFunctions(t *testing.T) {
 				parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
 			}
 			want := "phase0/orchestrator." + strings.Join(parts, "") + "Stage"
-			if got := runtime.FuncForPC(reflect.ValueOf(sg.run).Pointer()).Name(); got != want {
+			if got := runtime.FuncForPC(reflect.ValueOf(sg.fn).Pointer()).Name(); got != want {
 				t.Errorf("%s: stage %q runs %s, want %s", command, sg.name, got, want)
 			}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
 	"phase0/configgate"
@@ -24,65 +23,160 @@ import (
 // and nothing recorded.
 var errInterrupted = errors.New("interrupted")
 
-// state is everything the stages of one command learn, in the order they
-// learn it. Stages read what earlier ones wrote; the report is built from it
-// once, at the end.
+// state is one command's run, in three parts, each written in one place:
+//
+//   - in: what the command was given; no stage writes it.
+//   - facts: what the stages learned that later stages read (the model, its
+//     analysis and checkpoint, the workspace, the reuse stamp).
+//   - sections: what the gates and checks judged, which the report shows.
+//
+// A stage function reads the state and returns its result; the stage
+// table (stages.go) says where each result is kept, and that is the only
+// code that writes facts or sections (TestStagesWriteOnlyTheirResults).
+// The chain's own bookkeeping (the stages run, warnings, the error, the
+// worker and the workspace locks) belongs to the engine below.
 type state struct {
-	s       *Settings
-	command string
-	arg     string
-	version string
-	started time.Time
-
-	ref      *resolvedModel
-	fsys     fs.FS
-	analysis *model.Analysis
-	inv      *safetensors.Inventory
-
-	weights     *weights.Result
-	consistency *configgate.Consistency
-	loader      *weights.Loader
-	tie         *configgate.TieFacts // the loader's lm_head against its embed_table, judged in gate 3
-	baseline    *judge.Baseline
-	reference   *report.Reference // the recorded reference (run, reference)
-
-	wsDir     string
-	spec      scaffold.Spec
-	workspace *report.Workspace
-	lock      *wslock.Lock // held from generate to the end of the run
-	// foreign: the workspace is a folder phase0 did not create; its lock
-	// and record live outside it (foreign.go).
-	foreign bool
-
-	preflight *preflight.Report // machine readiness (run only; informational)
-	// memoryRefused: the memory preflight found the machine too small (and
-	// no --force), so no Python stage runs; its FAIL is the baseline's.
-	memoryRefused bool
+	in       inputs
+	facts    facts
+	sections sections
 
 	client   *ops.Client    // the Python worker, started by the first op a stage runs
-	inputs   *runInputs     // what the verdict depends on, stamped before the run (reuse.go)
-	reused   *report.Report // the recorded verdict this run reuses: the chain ends (reuse.go)
+	locks    []*wslock.Lock // workspace locks, held to the end of the run
 	warnings []string
 	stages   []report.Stage
 	err      error // could not evaluate (or interrupted): the chain stopped here
 }
 
-// stage is one named step. run returns the stage's status and one-line
-// detail; an error means the model could not be evaluated and ends the chain.
+// inputs are what the command was given.
+type inputs struct {
+	s       *Settings
+	command string
+	arg     string
+	version string
+	started time.Time
+}
+
+// facts are the stages' findings that later stages read, each the result
+// of the stage named beside it.
+type facts struct {
+	reuse      reuseResult     // reuse: the inputs stamped before the run, and a verdict to reuse
+	model      *resolvedModel  // resolve: the checkpoint's folder (its files in model.FS)
+	analysis   *model.Analysis // config: the architecture gate and the extracted Config
+	checkpoint *checkpoint     // weights: the tensor inventory
+	memory     *memoryVerdict  // memory: the estimate and, when too small, the refusal
+	workspace  *workspace      // generate: <name>/, its spec and what was written
+	tie        *configgate.TieFacts
+	recorded   *recorded // record: where the report was written
+}
+
+// sections are the report's judged parts, each the result of one stage.
+// Gates 1 and 3 are judged in two steps; the later step's section, when it
+// ran, completes the earlier one (gate1, gate3).
+type sections struct {
+	weights     *weights.Result         // weights: gate 1 from the headers
+	scanned     *weights.Result         // scan: gate 1 with every tensor byte read
+	crossCheck  *configgate.Consistency // weights: gate 3, config.json against the shapes
+	consistency *configgate.Consistency // config_facts: gate 3 with the module and transformers
+	loader      *weights.Loader         // python_weights: gate 1 through the generated loader
+	baseline    *judge.Baseline         // hf_baseline: gate 2
+	reference   *report.Reference       // reference: the recorded reference
+	machine     *preflight.Report       // machine: readiness for the later phases
+}
+
+// checkpoint is the weights stage's fact: the inventory, and the
+// architecture rules only the tensor names can decide.
+type checkpoint struct {
+	inv        *safetensors.Inventory
+	rejections []model.Rejection
+}
+
+// memoryVerdict is the memory stage's result: the estimate, and the gate 2
+// FAIL that stands in for the baseline when the machine is too small.
+type memoryVerdict struct {
+	need    preflight.Memory
+	refusal *judge.Baseline
+}
+
+// workspace is the generate stage's result: the folder, the spec its files
+// were rendered from, and what was written.
+type workspace struct {
+	dir     string
+	spec    scaffold.Spec
+	report  *report.Workspace
+	foreign bool // a folder phase0 did not create: its lock and record live outside it (foreign.go)
+}
+
+// recorded is the record stage's result: where the reports went.
+type recorded struct{ json, md string }
+
+// inv is the checkpoint's inventory (nil before the weights stage, or when
+// the checkpoint could not be read).
+func (st *state) inv() *safetensors.Inventory {
+	if st.facts.checkpoint == nil {
+		return nil
+	}
+	return st.facts.checkpoint.inv
+}
+
+// gate1 is the weights gate: the scan's section when it ran, else the
+// headers' section.
+func (st *state) gate1() *weights.Result {
+	if st.sections.scanned != nil {
+		return st.sections.scanned
+	}
+	return st.sections.weights
+}
+
+// gate3 is the config-consistency gate: completed by config_facts when it
+// ran, else the weights stage's cross-check.
+func (st *state) gate3() *configgate.Consistency {
+	if st.sections.consistency != nil {
+		return st.sections.consistency
+	}
+	return st.sections.crossCheck
+}
+
+// gate2 is the HF baseline: the hf_baseline stage's section, or the memory
+// stage's refusal that stands for it.
+func (st *state) gate2() *judge.Baseline {
+	if st.sections.baseline != nil {
+		return st.sections.baseline
+	}
+	if m := st.facts.memory; m != nil {
+		return m.refusal
+	}
+	return nil
+}
+
+// outcome is what a stage reports in its progress line and the report's
+// stage list; warnings join the report's; done ends the chain with the
+// command answered (a reused verdict).
+type outcome struct {
+	status   verdict.Status
+	detail   string
+	warnings []string
+	done     bool
+}
+
+// stage is one named step. run returns the stage's outcome; an error means
+// the model could not be evaluated and ends the chain. fn is the stage's
+// own function, which run calls (its name is the stage's: stagenames_test).
 type stage struct {
 	name string
 	// when, if set, says whether the stage applies; a false answer records
 	// the stage as SKIPPED with the reason.
 	when func(*state) (bool, string)
-	run  func(context.Context, *state) (verdict.Status, string, error)
+	run  func(context.Context, *state) (outcome, error)
+	fn   any
 }
 
 // runChain runs the stages in order until one errors, the model is
-// rejected, or the context ends, then builds the report.
+// rejected, a stage answers the command, or the context ends, then builds
+// the report.
 func runChain(ctx context.Context, s *Settings, command, arg, version string, stages []stage) *report.Report {
 	begin := time.Now()
-	st := &state{s: s, command: command, arg: arg, version: version, started: begin.UTC().Truncate(time.Second)}
-	defer st.releaseWorkspace()
+	st := &state{in: inputs{s: s, command: command, arg: arg, version: version, started: begin.UTC().Truncate(time.Second)}}
+	defer st.releaseLocks()
 	defer st.closeWorker()
 	for _, sg := range stages {
 		if ctx.Err() != nil {
@@ -96,15 +190,16 @@ func runChain(ctx context.Context, s *Settings, command, arg, version string, st
 			}
 		}
 		begin := time.Now()
-		status, detail, err := sg.run(ctx, st)
+		out, err := sg.run(ctx, st)
 		if err != nil {
 			if ctx.Err() != nil && !errors.Is(err, errInterrupted) {
 				err = fmt.Errorf("%w in %s: %w", errInterrupted, sg.name, err)
 			}
-			status, detail, st.err = verdict.Error, err.Error(), err
+			out.status, out.detail, st.err = verdict.Error, err.Error(), err
 		}
-		st.record(report.Stage{Name: sg.name, Status: status, Seconds: time.Since(begin).Seconds(), Detail: detail})
-		if st.err != nil || status == verdict.Rejected || st.reused != nil {
+		st.warnings = append(st.warnings, out.warnings...)
+		st.record(report.Stage{Name: sg.name, Status: out.status, Seconds: time.Since(begin).Seconds(), Detail: out.detail})
+		if st.err != nil || out.status == verdict.Rejected || out.done {
 			break
 		}
 	}
@@ -118,19 +213,30 @@ func runChain(ctx context.Context, s *Settings, command, arg, version string, st
 // record appends a stage and prints its progress line.
 func (st *state) record(sg report.Stage) {
 	st.stages = append(st.stages, sg)
-	if st.s.Progress != nil {
+	if st.in.s.Progress != nil {
 		line := fmt.Sprintf("phase0: %-18s %-8s %7.2fs", sg.Name, sg.Status, sg.Seconds)
 		if sg.Detail != "" {
 			line += "  " + sg.Detail
 		}
-		fmt.Fprintln(st.s.Progress, line)
+		fmt.Fprintln(st.in.s.Progress, line)
 	}
+}
+
+// hold keeps a workspace lock to the end of the run.
+func (st *state) hold(l *wslock.Lock) { st.locks = append(st.locks, l) }
+
+// releaseLocks drops the workspace locks at the end of the run.
+func (st *state) releaseLocks() {
+	for _, l := range st.locks {
+		_ = l.Release()
+	}
+	st.locks = nil
 }
 
 // py is the run's typed ops; the worker session starts on the first op.
 func (st *state) py() *ops.Client {
 	if st.client == nil {
-		st.client = st.s.opsClient()
+		st.client = st.in.s.opsClient()
 	}
 	return st.client
 }
@@ -141,13 +247,26 @@ func (st *state) closeWorker() {
 	}
 }
 
+// rejections are the architecture gate's reasons: config.json's, then the
+// tensor names'.
+func (st *state) rejections() []model.Rejection {
+	out := []model.Rejection{}
+	if a := st.facts.analysis; a != nil {
+		out = append(out, a.Rejections...)
+	}
+	if c := st.facts.checkpoint; c != nil {
+		out = append(out, c.rejections...)
+	}
+	return out
+}
+
 // status is the overall verdict: ERROR when the chain stopped on an error,
 // REJECTED by the architecture gate, FAIL when any gate failed, else PASS.
 func (st *state) status() verdict.Status {
 	if st.err != nil {
 		return verdict.Error
 	}
-	if st.analysis != nil && st.analysis.Rejected() {
+	if len(st.rejections()) > 0 {
 		return verdict.Rejected
 	}
 	out := verdict.Pass
@@ -160,34 +279,48 @@ func (st *state) status() verdict.Status {
 }
 
 func (st *state) gates() report.Gates {
-	return report.Gates{Weights: st.weights, ConfigConsistency: st.consistency, PyWeights: st.loader, HFBaseline: st.baseline}
+	return report.Gates{Weights: st.gate1(), ConfigConsistency: st.gate3(), PyWeights: st.sections.loader, HFBaseline: st.gate2()}
+}
+
+// workspaceReport is the workspace section, with where the record went.
+func (st *state) workspaceReport() *report.Workspace {
+	w := st.facts.workspace
+	if w == nil {
+		return nil
+	}
+	if rec := st.facts.recorded; rec != nil {
+		out := *w.report
+		out.ReportJSON, out.ReportMD = rec.json, rec.md
+		return &out
+	}
+	return w.report
 }
 
 // report renders the state as the report object.
 func (st *state) report() *report.Report {
-	if st.reused != nil {
+	if st.facts.reuse.reused != nil {
 		return st.reusedReport()
 	}
-	r := &report.Report{Tool: "phase0", Version: st.version, Command: st.command, Model: st.arg, Status: st.status(),
-		Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: append([]string{}, st.warnings...),
-		Stages: append([]report.Stage{}, st.stages...), Started: st.started, Gates: st.gates(), Workspace: st.workspace,
-		Preflight: st.preflight, Reference: st.reference}
+	in := st.in
+	r := &report.Report{Tool: "phase0", Version: in.version, Command: in.command, Model: in.arg, Status: st.status(),
+		Defaulted: []model.Defaulted{}, Rejections: st.rejections(), Warnings: append([]string{}, st.warnings...),
+		Stages: append([]report.Stage{}, st.stages...), Started: in.started, Gates: st.gates(), Workspace: st.workspaceReport(),
+		Preflight: st.sections.machine, Reference: st.sections.reference}
 	if st.err != nil {
 		r.Error = st.err.Error()
 		r.Interrupted = errors.Is(st.err, errInterrupted)
 	}
-	if st.ref != nil {
-		r.ModelID, r.ModelDir, r.Revision, r.Source = st.ref.ID, st.ref.Dir, st.ref.Revision, st.ref.Source
+	if ref := st.facts.model; ref != nil {
+		r.ModelID, r.ModelDir, r.Revision, r.Source = ref.ID, ref.Dir, ref.Revision, ref.Source
 	}
-	if a := st.analysis; a != nil {
+	if a := st.facts.analysis; a != nil {
 		r.Architecture, r.Config = a.Architecture, a.Config
 		if a.Family != nil {
 			r.Family = a.Family.Name()
 		}
 		r.Defaulted = append(r.Defaulted, a.Defaulted...)
-		r.Rejections = append(r.Rejections, a.Rejections...)
 		r.Warnings = append(a.Warnings[:len(a.Warnings):len(a.Warnings)], r.Warnings...)
 	}
-	r.Seconds = time.Since(st.started).Seconds()
+	r.Seconds = time.Since(in.started).Seconds()
 	return r
 }

@@ -42,8 +42,8 @@ func InspectMany(ctx context.Context, s *Settings, entries []modellist.Entry, ve
 		st := &state{}
 		r := runChain(ctx, &quiet, "inspect", e.Arg, version, inspectFor(&quiet, st))
 		row := &TriageRow{Report: r, Source: e.Source, LaterPhases: []string{}}
-		if st.inv != nil {
-			m := referenceMemory(st.inv)
+		if inv := st.inv(); inv != nil {
+			m := referenceMemory(inv)
 			row.Parameters, row.BF16Bytes, row.ReferenceBytes = m.Parameters, m.Weights, m.Peak
 		}
 		row.LaterPhases = laterPhases(r)
@@ -64,10 +64,10 @@ func InspectMany(ctx context.Context, s *Settings, entries []modellist.Entry, ve
 // so the triage row can read the inventory.
 func inspectFor(s *Settings, out *state) []stage {
 	s.HeadersOnly = true
-	return append(withoutSkippedScan(inspectStages, s), stage{name: "triage", run: func(_ context.Context, st *state) (verdict.Status, string, error) {
+	return append(withoutSkippedScan(inspectStages, s), check("triage", func(_ context.Context, st *state) (outcome, error) {
 		*out = *st
-		return verdict.Pass, "", nil
-	}})
+		return pass(""), nil
+	}))
 }
 
 // laterPhases lists what Phases 1–7 will meet for a model that passed the
@@ -141,8 +141,8 @@ func (t *Triage) Text() string {
 				}
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Model, orDash(shortRev(m.Revision)), orDash(m.Architecture), verdictText,
-			count(m.Parameters), size(m.BF16Bytes), size(m.ReferenceBytes), orDash(strings.Join(m.LaterPhases, "; ")))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Model, report.OrDash(shortRev(m.Revision)), report.OrDash(m.Architecture), verdictText,
+			count(m.Parameters), size(m.BF16Bytes), size(m.ReferenceBytes), report.OrDash(strings.Join(m.LaterPhases, "; ")))
 	}
 	tw.Flush()
 	fmt.Fprintf(&b, "\n%d model(s): %s\n", len(t.Models), t.Status)

@@ -28,8 +28,13 @@ const staleAge = time.Minute
 
 // weightsModule is <name>_weights.py of this run: the generated one, or the
 // existing one being validated.
+// It is "" before the generate stage (and in commands without one).
 func (st *state) weightsModule() string {
-	return filepath.Join(st.wsDir, st.spec.Name+"_weights.py")
+	w := st.facts.workspace
+	if w == nil {
+		return ""
+	}
+	return filepath.Join(w.dir, w.spec.Name+"_weights.py")
 }
 
 // generateStage takes the workspace: it refuses names of the tree's own
@@ -37,54 +42,53 @@ func (st *state) weightsModule() string {
 // killed run left, then writes phase0's files — or, when <name>_weights.py
 // exists and is not phase0's, keeps it and marks the run as validating it.
 // No file whose bytes phase0 did not write is ever replaced.
-func generateStage(ctx context.Context, st *state) (verdict.Status, string, error) {
-	root, spec, err := workspaceFor(st.s, st, st.version)
+func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) {
+	root, spec, err := workspaceFor(st, st.in.version)
 	if err != nil {
-		return "", "", err
+		return nil, outcome{}, err
 	}
 	ws := filepath.Join(root, spec.Name)
 	files, err := scaffold.Render(spec)
 	if err != nil {
-		return "", "", err
+		return nil, outcome{}, err
 	}
 	// Refuse before creating anything (the lock file included) in a folder
 	// that is not this model's workspace.
 	first, err := classify(root, spec, files)
 	if err != nil {
-		return "", "", err
+		return nil, outcome{}, err
 	}
-	if first == report.ModeValidatedExisting && st.ref.Local {
+	if first == report.ModeValidatedExisting && st.facts.model.Local {
 		if err := st.checkLocalModel(ctx, spec, filepath.Join(ws, spec.Name+"_weights.py")); err != nil {
-			return "", "", err
+			return nil, outcome{}, err
 		}
 	}
-	lock, err := st.lockWorkspace(ws)
+	lock, foreign, err := st.lockWorkspace(ws)
 	if err != nil {
-		return "", "", err
+		return nil, outcome{}, err
 	}
-	st.wsDir, st.spec = ws, spec
 	// Decide again under the lock: another run may have changed the folder.
 	mode, err := classify(root, spec, files)
 	if err != nil {
-		return "", "", err
+		return nil, outcome{}, err
 	}
 	module := spec.Name + "_weights.py"
-	var swept []string
+	var swept, warnings []string
 	var res scaffold.Result
-	if st.foreign {
+	if foreign {
 		// Nothing is written into, or swept from, a folder phase0 did not create.
 		if mode != report.ModeValidatedExisting {
-			return "", "", fmt.Errorf("%s holds no %s and no phase0 manifest; phase0 does not write into it — pass --name to pick another name", ws, module)
+			return nil, outcome{}, fmt.Errorf("%s holds no %s and no phase0 manifest; phase0 does not write into it — pass --name to pick another name", ws, module)
 		}
 	} else {
-		if swept, err = st.sweep(lock.Acquired); err != nil {
-			st.warnings = append(st.warnings, err.Error())
+		if swept, err = sweep(st.in.s, ws, lock.Acquired); err != nil {
+			warnings = append(warnings, err.Error())
 		}
 		if mode == report.ModeValidatedExisting {
 			files = documentsOnly(files)
 		}
 		if res, err = scaffold.Write(ws, files); err != nil {
-			return "", "", err
+			return nil, outcome{}, err
 		}
 	}
 	// The record stage rewrites Phase 0's part of these documents, so they
@@ -102,15 +106,14 @@ func generateStage(ctx context.Context, st *state) (verdict.Status, string, erro
 	if f, err := llmstree.ReadFolder(ws, spec.Name); err == nil && spec.OnHub && f.Names(spec.ModelID) {
 		w.NamedBy = f.Files
 	}
-	st.workspace = w
 	detail := fmt.Sprintf("%s: %d written, %d unchanged", ws, len(res.Written), len(res.Unchanged))
 	if mode == report.ModeValidatedExisting {
 		detail = fmt.Sprintf("%s: validating the existing %s (not phase0's); %d document(s) written", ws, module, len(res.Written))
 	}
-	if st.foreign {
-		out, err := st.s.outsideRecordDir(ws, st.ref.ID)
+	if foreign {
+		out, err := st.in.s.outsideRecordDir(ws, st.facts.model.ID)
 		if err != nil {
-			return "", "", err
+			return nil, outcome{}, err
 		}
 		w.RecordDir = out
 		detail = fmt.Sprintf("%s: validating the existing %s (not phase0's); the folder is left as it is, the record goes to %s", ws, module, out)
@@ -121,7 +124,7 @@ func generateStage(ctx context.Context, st *state) (verdict.Status, string, erro
 	if len(swept) > 0 {
 		detail += fmt.Sprintf(", %d stale temporary file(s) removed", len(swept))
 	}
-	return verdict.Pass, detail, nil
+	return &workspace{dir: ws, spec: spec, report: w, foreign: foreign}, outcome{status: verdict.Pass, detail: detail, warnings: warnings}, nil
 }
 
 // classify decides the workspace mode: validated_existing when
@@ -207,7 +210,7 @@ func (st *state) checkLocalModel(ctx context.Context, spec scaffold.Spec, module
 	if facts.Generated == nil {
 		return fmt.Errorf("module_config of %s returned no config facts", module)
 	}
-	differ, err := configgate.CoreDimsDiffer(st.analysis.Config, facts.Generated)
+	differ, err := configgate.CoreDimsDiffer(st.facts.analysis.Config, facts.Generated)
 	if err != nil || len(differ) == 0 {
 		return err
 	}
@@ -236,13 +239,13 @@ func documentsOnly(files []scaffold.File) []scaffold.File {
 }
 
 // sweep removes temporaries a killed run left: all of them inside the
-// workspace (this run holds its lock), and in a report folder outside it
+// workspace ws (this run holds its lock), and in a report folder outside it
 // only those older than staleAge before the lock was taken.
-func (st *state) sweep(locked time.Time) ([]string, error) {
-	swept, err := atomicfile.SweepStale(st.wsDir, locked, 4)
-	if dir := st.s.ReportDir; dir != "" {
+func sweep(s *Settings, ws string, locked time.Time) ([]string, error) {
+	swept, err := atomicfile.SweepStale(ws, locked, 4)
+	if dir := s.ReportDir; dir != "" {
 		abs, absErr := filepath.Abs(dir)
-		if rel, relErr := filepath.Rel(st.wsDir, abs); absErr == nil && (relErr != nil || strings.HasPrefix(rel, "..")) {
+		if rel, relErr := filepath.Rel(ws, abs); absErr == nil && (relErr != nil || strings.HasPrefix(rel, "..")) {
 			more, moreErr := atomicfile.SweepStale(abs, locked.Add(-staleAge), 0)
 			swept = append(swept, more...)
 			if err == nil {
@@ -256,14 +259,6 @@ func (st *state) sweep(locked time.Time) ([]string, error) {
 	return swept, err
 }
 
-// releaseWorkspace drops the workspace lock at the end of the run.
-func (st *state) releaseWorkspace() {
-	if st.lock != nil {
-		_ = st.lock.Release()
-		st.lock = nil
-	}
-}
-
 func nonNil(list []string) []string {
 	if list == nil {
 		return []string{}
@@ -273,24 +268,25 @@ func nonNil(list []string) []string {
 
 // workspaceFor picks the folder holding <name>/ and builds the scaffold
 // spec around the one Config.
-func workspaceFor(s *Settings, st *state, version string) (string, scaffold.Spec, error) {
+func workspaceFor(st *state, version string) (string, scaffold.Spec, error) {
+	s, ref, a := st.in.s, st.facts.model, st.facts.analysis
 	root, err := filepath.Abs(workspaceRoot(s))
 	if err != nil {
 		return "", scaffold.Spec{}, err
 	}
-	name, err := workspaceName(s, st.ref.ID)
+	name, err := workspaceName(s, ref.ID)
 	if err != nil {
 		return "", scaffold.Spec{}, err
 	}
 	if name == "" {
-		return "", scaffold.Spec{}, fmt.Errorf("no workspace name can be derived from %q (only ASCII letters and digits are kept); pass --name", filepath.Base(st.ref.ID))
+		return "", scaffold.Spec{}, fmt.Errorf("no workspace name can be derived from %q (only ASCII letters and digits are kept); pass --name", filepath.Base(ref.ID))
 	}
 	spec := scaffold.Spec{
-		Config: *st.analysis.Config, Family: st.analysis.Family,
-		Name: name, ModelID: st.ref.ID, OnHub: !st.ref.Local, Revision: st.ref.Revision, Source: st.ref.Source,
+		Config: *a.Config, Family: a.Family,
+		Name: name, ModelID: ref.ID, OnHub: !ref.Local, Revision: ref.Revision, Source: ref.Source,
 		ToolVersion: version, AttentionFallback: s.AttentionFallback, LicenseHeader: s.LicenseHeader,
 	}
-	if err := recordCheckpoint(&spec, st.ref, filepath.Join(root, name)); err != nil {
+	if err := recordCheckpoint(&spec, ref, filepath.Join(root, name)); err != nil {
 		return "", scaffold.Spec{}, err
 	}
 	return root, spec, nil
@@ -359,29 +355,29 @@ func reportDirFor(s *Settings, ws, modelID string) (string, error) {
 }
 
 // lockWorkspace creates <name>/ and takes its lock for the rest of the run
-// (released when the state closes); a held lock names its holder. A folder
-// phase0 did not create is locked from outside (foreign.go).
-func (st *state) lockWorkspace(ws string) (*wslock.Lock, error) {
+// (released when the chain ends); a held lock names its holder. A folder
+// phase0 did not create (foreign) is locked from outside (foreign.go).
+func (st *state) lockWorkspace(ws string) (lock *wslock.Lock, foreign bool, err error) {
 	lockPath := filepath.Join(ws, scaffold.LockName)
 	if foreignFolder(ws) {
-		out, err := st.s.outsideDir(ws)
+		out, err := st.in.s.outsideDir(ws)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if err := os.MkdirAll(out, 0o755); err != nil {
-			return nil, fmt.Errorf("creating %s: %w", out, err)
+			return nil, false, fmt.Errorf("creating %s: %w", out, err)
 		}
-		lockPath, st.foreign = filepath.Join(out, scaffold.LockName), true
+		lockPath, foreign = filepath.Join(out, scaffold.LockName), true
 	} else if err := os.MkdirAll(ws, 0o755); err != nil {
-		return nil, fmt.Errorf("creating workspace %s: %w", ws, err)
+		return nil, false, fmt.Errorf("creating workspace %s: %w", ws, err)
 	}
-	lock, err := wslock.Acquire(lockPath, wslock.Self(st.started))
+	lock, err = wslock.Acquire(lockPath, wslock.Self(st.in.started))
 	if errors.Is(err, wslock.ErrHeld) {
-		return nil, fmt.Errorf("workspace %s: %w; wait for that run to finish", ws, err)
+		return nil, false, fmt.Errorf("workspace %s: %w; wait for that run to finish", ws, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("workspace %s: %w", ws, err)
+		return nil, false, fmt.Errorf("workspace %s: %w", ws, err)
 	}
-	st.lock = lock
-	return lock, nil
+	st.hold(lock)
+	return lock, foreign, nil
 }

@@ -29,8 +29,7 @@ func TestSweepWorkspaceAndOutsideReportDir(t *testing.T) {
 	repFresh := mk(filepath.Join(reports, ".report.json.tmp-4"), 0)
 	user := mk(filepath.Join(ws, ".notes.tmp-draft"), time.Hour)
 
-	st := &state{s: &Settings{ReportDir: reports}, wsDir: ws}
-	swept, err := st.sweep(now.Add(time.Second))
+	swept, err := sweep(&Settings{ReportDir: reports}, ws, now.Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func (r *Report) Markdown(chart string) string {
 	if r.Source != "" {
 		fmt.Fprintf(&b, "| Source | %s |\n", r.Source)
 	}
-	fmt.Fprintf(&b, "| Architecture | %s (%s) |\n", r.Architecture, orDash(r.Family))
+	fmt.Fprintf(&b, "| Architecture | %s (%s) |\n", r.Architecture, OrDash(r.Family))
 	if r.Config != nil {
 		fmt.Fprintf(&b, "| Config | %s |\n", ConfigLine(r.Config))
 	}

@@ -32,7 +32,7 @@ func (r *Report) Text() string {
 		b.WriteString("\n")
 	}
 	if r.Architecture != "" {
-		fmt.Fprintf(&b, "  architecture: %s  family: %s\n", r.Architecture, orDash(r.Family))
+		fmt.Fprintf(&b, "  architecture: %s  family: %s\n", r.Architecture, OrDash(r.Family))
 	}
 	if c := r.Config; c != nil {
 		fmt.Fprintf(&b, "  config: %s\n", ConfigLine(c))
@@ -118,7 +118,9 @@ func ConfigLine(c *model.Config) string {
 		c.NLayers, c.EmbDim, c.NHeads, c.NKVHeads, c.HeadDim, c.HiddenDim, c.VocabSize, c.RopeBase, rs, c.RMSNormEps, c.TieWordEmbeddings, c.QKVBias, c.QKNorm)
 }
 
-func orDash(s string) string {
+// OrDash is s, or "-" for an empty field or table cell (every rendering, and
+// the orchestrator's tables, show one the same way).
+func OrDash(s string) string {
 	if s == "" {
 		return "-"
 	}

@@ -151,6 +151,17 @@ func Check(cfg *model.Config, inv *safetensors.Inventory) *Result {
 	return res
 }
 
+// Clone is a copy that shares nothing with r: a later stage (the scan)
+// completes the copy and leaves r as the earlier stage judged it.
+func (r *Result) Clone() *Result {
+	out := *r
+	out.Findings = slices.Clone(r.Findings)
+	out.Files, out.Missing, out.Unexpected, out.Harmless = slices.Clone(r.Files), slices.Clone(r.Missing), slices.Clone(r.Unexpected), slices.Clone(r.Harmless)
+	out.Mismatched, out.NonFinite = slices.Clone(r.Mismatched), slices.Clone(r.NonFinite)
+	out.Errors, out.Warnings = slices.Clone(r.Errors), slices.Clone(r.Warnings)
+	return &out
+}
+
 // AddNonFinite records scan findings and re-decides the status.
 func (r *Result) AddNonFinite(found []NonFinite) {
 	r.Scanned = true

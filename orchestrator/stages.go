@@ -1,0 +1,105 @@
+package orchestrator
+
+import (
+	"context"
+
+	"phase0/configgate"
+	"phase0/judge"
+	"phase0/model"
+	"phase0/preflight"
+	"phase0/report"
+	"phase0/verdict"
+	"phase0/weights"
+)
+
+// The stage table: each stage's name, when it applies, its function, and
+// where its result is kept. It is the only code that writes a state's facts
+// and sections; a stage function reads the state and returns.
+var (
+	stepLLMsDir  = check("llms_dir", llmsDirStage)
+	stepReuse    = produce("reuse", reuseStage, func(st *state, r reuseResult) { st.facts.reuse = r })
+	stepPython   = check("python", pythonStage)
+	stepResolve  = produce("resolve", resolveStage, func(st *state, m *resolvedModel) { st.facts.model = m })
+	stepConfig   = produce("config", configStage, func(st *state, a *model.Analysis) { st.facts.analysis = a })
+	stepWeights  = produce("weights", weightsStage, keepWeights)
+	stepScan     = produce("scan", scanStage, func(st *state, w *weights.Result) { st.sections.scanned = w }).onlyIf(hasInventory)
+	stepMemory   = produce("memory", memoryStage, func(st *state, m *memoryVerdict) { st.facts.memory = m }).onlyIf(memoryApplies)
+	stepGenerate = produce("generate", generateStage, func(st *state, w *workspace) { st.facts.workspace = w })
+
+	stepPythonWeights = produce("python_weights", pythonWeightsStage, func(st *state, r loaded) {
+		st.sections.loader, st.facts.tie = r.loader, r.tie
+	}).onlyIf(pythonReady)
+	stepConfigFacts = produce("config_facts", configFactsStage, func(st *state, c *configgate.Consistency) {
+		st.sections.consistency = c
+	}).onlyIf(pythonReady)
+	stepHFBaseline = produce("hf_baseline", hfBaselineStage, func(st *state, b *judge.Baseline) {
+		st.sections.baseline = b
+	}).onlyIf(pythonReady)
+	stepReference = produce("reference", referenceStage, func(st *state, r *report.Reference) {
+		st.sections.reference = r
+	}).onlyIf(referenceApplies)
+	stepMachine = produce("machine", machineStage, func(st *state, p *preflight.Report) { st.sections.machine = p })
+	stepRecord  = produce("record", recordStage, func(st *state, r *recorded) { st.facts.recorded = r })
+
+	stepRecordInputs = check("record_inputs", recordInputsStage)
+)
+
+// keepWeights keeps the weights stage's three results: the inventory, gate
+// 1 from the headers and gate 3's cross-check.
+func keepWeights(st *state, r weightsResult) {
+	st.facts.checkpoint, st.sections.weights, st.sections.crossCheck = r.checkpoint, r.gate1, r.crossCheck
+}
+
+// The commands' stage lists.
+var (
+	// inspectStages need no Python: resolve, config and architecture gate,
+	// inventory with gate 1 and the config-vs-shapes cross-check, optional
+	// scan (listed only when --scan is given: withoutSkippedScan).
+	inspectStages = []stage{stepResolve, stepConfig, stepWeights, stepScan}
+	// runStages are all of Phase 0: inspect, preflight, generate, the
+	// Python facts judged as gates 1 and 3, gate 2, and the record.
+	runStages = concat([]stage{stepLLMsDir, stepReuse, stepPython}, inspectStages, []stage{stepMemory, stepGenerate,
+		stepPythonWeights, stepConfigFacts, stepHFBaseline, stepReference, stepMachine, stepRecord, stepRecordInputs})
+	// baselineStages are inspect, the memory preflight and gate 2.
+	baselineStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepMemory, stepHFBaseline})
+	// referenceStages are `phase0 reference`: inspect, then the recording.
+	referenceStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepMemory, stepReference})
+)
+
+func concat(lists ...[]stage) []stage {
+	var out []stage
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+// produce is a stage whose function returns a result; keep says where the
+// state holds it for the stages after it and the report. The result is kept
+// even when the stage errs: a partial one (a reference that failed to
+// record) is what the report shows.
+func produce[R any](name string, fn func(context.Context, *state) (R, outcome, error), keep func(*state, R)) stage {
+	return stage{name: name, fn: fn, run: func(ctx context.Context, st *state) (outcome, error) {
+		r, out, err := fn(ctx, st)
+		keep(st, r)
+		return out, err
+	}}
+}
+
+// check is a stage with no result of its own: it checks the settings or the
+// machine, or writes outside the state (record_inputs).
+func check(name string, fn func(context.Context, *state) (outcome, error)) stage {
+	return stage{name: name, fn: fn, run: fn}
+}
+
+// onlyIf makes the stage conditional: when says whether it applies.
+func (sg stage) onlyIf(when func(*state) (bool, string)) stage {
+	sg.when = when
+	return sg
+}
+
+// hasInventory: the scan needs the checkpoint's inventory.
+func hasInventory(st *state) (bool, string) { return st.inv() != nil, "no inventory to scan" }
+
+// pass is a passing outcome with its detail.
+func pass(detail string) outcome { return outcome{status: verdict.Pass, detail: detail} }
