@@ -45,7 +45,7 @@ STATICCHECK  := $(CACHE_DIR)/tools/staticcheck-$(STATICCHECK_VERSION)/staticchec
 # PHASE0_PYTHON still take precedence.
 LDFLAGS       = -X phase0/internal/pyenv.makeVenv=$(VENV)
 
-.PHONY: help build test test-short test-orchestrator test-go test-py bench calibrate fuzz venv pyvenvs black-venv print-python phase0 clean check-xrt check-py314 python-package test-python-package lint
+.PHONY: help build test test-prereqs chroots pytest-venvs test-short test-orchestrator test-go test-py bench calibrate fuzz venv pyvenvs black-venv print-python phase0 clean check-xrt check-py314 python-package test-python-package lint
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -87,10 +87,22 @@ pyvenvs: $(foreach v,$(TEST_VENVS),$(v)/.phase0-installed) ## create or reuse th
 print-python: ## print the venv's python (use with make -s)
 	@echo $(VENV_PY)
 
-test: venv pyvenvs black-venv build $(STATICCHECK) ## run every test (make lint, Go incl. fuzz seeds, the bridge in every Python minor, black on generated Python, mypy --strict, pytest, the XRT build check, 3.14 in a chroot)
-	@# Five independent groups, two at a time (this is a 2-core target), the
-	@# two longest first; each group's output is printed whole when it ends.
+test: ## run every test (make lint, Go incl. fuzz seeds, the bridge in every Python minor, black on generated Python, mypy --strict, pytest, the XRT build check, 3.14 in a chroot)
+	@# First what the tests need, side by side: on a fresh machine these are
+	@# mostly downloads (torch, the sid chroots, Go modules), so four at once.
+	@$(MAKE) --no-print-directory -j4 --output-sync=target test-prereqs
+	@# Then five independent groups, two at a time (this is a 2-core target),
+	@# the two longest first; each group's output is printed whole when it ends.
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-orchestrator test-python-package lint test-go test-py
+
+# Everything make test installs or builds before it tests; each is a no-op
+# once done.
+test-prereqs: venv pyvenvs black-venv build $(STATICCHECK) chroots pytest-venvs
+
+# The sid chroots of the XRT and 3.14 checks (made once, cached outside the clone).
+chroots: ## make or reuse the sid chroots of check-xrt and check-py314
+	CACHE_DIR=$(CACHE_DIR) ./npu/check-xrt.sh --skip-if-unavailable --prepare
+	CACHE_DIR=$(CACHE_DIR) ./scripts/check-py314.sh --skip-if-unavailable --prepare
 
 GO_TEST_ENV = PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) PHASE0_BLACK=$(BLACK)
 
@@ -183,12 +195,19 @@ $(PYPKG_STAMP): $(PYPKG_SRC) Makefile
 # only and skip the API-vs-CLI run comparison (marker first_minor): the
 # family logic and the report are Go's, the same in every minor, while the
 # extension's boundary (arguments, threads, signals, fork) runs in full.
-test-python-package: python-package venv ## test the wheel in fresh-installed venvs of several Python minors
+# One pytest venv per minor of PYPKG_MINORS; a minor not on this machine is
+# left out here and reported by test-python-package.
+$(CACHE_DIR)/venv-pytest-py%/.phase0-installed:
+	@if found=$$(scripts/find-python $* $*); then \
+	  set -e; $${found#* } -m venv $(@D); $(@D)/bin/python -m pip install --quiet pytest; touch $@; fi
+
+pytest-venvs: $(foreach m,$(PYPKG_MINORS),$(CACHE_DIR)/venv-pytest-py$(m)/.phase0-installed) ## create or reuse the pytest venvs test-python-package installs the wheel into
+
+test-python-package: python-package venv pytest-venvs ## test the wheel in fresh-installed venvs of several Python minors
 	@set -e; tested=0; whl=$$(ls dist/phase0-$(PYPKG_VERSION)-*.whl); families=; select=(); \
 	for m in $(PYPKG_MINORS); do \
-	  if ! found=$$(scripts/find-python $$m $$m); then echo "phase0: no CPython $$m here: the package is not tested with it"; continue; fi; \
 	  v=$(CACHE_DIR)/venv-pytest-py$$m; \
-	  if [ ! -f $$v/.phase0-installed ]; then $${found#* } -m venv $$v; $$v/bin/python -m pip install --quiet pytest; touch $$v/.phase0-installed; fi; \
+	  if [ ! -f $$v/.phase0-installed ]; then echo "phase0: no CPython $$m here: the package is not tested with it"; continue; fi; \
 	  $$v/bin/python -m pip install --quiet --no-deps --force-reinstall $$whl; \
 	  echo "phase0: pytest pyext/tests in $$v"; \
 	  (cd pyext/tests && PHASE0_PYTHON=$(VENV_PY) PHASE0_WHEEL=$(CURDIR)/$$whl PHASE0_REPO=$(CURDIR) \

@@ -5,16 +5,27 @@
 # another list means another directory: a chroot in use is never rebuilt in place.
 #
 #   tag=check-foo name=foo pkgs="gcc …" setup="shell run in the chroot once, after apt"
-#   . path/to/scripts/sid-chroot.sh "$@"   # [--skip-if-unavailable]: sets $repo
+#   . path/to/scripts/sid-chroot.sh "$@"   # [--skip-if-unavailable] [--prepare]: sets $repo
 #   sid_chroot_ready           # needs root; makes or reuses the chroot: sets $sid_root
+#                              # (with --prepare the check stops there: make test makes
+#                              # the chroots while it downloads the venvs)
 #   sid_chroot_run 'script'    # bash -euo pipefail in the chroot, in /src (the repo), Go on PATH
 #
 # SID_SUITE and SID_MIRROR pick another suite or mirror (another key).
 
 # --skip-if-unavailable: a chroot that cannot be made or entered exits 0
 # with the reason (make test), not 2.
-skip_ok=0
-[[ "${1:-}" == "--skip-if-unavailable" ]] && skip_ok=1
+skip_ok=0 prepare_only=0
+for arg in "$@"; do
+	case $arg in
+	--skip-if-unavailable) skip_ok=1 ;;
+	--prepare) prepare_only=1 ;;
+	*)
+		echo "$tag: unknown argument $arg (want --skip-if-unavailable, --prepare)" >&2
+		exit 2
+		;;
+	esac
+done
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${CACHE_DIR:-$HOME/.cache/phase0}
 suite=${SID_SUITE:-sid}
@@ -93,6 +104,10 @@ sid_chroot_ready() {
 		sid_chroot_make || unavailable "could not create the $suite chroot (see $sid_root.tmp.*.log)"
 	fi
 	flock -u 9
+	if ((prepare_only)); then
+		echo "$tag: chroot ready: $sid_root"
+		exit 0
+	fi
 }
 
 # The mounts live in a private mount namespace: they vanish with it, so an
