@@ -181,6 +181,23 @@ func ShapedModel(py, preset string) (string, error) {
 	return filepath.Join(dir, preset), nil
 }
 
+// versionsScript prints torch.__version__ and transformers.__version__
+// without importing either (importing torch costs seconds of CPU, in every
+// test binary that asks for models): torch's version lives in its generated
+// version.py, which imports nothing of torch; transformers' is its
+// distribution's. The output is what the two attributes give.
+const versionsScript = `import importlib.util
+from importlib.metadata import version
+from pathlib import Path
+torch = importlib.util.find_spec("torch")
+if torch is None or not torch.submodule_search_locations:
+    raise SystemExit("torch is not installed")
+spec = importlib.util.spec_from_file_location("_phase0_torch_version", Path(torch.submodule_search_locations[0]) / "version.py")
+assert spec is not None and spec.loader is not None
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(module.__version__, version("transformers"))`
+
 // cachedBuild returns <cache>/<prefix>-<hash>, running the Python script
 // (which writes into the folder it is given) when that folder is not
 // complete yet. The hash covers the generator's files, spec and the torch and
@@ -202,8 +219,11 @@ func cachedBuild(py, prefix string, gen generator, spec string, script func(tmp 
 		h.Write(b)
 	}
 	h.Write([]byte(spec))
-	out, _ := exec.Command(py, "-c", "import torch, transformers; print(torch.__version__, transformers.__version__)").Output()
-	h.Write(out)
+	versions, err := exec.Command(py, "-c", versionsScript).Output()
+	if err != nil {
+		return "", fmt.Errorf("torch and transformers versions from %s: %w", py, err)
+	}
+	h.Write(versions)
 
 	cache := os.Getenv("PHASE0_CACHE")
 	if cache == "" {
