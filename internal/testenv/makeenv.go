@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
-	"testing"
 )
 
 // The interpreters the tests use, by the environment variables make test
@@ -67,16 +66,14 @@ func askMake() (map[string]string, error) {
 // setting returns the variable's value from the environment, else make's
 // (fromMake). An empty interpreter path counts as unset; an empty list of
 // test pythons is a list (make test passes one when no other minor is
-// installed). It skips the test when the variable is unset and make cannot
-// answer.
-func setting(t testing.TB, name string) (value string, fromMake bool) {
-	t.Helper()
+// installed). The error says why make could not answer.
+func setting(name string) (value string, fromMake bool, err error) {
 	if v, ok := os.LookupEnv(name); ok && (v != "" || name == envTestPythons) {
-		return v, false
+		return v, false, nil
 	}
 	vars, err := makeEnv()
 	if err != nil {
-		t.Skipf("%s unset and make cannot name it (%v): set %s or run the tests through make", name, err, name)
+		return "", true, fmt.Errorf("%s unset and make cannot name it: %w", name, err)
 	}
-	return vars[name], true
+	return vars[name], true, nil
 }
