@@ -45,7 +45,7 @@ STATICCHECK  := $(CACHE_DIR)/tools/staticcheck-$(STATICCHECK_VERSION)/staticchec
 # PHASE0_PYTHON still take precedence.
 LDFLAGS       = -X phase0/internal/pyenv.makeVenv=$(VENV)
 
-.PHONY: help build test test-prereqs chroots pytest-venvs test-short test-orchestrator test-go test-py bench calibrate fuzz venv pyvenvs black-venv print-python phase0 clean check-xrt check-py314 python-package test-python-package lint
+.PHONY: help build test test-prereqs chroots pytest-venvs test-short test-orchestrator test-go test-py bench calibrate fuzz venv pyvenvs black-venv print-python print-test-env phase0 clean check-xrt check-py314 python-package test-python-package lint
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -86,6 +86,11 @@ pyvenvs: $(foreach v,$(TEST_VENVS),$(v)/.phase0-installed) ## create or reuse th
 
 print-python: ## print the venv's python (use with make -s)
 	@echo $(VENV_PY)
+
+# The Go tests read this when run without make (internal/testenv): the one
+# place that knows where the venvs are is this file.
+print-test-env: ## print the interpreters the Go tests use, one KEY=value a line (use with make -s)
+	@printf '%s\n' $(GO_TEST_ENV)
 
 test: ## run every test (make lint, Go incl. fuzz seeds, the bridge in every Python minor, black on generated Python, mypy --strict, pytest, the XRT build check, 3.14 in a chroot)
 	@# First what the tests need, side by side: on a fresh machine these are

@@ -313,8 +313,8 @@ func TestInterpreterUsesVenv(t *testing.T) {
 var perPython = []string{"TestInterpreterUsesVenv", "TestStartTwice", "TestCallEcho", "TestCallFloatsBitExact", "TestCallErrors"}
 
 // TestEveryPython runs the bridge in every interpreter make test prepared
-// ($PHASE0_TEST_PYTHONS: small NumPy venvs of other Python minors), with this
-// one test binary.
+// ($PHASE0_TEST_PYTHONS, else the Makefile's list: small NumPy venvs of other
+// Python minors), with this one test binary.
 func TestEveryPython(t *testing.T) {
 	pys := testenv.Pythons(t)
 	minors := map[string]bool{}
@@ -329,7 +329,7 @@ func TestEveryPython(t *testing.T) {
 		t.Errorf("PHASE0_TEST_PYTHONS and PHASE0_PYTHON give Python minors %v, want at least 3", slices.Sorted(maps.Keys(minors)))
 	}
 	if len(pys) == 1 {
-		t.Skip("PHASE0_TEST_PYTHONS is unset: only the default python is tested (in this process)")
+		t.Skip("no other Python minor (PHASE0_TEST_PYTHONS, else those `make pyvenvs` installed): only the default python is tested (in this process)")
 	}
 	for _, py := range pys[1:] {
 		t.Run(filepath.Base(filepath.Dir(filepath.Dir(py))), func(t *testing.T) {

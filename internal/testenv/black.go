@@ -7,34 +7,26 @@ import (
 )
 
 // Black returns the black executable: $PHASE0_BLACK (make test sets it),
-// else the newest finished ~/.cache/phase0/venv-black-*/ that `make
-// black-venv` made. It skips the test, saying why, when neither exists.
+// else the one the Makefile names once `make black-venv` has finished
+// installing it. It skips the test, saying why, when neither exists.
 func Black(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: this test runs black (Python)")
 	}
-	if black := os.Getenv("PHASE0_BLACK"); black != "" {
+	black, fromMake, err := setting(envBlack)
+	if err != nil {
+		t.Skipf("%v: set %s or run the tests through make", err, envBlack)
+	}
+	if !fromMake {
 		if _, err := os.Stat(black); err != nil {
-			t.Fatalf("PHASE0_BLACK=%s: %v", black, err)
+			t.Fatalf("%s=%s: %v", envBlack, black, err)
 		}
 		return black
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		t.Skipf("PHASE0_BLACK unset and no home directory: %v", err)
+	venv := filepath.Dir(filepath.Dir(black))
+	if _, err := os.Stat(filepath.Join(venv, installedStamp)); err != nil {
+		t.Skipf("%s unset and make's black venv %s is not installed (no %s): run `make black-venv` or `make test`", envBlack, venv, installedStamp)
 	}
-	pattern := filepath.Join(home, ".cache", "phase0", "venv-black-*", ".phase0-installed")
-	stamps, _ := filepath.Glob(pattern)
-	var newest string
-	var newestTime int64
-	for _, s := range stamps {
-		if fi, err := os.Stat(s); err == nil && fi.ModTime().UnixNano() > newestTime {
-			newest, newestTime = s, fi.ModTime().UnixNano()
-		}
-	}
-	if newest == "" {
-		t.Skipf("PHASE0_BLACK unset and no finished venv matches %s: run `make black-venv` or `make test`", pattern)
-	}
-	return filepath.Join(filepath.Dir(newest), "bin", "black")
+	return black
 }

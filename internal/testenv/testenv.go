@@ -18,60 +18,49 @@ import (
 )
 
 // Python returns the venv python: $PHASE0_PYTHON (make test sets it), else
-// the newest of the Makefile's ~/.cache/phase0/venv-<sha256(requirements.txt)[:12]>-py<minor>
-// that finished installing. It skips the test, saying why, when neither exists.
+// the one the Makefile names (make's print-test-env) once `make venv` has
+// finished installing it. It skips the test, saying why, when neither exists.
 func Python(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: this test runs Python")
 	}
-	if py := os.Getenv("PHASE0_PYTHON"); py != "" {
+	py, fromMake, err := setting(envPython)
+	if err != nil {
+		t.Skipf("%v: set %s or run the tests through make", err, envPython)
+	}
+	if !fromMake {
 		if _, err := os.Stat(py); err != nil {
-			t.Fatalf("PHASE0_PYTHON=%s: %v", py, err)
+			t.Fatalf("%s=%s: %v", envPython, py, err)
 		}
 		return py
 	}
-	req, err := os.ReadFile(filepath.Join(RepoRoot(), "requirements.txt"))
-	if err != nil {
-		t.Fatalf("reading requirements.txt to locate the venv: %v", err)
+	venv := filepath.Dir(filepath.Dir(py))
+	if _, err := os.Stat(filepath.Join(venv, installedStamp)); err != nil {
+		t.Skipf("%s unset and make's venv %s is not installed (no %s): run `make venv` or `make test`", envPython, venv, installedStamp)
 	}
-	sum := sha256.Sum256(req)
-	home, err := os.UserHomeDir()
-	if err != nil {
-		t.Skipf("PHASE0_PYTHON unset and no home directory: %v", err)
-	}
-	pattern := filepath.Join(home, ".cache", "phase0", "venv-"+hex.EncodeToString(sum[:])[:12]+"-py3.*", ".phase0-installed")
-	stamps, _ := filepath.Glob(pattern)
-	if len(stamps) == 0 {
-		t.Skipf("PHASE0_PYTHON unset and no finished venv matches %s: run `make venv` or `make test`", pattern)
-	}
-	// "py3.9" sorts after "py3.12": compare the minor as a number.
-	minor := func(stamp string) int {
-		var m int
-		fmt.Sscanf(filepath.Base(filepath.Dir(stamp))[len("venv-")+12+len("-py3."):], "%d", &m)
-		return m
-	}
-	newest := stamps[0]
-	for _, s := range stamps[1:] {
-		if minor(s) > minor(newest) {
-			newest = s
-		}
-	}
-	return filepath.Join(filepath.Dir(newest), "bin", "python")
+	return py
 }
 
 // Pythons returns Python(t) followed by every interpreter in
 // $PHASE0_TEST_PYTHONS (a PATH-style list; make test sets it to small venvs
-// of other Python minors), without duplicates.
+// of other Python minors; unset, the ones make has installed), without
+// duplicates. When make cannot name them (no make, as in check-py314's
+// chroot), Python(t) is the only one.
 func Pythons(t testing.TB) []string {
 	t.Helper()
 	pys := []string{Python(t)}
-	for _, py := range filepath.SplitList(os.Getenv("PHASE0_TEST_PYTHONS")) {
+	list, fromMake, err := setting(envTestPythons)
+	if err != nil {
+		t.Logf("only %s: %v", pys[0], err)
+		return pys
+	}
+	for _, py := range filepath.SplitList(list) {
 		if py == "" || slices.Contains(pys, py) {
 			continue
 		}
 		if _, err := os.Stat(py); err != nil {
-			t.Fatalf("PHASE0_TEST_PYTHONS names %s: %v", py, err)
+			t.Fatalf("%s names %s: %v (from make: %t)", envTestPythons, py, err, fromMake)
 		}
 		pys = append(pys, py)
 	}
@@ -200,6 +189,23 @@ func ShapedModel(py, preset string) (string, error) {
 	return filepath.Join(dir, preset), nil
 }
 
+// versionsScript prints torch.__version__ and transformers.__version__
+// without importing either (importing torch costs seconds of CPU, in every
+// test binary that asks for models): torch's version lives in its generated
+// version.py, which imports nothing of torch; transformers' is its
+// distribution's. The output is what the two attributes give.
+const versionsScript = `import importlib.util
+from importlib.metadata import version
+from pathlib import Path
+torch = importlib.util.find_spec("torch")
+if torch is None or not torch.submodule_search_locations:
+    raise SystemExit("torch is not installed")
+spec = importlib.util.spec_from_file_location("_phase0_torch_version", Path(torch.submodule_search_locations[0]) / "version.py")
+assert spec is not None and spec.loader is not None
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(module.__version__, version("transformers"))`
+
 // cachedBuild returns <cache>/<prefix>-<hash>, running the Python script
 // (which writes into the folder it is given) when that folder is not
 // complete yet. The hash covers the generator's files, spec and the torch and
@@ -221,8 +227,11 @@ func cachedBuild(py, prefix string, gen generator, spec string, script func(tmp 
 		h.Write(b)
 	}
 	h.Write([]byte(spec))
-	out, _ := exec.Command(py, "-c", "import torch, transformers; print(torch.__version__, transformers.__version__)").Output()
-	h.Write(out)
+	versions, err := exec.Command(py, "-c", versionsScript).Output()
+	if err != nil {
+		return "", fmt.Errorf("torch and transformers versions from %s: %w", py, err)
+	}
+	h.Write(versions)
 
 	cache := os.Getenv("PHASE0_CACHE")
 	if cache == "" {
