@@ -51,7 +51,9 @@ func resolveStage(ctx context.Context, st *state) (*resolvedModel, outcome, erro
 	}
 	if ref.Remote {
 		if s.Scan {
-			return nil, outcome{}, fmt.Errorf("--scan reads every tensor byte, but %s is not in the HF cache and was inspected from its headers only: download it first (phase0 baseline %s) or drop --scan", ref.ID, ref.ID)
+			// The model was resolved: the report names it (the refusal is
+			// the error).
+			return ref, outcome{}, fmt.Errorf("--scan reads every tensor byte, but %s is not in the HF cache and was inspected from its headers only: download it first (phase0 baseline %s) or drop --scan", ref.ID, ref.ID)
 		}
 		return ref, pass(ref.Dir + " (headers only)"), nil
 	}

@@ -103,4 +103,10 @@ func TestTriageMixedList(t *testing.T) {
 	if r.Status != verdict.Error || !strings.Contains(r.Error, "--scan") {
 		t.Errorf("remote --scan: %s %q", r.Status, r.Error)
 	}
+	// The refusal comes after the model was resolved: the report still
+	// names what was resolved (as it did before the stages returned their
+	// results).
+	if r.ModelID != pass || !strings.HasPrefix(r.ModelDir, "hf://"+pass+"@") || r.Revision == "" {
+		t.Errorf("remote --scan report: model_id %q, model_dir %q, revision %q; want %s resolved", r.ModelID, r.ModelDir, r.Revision, pass)
+	}
 }
