@@ -88,7 +88,8 @@ func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) 
 			files = documentsOnly(files)
 		}
 		if res, err = scaffold.Write(ws, files); err != nil {
-			return nil, outcome{}, err
+			// The sweep's warning stands in the report of the failed run.
+			return nil, outcome{warnings: warnings}, err
 		}
 	}
 	// The record stage rewrites Phase 0's part of these documents, so they

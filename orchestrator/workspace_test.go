@@ -1,12 +1,16 @@
 package orchestrator
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"phase0/scaffold"
+	"phase0/verdict"
 )
 
 // In the workspace (under its lock) every stale temporary goes; in a report
@@ -74,5 +78,26 @@ func TestTreeDecidesTheFolder(t *testing.T) {
 	// Without an llms tree the name is derived, as before.
 	if got, err := workspaceName(&Settings{OutDir: llms}, "Qwen/Qwen2.5-0.5B"); got != "qwen2_5_0_5b" || err != nil {
 		t.Errorf("without a tree: %q, %v", got, err)
+	}
+}
+
+// TestGenerateErrorKeepsTheSweepWarning: a sweep that could not finish is a
+// warning of the run, and it stays in the report when generate then fails
+// (here on a workspace manifest that is not JSON).
+func TestGenerateErrorKeepsTheSweepWarning(t *testing.T) {
+	llms := t.TempDir()
+	s := settingsFor(t, llms)
+	s.Name = "sweepwarn"
+	// A report folder that is a file: sweeping it fails.
+	s.ReportDir = filepath.Join(t.TempDir(), "reports-is-a-file")
+	writeFile(t, s.ReportDir, "not a folder")
+	// phase0's manifest (so the folder is phase0's, not foreign), unreadable.
+	writeFile(t, filepath.Join(llms, s.Name, scaffold.ManifestName), "{")
+	r := Run(context.Background(), s, tiny(t, "qwen3"), "test")
+	if r.Status != verdict.Error || !strings.Contains(r.Error, scaffold.ManifestName) {
+		t.Fatalf("status %s, error %q; want ERROR naming %s", r.Status, r.Error, scaffold.ManifestName)
+	}
+	if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, s.ReportDir) }) {
+		t.Errorf("warnings %q: want the failed sweep of %s", r.Warnings, s.ReportDir)
 	}
 }
