@@ -4,13 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"phase0/configgate"
 	"phase0/verdict"
 )
 
@@ -241,4 +244,43 @@ func TestUnwritableRecordIsAFailedRun(t *testing.T) {
 			t.Errorf("TODO.md changed:\n%s", got)
 		}
 	})
+}
+
+// TestInterruptInBehaviourKeepsGate3: a run interrupted in config_facts'
+// last op (the helpers' behaviour) is ERROR, and its report's gate 3 still
+// shows what config_facts had judged before (the generated module's and
+// transformers' config), not only the weights stage's cross-check.
+func TestInterruptInBehaviourKeepsGate3(t *testing.T) {
+	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
+	llms := t.TempDir()
+	s := settingsFor(t, llms)
+	s.Name = "behaviourstop"
+	mustPass(t, Run(context.Background(), s, tiny(t, "qwen3"), "test"))
+	// An edited helpers module is kept (not phase0's bytes any more); only
+	// the behaviour op imports it: it says so, then hangs.
+	marker := filepath.Join(t.TempDir(), "importing")
+	helpers := filepath.Join(llms, s.Name, s.Name+"_cpu_helpers.py")
+	writeFile(t, helpers, string(mustRead(t, helpers))+fmt.Sprintf("\nimport time\nopen(%q, \"w\").close()\ntime.sleep(600)\n", marker))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if _, err := os.Stat(marker); err == nil {
+				cancel()
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	s = settingsFor(t, llms)
+	s.Name = "behaviourstop"
+	r := Run(ctx, s, tiny(t, "qwen3"), "test")
+	if r.Status != verdict.Error || !r.Interrupted {
+		t.Fatalf("status %s, interrupted %v, error %q; want an interrupted ERROR", r.Status, r.Interrupted, r.Error)
+	}
+	cc := r.Gates.ConfigConsistency
+	if cc == nil || !slices.Contains(cc.Sources, configgate.SourceTransformers) {
+		t.Errorf("config consistency %+v: want the transformers comparison config_facts made before the interruption", cc)
+	}
 }
