@@ -9,11 +9,12 @@ scheduler time slice. How much that costs depends on how long the ops are:
 - a small model's ops take microseconds, so the stalls are the step: on a
   loaded 2-core machine a SmolLM2-135M step took 0.03-1.8 s instead of
   ~40 ms. Below LARGE_MODEL_PARAMETERS one CPU is left to everything else;
-- a large model's matmuls stream megabytes of weights each, so a stall is a
-  small part of an op, and the second core is worth more than the stalls
-  cost: the Llama-3.2-3B shape decodes 1.45-1.8x faster on two threads than
-  on one on a quiet 2-core machine. From LARGE_MODEL_PARAMETERS on, torch's
-  own count is used.
+- a large model's matmuls stream tens of megabytes of weights each, so a
+  stall is a small part of an op and the second core is worth more than the
+  stalls cost: the Llama-3.2-3B shape decodes 1.4-1.9x faster on two threads
+  than on one on the 2-core machine, quiet or lightly loaded (a process
+  spinning on one core beside it turns that into 1.4-1.7x slower). From
+  LARGE_MODEL_PARAMETERS on, torch's own count is used.
 
 The count depends only on the machine (its CPUs and OMP_NUM_THREADS) and on
 the model's parameter count, never on momentary load, so re-recording the
@@ -27,10 +28,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 # Models with at least this many parameters record on torch's own thread
-# count; smaller ones leave a CPU free. Between SmolLM2-360M-sized models
-# (one thread wins under load) and Llama-3.2-1B-sized ones (two threads win
-# quiet and lose little under load); see docs/BENCHMARKS.md.
-LARGE_MODEL_PARAMETERS = 1_000_000_000
+# count; smaller ones leave a CPU free. Measured on the shared 2-core machine
+# (docs/BENCHMARKS.md): at background load ~3, two threads decoded a
+# Llama-3.2-1B-shaped model (1.5 B) 3x slower than one, and the Llama-3.2-3B
+# shape (3.2 B) 1.4-1.9x faster.
+LARGE_MODEL_PARAMETERS = 2_000_000_000
 
 
 def recording_threads(torch_default: int, cpus: int, parameters: int) -> int:
