@@ -110,8 +110,10 @@ def record_reference(args: RecordReferenceArgs) -> NoResult:
         full = resolved.runner_cls(model_dir, config, max_seq, lite_mode=False, model=runner.model)
     seconds_load = time.perf_counter() - start
 
-    # Fewer threads than cores, whichever runner records: see threads.py.
-    with torch_threads(recording_threads(torch.get_num_threads(), usable_cpus())) as n_threads:
+    # Whichever runner records, a small model leaves a CPU free: see threads.py.
+    parameters = sum(p.numel() for p in runner.model.parameters())
+    n_threads = recording_threads(torch.get_num_threads(), usable_cpus(), parameters)
+    with torch_threads(n_threads):
         start = time.perf_counter()
         decoding = progress.Progress(STAGE)
         n = len(encoded)

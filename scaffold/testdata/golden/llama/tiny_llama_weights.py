@@ -38,6 +38,7 @@ import json
 import math
 import os
 import struct
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
@@ -580,32 +581,36 @@ def load_weights(
     tensors = _checkpoint_tensors(model_name_or_path)
     vocab_shape = (config.vocab_size, config.emb_dim)
 
-    embed_table = _read_tensor(tensors, EMBED_TOKENS, vocab_shape, dtype)
-
     layer_shapes = _hf_layer_shapes(config)
+    local = threading.local()
 
-    def read_layers(first: int, step: int) -> List[LayerWeights]:
-        staging = _Staging()  # this thread's own
-        layers = []
-        for layer in range(first, config.n_layers, step):
-            arrays: Dict[str, np.ndarray] = {}
-            for suffix, (field_name, transpose) in _HF_LAYER_MAP.items():
-                name = f"model.layers.{layer}.{suffix}"
-                shape = layer_shapes[field_name]
-                if transpose:
-                    array = _read_transposed(tensors, name, shape, dtype, staging)
-                else:
-                    array = _read_tensor(tensors, name, shape, dtype)
-                arrays[field_name] = array
-            layers.append(LayerWeights(**arrays))
-        return layers
+    def read_layer(layer: int) -> LayerWeights:
+        staging = getattr(local, "staging", None)
+        if staging is None:
+            staging = local.staging = _Staging()  # this thread's own
+        arrays: Dict[str, np.ndarray] = {}
+        for suffix, (field_name, transpose) in _HF_LAYER_MAP.items():
+            name = f"model.layers.{layer}.{suffix}"
+            shape = layer_shapes[field_name]
+            if transpose:
+                array = _read_transposed(tensors, name, shape, dtype, staging)
+            else:
+                array = _read_tensor(tensors, name, shape, dtype)
+            arrays[field_name] = array
+        return LayerWeights(**arrays)
 
-    # File reads and NumPy copies let go of the GIL, so the layers load on
-    # every CPU at once: thread t reads layers t, t + threads, ...
-    threads = max(1, min(_cpu_count(), _MAX_THREADS, config.n_layers))
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        shares = list(pool.map(read_layers, range(threads), [threads] * threads))
-    layers = [shares[i % threads][i // threads] for i in range(config.n_layers)]
+    # File reads and NumPy copies let go of the GIL, so everything loads on
+    # every CPU at once. The embedding table, the largest tensor, goes first;
+    # each thread then takes the next layer nobody has started.
+    threads = max(1, min(_cpu_count(), _MAX_THREADS, config.n_layers + 1))
+    pool = ThreadPoolExecutor(max_workers=threads)
+    try:
+        embedding = pool.submit(_read_tensor, tensors, EMBED_TOKENS, vocab_shape, dtype)
+        pending = [pool.submit(read_layer, i) for i in range(config.n_layers)]
+        embed_table = embedding.result()
+        layers = [future.result() for future in pending]
+    finally:
+        pool.shutdown(cancel_futures=True)  # after an error, start nothing more
 
     final_norm = _read_tensor(tensors, FINAL_NORM, (config.emb_dim,), dtype)
 
