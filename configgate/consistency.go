@@ -54,7 +54,6 @@ func New() *Consistency {
 	return c
 }
 
-// add records a finding and fails the section.
 // Clone is a copy that shares nothing with c: the config_facts stage
 // completes a copy of the weights stage's cross-check, which stays as
 // that stage judged it.
@@ -66,6 +65,7 @@ func (c *Consistency) Clone() *Consistency {
 	return &out
 }
 
+// add records a finding and fails the section.
 func (c *Consistency) add(f Finding) {
 	c.Mismatches = append(c.Mismatches, f)
 	c.FailWith("config %s (%s): %s", f.Field, f.Source, f.Message)

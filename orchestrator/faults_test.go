@@ -273,7 +273,9 @@ func TestInterruptInBehaviourKeepsGate3(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}()
-	s = settingsFor(t, llms)
+	// Its own worker: the hang is in the op, and a shared session's
+	// worker would stay busy with it after the interrupt.
+	s = isolated(settingsFor(t, llms))
 	s.Name = "behaviourstop"
 	r := Run(ctx, s, tiny(t, "qwen3"), "test")
 	if r.Status != verdict.Error || !r.Interrupted {

@@ -71,11 +71,13 @@ func configFactsStage(ctx context.Context, st *state) (*configgate.Consistency, 
 	}
 	module := filepath.Base(st.weightsModule())
 	mod := configgate.Module{File: module, Generated: st.facts.workspace.report.Mode == report.ModeGenerated}
+	// From here an error (an interrupt, a worker that died) still keeps
+	// what was judged so far: the report of the stopped run shows it.
 	if err := errors.Join(cc.Generated(cfg, facts.Generated, mod), cc.Transformers(cfg, facts.Transformers)); err != nil {
-		return nil, outcome{}, err
+		return cc, outcome{}, err
 	}
 	if err := st.behaviour(ctx, cc, module); err != nil {
-		return nil, outcome{}, err
+		return cc, outcome{}, err
 	}
 	cc.Tie(cfg, st.facts.tie, st.inv(), src.FS)
 	return cc, outcome{status: cc.Status, detail: cc.Summary}, nil
