@@ -17,7 +17,7 @@ from typing import cast
 
 import numpy as np
 
-from phase0_shim import facts, progress
+from phase0_shim import facts, heap, progress
 from phase0_shim.calibration import passage_facts
 from phase0_shim.config import generated_config, runner_config
 from phase0_shim.opargs import NoArgs, op, op_with_array
@@ -155,8 +155,12 @@ def loader_facts(args: ModuleArgs) -> LoaderFactsResult:
     """Gate 1 facts: what the module's load_weights returned."""
     module, model_dir = Path(str(args["weights_module"])), Path(args["model_dir"])
     what = f"{module.stem}.load_weights"
-    with progress.reading("python_weights", what, progress.checkpoint_bytes(model_dir)):
-        return facts.loader_facts(module, model_dir)
+    try:
+        with progress.reading("python_weights", what, progress.checkpoint_bytes(model_dir)):
+            return facts.loader_facts(module, model_dir)
+    finally:
+        # The arrays are gone; their pages go back before the HF model loads.
+        heap.release()
 
 
 @op("config_facts", ModuleArgs, ConfigFactsResult, nonempty=("model_dir",))

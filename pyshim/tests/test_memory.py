@@ -11,6 +11,7 @@ would survive until some later collection fails the test too.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import gc
 import json
@@ -25,7 +26,7 @@ import numpy as np
 import pytest
 
 from helpers import baseline_args, go_config
-from phase0_shim import facts, ops, runner
+from phase0_shim import facts, heap, ops, runner
 
 # A loader phase0 generated (scaffold's golden workspace) for the tiny tied llama's shape.
 GOLDEN_WEIGHTS = Path(__file__).resolve().parents[2] / "scaffold" / "testdata" / "golden" / "llama" / "tiny_llama_weights.py"
@@ -98,3 +99,58 @@ def test_baseline_releases_the_hf_model(tiny_model, monkeypatch: pytest.MonkeyPa
         alive = sum(r() is not None for r in models)
     assert len(models) == 1
     assert alive == 0, "the baseline's HF model outlives the op: the reference would load a second copy beside it"
+
+
+def test_loader_facts_hand_the_freed_pages_back(tiny_model, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
+    # Freed is not enough: glibc keeps a loader's freed chunks resident
+    # (~390 MiB at the 3B shape) unless told to return them, after the
+    # arrays are dead and before the op answers.
+    calls: list[str] = []
+    real_load = facts.loader_facts
+
+    def load(*args: Any) -> Any:
+        calls.append("load")
+        return real_load(*args)
+
+    def release() -> bool:
+        calls.append("release")
+        return True
+
+    monkeypatch.setattr(facts, "loader_facts", load)
+    monkeypatch.setattr(heap, "release", release)
+    ops.loader_facts(json.dumps({"weights_module": str(GOLDEN_WEIGHTS), "model_dir": str(tiny_model("llama", tied=True))}))
+    assert calls == ["load", "release"]
+    with pytest.raises(FileNotFoundError):  # a folder without the checkpoint
+        ops.loader_facts(json.dumps({"weights_module": str(GOLDEN_WEIGHTS), "model_dir": str(tmp_path)}))
+    assert calls == ["load", "release"] * 2, "a loader that failed half-way must hand its pages back too"
+
+
+def resident_anonymous_kib() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1])
+    raise AssertionError("no RssAnon in /proc/self/status")
+
+
+@pytest.mark.skipif(heap._malloc_trim() is None or not Path("/proc/self/status").exists(), reason="needs glibc's malloc_trim and /proc")
+def test_release_returns_free_heap_pages_to_the_os() -> None:
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    chunk, count = 64 << 10, 4096  # 256 MiB in chunks below glibc's mmap threshold: heap memory
+    heap.release()
+    before = resident_anonymous_kib()
+    chunks = [libc.malloc(chunk) for _ in range(count)]
+    assert all(chunks)
+    for c in chunks:
+        ctypes.memset(c, 1, chunk)
+    for c in chunks[:-1]:  # the last stays: the heap's top is in use, so free alone returns nothing
+        libc.free(c)
+    try:
+        kept = resident_anonymous_kib() - before
+        assert kept > 200 << 10, f"freed chunks should still be resident before release (+{kept} KiB)"
+        assert heap.release()
+        left = resident_anonymous_kib() - before
+        assert left < 32 << 10, f"{left} KiB of 256 MiB freed still resident after release"
+    finally:
+        libc.free(chunks[-1])
