@@ -98,7 +98,7 @@ def baseline(args: BaselineArgs) -> tuple[BaselineResult, np.ndarray]:
         config = runner_config(args.get("config") or {})
 
     start = time.perf_counter()
-    with progress.heartbeat(STAGE_BASELINE, "loading the HF bf16 model"):
+    with progress.loading_model(STAGE_BASELINE, "loading the HF bf16 model"):
         runner = resolved.runner_cls(model_dir, config, max_seq, lite_mode=True)
     seconds_load = time.perf_counter() - start
 

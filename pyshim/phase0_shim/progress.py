@@ -168,6 +168,35 @@ def heartbeat(stage: str, what: str) -> Iterator[None]:
     progress.finish(what)
 
 
+@contextmanager
+def loading_model(stage: str, what: str) -> Iterator[None]:
+    """A model load: phase0's heartbeat, and none of transformers' own bars.
+
+    transformers 5 draws a "Loading weights" bar for every load; its
+    carriage-return redraws land between phase0's stage lines on stderr and
+    in the tail a crash report quotes. Its bars are off for the load and as
+    they were afterwards (they stay off if the user had turned them off).
+    """
+    with heartbeat(stage, what), _transformers_bars_off():
+        yield
+
+
+@contextmanager
+def _transformers_bars_off() -> Iterator[None]:
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        hf_logging = None  # type: ignore[assignment]
+    if hf_logging is None or not hf_logging.is_progress_bar_enabled():
+        yield
+        return
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+
+
 def _decoder_layers(model: Any) -> list[Any]:
     """An HF causal LM's decoder layers (``model.model.layers``), else none."""
     layers = getattr(getattr(model, "model", None), "layers", None)

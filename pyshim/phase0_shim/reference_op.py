@@ -99,7 +99,7 @@ def record_reference(args: RecordReferenceArgs) -> NoResult:
 
     start = time.perf_counter()
     model = None
-    with progress.heartbeat(STAGE, f"loading the HF {dtype} model"):
+    with progress.loading_model(STAGE, f"loading the HF {dtype} model"):
         if dtype != "bfloat16":
             # Upstream's HfRunner always loads bf16; any other dtype is handed in
             # through its model= hook, so the same runner code records it.

@@ -113,3 +113,31 @@ def test_reading_counts_the_bytes_read(tmp_path: Path, monkeypatch: pytest.Monke
     err = capsys.readouterr().err
     assert "phase0: python_weights: m_weights.load_weights: " in err and " MB of 4.0 MB read (" in err
     assert err.splitlines()[-1].startswith("phase0: python_weights: m_weights.load_weights in ")
+
+
+def test_loading_a_model_draws_no_transformers_bar(tiny_model, capfd: pytest.CaptureFixture[str]) -> None:  # type: ignore[no-untyped-def]
+    import transformers
+    from transformers.utils import logging as hf_logging
+
+    model_dir = tiny_model("llama")
+    transformers.AutoModelForCausalLM.from_pretrained(model_dir)
+    bare = capfd.readouterr().err
+    with progress.loading_model("hf_baseline", "loading the HF bf16 model"):
+        transformers.AutoModelForCausalLM.from_pretrained(model_dir)
+    inside = capfd.readouterr().err
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        assert "Loading weights" in bare, "transformers 5 draws its bar on a plain load: the check below would prove nothing"
+    assert "Loading weights" not in inside and "it/s" not in inside
+    assert hf_logging.is_progress_bar_enabled(), "the bars are on again after the load"
+
+
+def test_loading_a_model_keeps_bars_the_user_turned_off() -> None:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    try:
+        with progress.loading_model("hf_baseline", "loading"):
+            pass
+        assert not hf_logging.is_progress_bar_enabled()
+    finally:
+        hf_logging.enable_progress_bar()
