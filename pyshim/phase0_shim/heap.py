@@ -11,7 +11,6 @@ pages and the HF stage then peaks where a plain transformers script does.
 
 from __future__ import annotations
 
-import ctypes
 from collections.abc import Callable
 from functools import cache
 
@@ -19,8 +18,10 @@ from functools import cache
 @cache
 def _malloc_trim() -> Callable[[int], int] | None:
     try:
+        import ctypes  # absent from a CPython built without libffi
+
         trim = ctypes.CDLL(None).malloc_trim  # glibc; musl and macOS have none
-    except (AttributeError, OSError):
+    except (ImportError, AttributeError, OSError):
         return None
     trim.argtypes = [ctypes.c_size_t]
     trim.restype = ctypes.c_int

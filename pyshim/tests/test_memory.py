@@ -15,6 +15,7 @@ import ctypes
 import dataclasses
 import gc
 import json
+import sys
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -154,3 +155,18 @@ def test_release_returns_free_heap_pages_to_the_os() -> None:
         assert left < 32 << 10, f"{left} KiB of 256 MiB freed still resident after release"
     finally:
         libc.free(chunks[-1])
+
+
+@pytest.mark.parametrize("missing", ["ctypes", "malloc_trim"])
+def test_release_without_ctypes_or_malloc_trim_is_a_no_op(missing: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A CPython built without libffi has no ctypes; musl and macOS have no
+    # malloc_trim. The loader op must work there all the same.
+    if missing == "ctypes":
+        monkeypatch.setitem(sys.modules, "ctypes", None)  # import ctypes raises ImportError
+    else:
+        monkeypatch.setattr(ctypes, "CDLL", lambda _: object())  # a C library without the symbol
+    heap._malloc_trim.cache_clear()
+    try:
+        assert heap.release() is False
+    finally:
+        heap._malloc_trim.cache_clear()
