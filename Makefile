@@ -161,8 +161,13 @@ fuzz: ## run each fuzz target briefly (FUZZTIME=…)
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; done
 
+# MODEL, LLMS_DIR and NAME reach phase0 as one argument each (spaces and
+# quotes included); a leading ~/, which zsh leaves as is in VAR=~/x, is $(HOME).
+home_expanded = $(if $(filter ~/%,$(firstword $(1))),$(HOME)/$(patsubst ~/%,%,$(1)),$(1))
+shell_arg     = '$(subst ','\'',$(call home_expanded,$(1)))'
+
 phase0: venv build ## run all of Phase 0 on MODEL (a folder, a hub id, or @FILE: each model of a list; default: the bundled SmolLM2-135M-Instruct)
-	PHASE0_PYTHON=$(VENV_PY) ./$(BIN) run $(MODEL) $(if $(LLMS_DIR),--llms-dir $(LLMS_DIR)) $(if $(NAME),--name $(NAME))
+	PHASE0_PYTHON=$(VENV_PY) ./$(BIN) run $(call shell_arg,$(MODEL)) $(if $(LLMS_DIR),--llms-dir $(call shell_arg,$(LLMS_DIR))) $(if $(NAME),--name $(call shell_arg,$(NAME)))
 
 # `import phase0` (pyext/): the Go core as one abi3 CPython extension for every
 # Python 3.10+, plus the phase0 binary its worker child runs, in one wheel.
