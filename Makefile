@@ -4,7 +4,9 @@
 SHELL        := /bin/bash
 GO           ?= go
 BIN          := bin/phase0
-CACHE_DIR    ?= $(HOME)/.cache/phase0
+# phase0's cache, where the binary keeps its own (settings `cache`):
+# $PHASE0_CACHE, else $XDG_CACHE_HOME/phase0, else ~/.cache/phase0.
+CACHE_DIR    ?= $(or $(PHASE0_CACHE),$(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME)/phase0),$(HOME)/.cache/phase0)
 REQ_HASH     := $(shell sha256sum requirements.txt | cut -c1-12)
 MIN_HASH     := $(shell sha256sum requirements-min.txt | cut -c1-12)
 BLACK_HASH   := $(shell sha256sum requirements-black.txt | cut -c1-12)

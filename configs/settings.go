@@ -139,7 +139,7 @@ var Table = []Setting{
 	{Key: "license_header", Field: "LicenseHeader", Flag: "license-header", Commands: []string{"run"}, Kind: Lines, Verdict: true,
 		Doc: "comment lines opening every generated Python file, e.g. an SPDX-License-Identifier line (newline-separated)"},
 	{Key: "cache", Field: "CacheDir", Kind: Path, Verdict: true,
-		Doc: "phase0's own cache (empty: ~/.cache/phase0, the user cache dir)"},
+		Doc: "phase0's own cache (empty: $XDG_CACHE_HOME/phase0, else ~/.cache/phase0)"},
 	{Key: "pyshim", Field: "PyShimDir", Kind: Path, Verdict: true,
 		Doc: "a working copy of the phase0_shim package instead of the one built into the binary"},
 }

@@ -27,7 +27,7 @@ for arg in "$@"; do
 	esac
 done
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cache=${CACHE_DIR:-$HOME/.cache/phase0}
+cache=${CACHE_DIR:-${PHASE0_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/phase0}}  # as make's CACHE_DIR
 suite=${SID_SUITE:-sid}
 mirror=${SID_MIRROR:-http://deb.debian.org/debian}
 setup=${setup:-}
