@@ -12,8 +12,9 @@ import (
 // TestMakePhase0PassesEachSettingAsOneArgument: `make phase0` hands MODEL,
 // LLMS_DIR and NAME to phase0 as one argument each, whatever they hold
 // (spaces, quotes, shell syntax; a `$` is make's, as in any make variable),
-// and a leading ~/ (which zsh leaves as is in MODEL=~/x) as $HOME. The recipe make prints is run by bash with the
-// binary swapped for one that prints its arguments.
+// and a leading ~/ (which zsh leaves as is in MODEL=~/x) as $HOME. The
+// recipe make prints is run by bash with the binary swapped for one that
+// prints its arguments.
 func TestMakePhase0PassesEachSettingAsOneArgument(t *testing.T) {
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("no make")

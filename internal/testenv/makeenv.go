@@ -27,18 +27,25 @@ const installedStamp = ".phase0-installed"
 // makeEnv is make's answer, asked once per test binary.
 var makeEnv = sync.OnceValues(askMake)
 
-// askMake runs `make -s print-test-env` in the repository and parses its
-// KEY=value lines.
+// askMake runs `make -s print-test-env` in the repository, in this
+// process's environment, and parses its KEY=value lines.
 func askMake() (map[string]string, error) {
+	return printTestEnv(nil, nil)
+}
+
+// printTestEnv is askMake with the variables named in drop removed from the
+// environment and those in set added.
+func printTestEnv(drop map[string]bool, set []string) (map[string]string, error) {
 	cmd := exec.Command("make", "-s", "--no-print-directory", "print-test-env")
 	cmd.Dir = RepoRoot()
 	// A go test started by make must not join that make's jobserver or
 	// inherit its flags.
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MFLAGS" && k != "MAKELEVEL" {
+		if k, _, _ := strings.Cut(kv, "="); k != "MAKEFLAGS" && k != "MFLAGS" && k != "MAKELEVEL" && !drop[k] {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, set...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -73,32 +73,21 @@ func TestBlackWithoutEnvironment(t *testing.T) {
 // get torch there anyway.
 func TestMakeCacheIsTheBinarysCache(t *testing.T) {
 	home := os.Getenv("HOME")
-	for _, tc := range []struct{ phase0Cache, xdg, want string }{
-		{"", "", home + "/.cache/phase0/"},
-		{"", "/data/cache", "/data/cache/phase0/"},
-		{"/scratch/p0", "/data/cache", "/scratch/p0/"},
+	drop := map[string]bool{"PHASE0_CACHE": true, "XDG_CACHE_HOME": true, "CACHE_DIR": true}
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{nil, home + "/.cache/phase0/"},
+		{[]string{"XDG_CACHE_HOME=/data/cache"}, "/data/cache/phase0/"},
+		{[]string{"PHASE0_CACHE=/scratch/p0", "XDG_CACHE_HOME=/data/cache"}, "/scratch/p0/"},
 	} {
-		cmd := exec.Command("make", "-s", "--no-print-directory", "print-test-env")
-		cmd.Dir = RepoRoot()
-		for _, kv := range os.Environ() {
-			if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "MAKE") && k != "MFLAGS" && k != "PHASE0_CACHE" && k != "XDG_CACHE_HOME" && k != "CACHE_DIR" {
-				cmd.Env = append(cmd.Env, kv)
-			}
-		}
-		if tc.phase0Cache != "" {
-			cmd.Env = append(cmd.Env, "PHASE0_CACHE="+tc.phase0Cache)
-		}
-		if tc.xdg != "" {
-			cmd.Env = append(cmd.Env, "XDG_CACHE_HOME="+tc.xdg)
-		}
-		out, err := cmd.Output()
+		vars, err := printTestEnv(drop, tc.set)
 		if err != nil {
-			t.Fatalf("make print-test-env: %v", err)
+			t.Fatal(err)
 		}
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			if k, v, _ := strings.Cut(line, "="); k == envPython && !strings.HasPrefix(v, tc.want) {
-				t.Errorf("PHASE0_CACHE=%q XDG_CACHE_HOME=%q: make's venv is %s, want it under %s", tc.phase0Cache, tc.xdg, v, tc.want)
-			}
+		if venv := vars[envPython]; !strings.HasPrefix(venv, tc.want) {
+			t.Errorf("%q: make's venv is %s, want it under %s", tc.set, venv, tc.want)
 		}
 	}
 }
