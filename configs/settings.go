@@ -17,11 +17,11 @@ const (
 	Path
 	// Bool is true or false.
 	Bool
-	// Count is an integer in [Setting.Min, 2^31]; "" means the default.
+	// Count is a base-10 integer in Setting.Range.
 	Count
-	// Duration is a positive Go duration such as 90s or 30m; "" means the default.
+	// Duration is a Go duration with a unit (90s, 30m, 1h30m) in Setting.Range.
 	Duration
-	// Ratio is a positive, finite number; "" means the default.
+	// Ratio is a finite decimal number (0.1, 2e-3) in Setting.Range.
 	Ratio
 	// Lines is text whose lines become generated comment lines (scaffold.LicenseLines).
 	Lines
@@ -48,8 +48,12 @@ type Setting struct {
 	// Commands are the commands that take Flag (Root: every command).
 	Commands []string
 	Kind     Kind
-	// Min is a Count's least value.
-	Min int
+	// Range bounds a Count, Duration or Ratio: both ends allowed, each
+	// written as a value of the kind ("0", "1s", "0.0001"). Values are
+	// checked against it before anything is sized by them.
+	Range Range
+	// Choices, when set, are the only values a Text setting may take.
+	Choices []string
 	// Default is the value as configs/default.yaml writes it.
 	Default string
 	// Verdict marks a setting that can change a verdict or where it is
@@ -102,27 +106,27 @@ var Table = []Setting{
 		Doc: "mlir-air programming_examples/llms folder; must hold verify/runners/hf_runner.py and verify/prompts/ (empty: the bundled runner)"},
 	{Key: "out_dir", Field: "OutDir", Flag: "out-dir", Commands: []string{"run"}, Kind: Path, Verdict: true,
 		Doc: "folder for <name>/ when there is no llms_dir (empty: ./workspace, with the bundled runner)"},
-	{Key: "python", Field: "Python", Flag: "python", Commands: []string{Root}, Kind: Path,
+	{Key: "python", Field: "Python", Flag: "python", Commands: append([]string{"preflight"}, pythonCommands...), Kind: Path,
 		Doc: "python of the venv holding torch + transformers (empty: the venv make built phase0 for)"},
 	{Key: "name", Field: "Name", Flag: "name", Commands: workspaceCmds, Kind: Text, Verdict: true,
 		Doc: "workspace name (empty: derived from the model id)"},
-	{Key: "prompt_style", Field: "PromptStyle", Flag: "prompt-style", Commands: pythonCommands, Kind: Text, Verdict: true,
+	{Key: "prompt_style", Field: "PromptStyle", Flag: "prompt-style", Commands: pythonCommands, Kind: Text, Choices: []string{"", "base", "instruct"}, Verdict: true,
 		Doc: "base or instruct (empty: instruct when the model's own name says instruct, it or chat)"},
 	{Key: "prompt", Field: "Prompt", Flag: "prompt", Commands: pythonCommands, Kind: Text, Verdict: true,
 		Doc: "prompt text (overrides the canonical prompt file)"},
-	{Key: "decode", Field: "Decode", Flag: "decode", Commands: pythonCommands, Kind: Count, Default: "0", Verdict: true,
-		Doc: "greedy continuation tokens to show after the prefill"},
-	{Key: "reference_steps", Field: "ReferenceSteps", Flag: "reference-steps", Commands: workspaceCmds, Kind: Count, Default: "32", Verdict: true,
-		Doc: "greedy tokens per prompt in the recorded reference (0: run records none)"},
-	{Key: "max_seq", Field: "MaxSeq", Kind: Count, Min: 1, Default: "64", Verdict: true,
+	{Key: "decode", Field: "Decode", Flag: "decode", Commands: pythonCommands, Kind: Count, Range: Range{"0", "4096"}, Default: "0", Verdict: true,
+		Doc: "greedy continuation tokens to show after the prefill (at most max_seq)"},
+	{Key: "reference_steps", Field: "ReferenceSteps", Flag: "reference-steps", Commands: workspaceCmds, Kind: Count, Range: Range{"0", "1024"}, Default: "32", Verdict: true,
+		Doc: "greedy tokens per prompt in the recorded reference (0: run records none; reference needs at least 1)"},
+	{Key: "max_seq", Field: "MaxSeq", Kind: Count, Range: Range{"1", "32768"}, Default: "64", Verdict: true,
 		Doc: "max_seq passed to HfRunner"},
-	{Key: "max_perplexity_ratio", Field: "MaxPerplexityRatio", Flag: "max-perplexity-ratio", Commands: pythonCommands, Kind: Ratio, Default: "0.1", Verdict: true,
+	{Key: "max_perplexity_ratio", Field: "MaxPerplexityRatio", Flag: "max-perplexity-ratio", Commands: pythonCommands, Kind: Ratio, Range: Range{"0.0001", "1000"}, Default: "0.1", Verdict: true,
 		Doc: "gate 2 fails when the calibration passage's perplexity exceeds this × vocab_size"},
-	{Key: "timeout", Field: "Timeout", Flag: "timeout", Commands: []string{Root}, Kind: Duration, Default: "30m", Verdict: true,
+	{Key: "timeout", Field: "Timeout", Flag: "timeout", Commands: pythonCommands, Kind: Duration, Range: Range{"1s", "168h"}, Default: "30m", Verdict: true,
 		Doc: "kill the Python worker after this long, e.g. 90s or 30m"},
 	{Key: "scan", Field: "Scan", Flag: "scan", Commands: modelCommands, Kind: Bool, Default: "false", Verdict: true,
 		Doc: "read every tensor and count NaN/Inf (touches all bytes)"},
-	{Key: "workers", Field: "Workers", Flag: "workers", Commands: modelCommands, Kind: Count, Default: "0",
+	{Key: "workers", Field: "Workers", Flag: "workers", Commands: modelCommands, Kind: Count, Range: Range{"0", "1024"}, Default: "0",
 		Doc: "scan workers (0: one per CPU)"},
 	{Key: "report_dir", Field: "ReportDir", Flag: "report-dir", Commands: []string{"run"}, Kind: Path, Verdict: true,
 		Doc: "where report.json and report.md go (empty: <workspace>/docs/development_progress/phase0)"},

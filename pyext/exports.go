@@ -114,7 +114,11 @@ func p0start(argv **C.char, argc C.int, overrides *C.char, mode C.int) C.longlon
 		}
 		o := cli.Options{Version: version}
 		if ov != "" {
-			if err := json.Unmarshal([]byte(ov), &o.Overrides); err != nil {
+			// Numbers keep their text: 10**400 or 2**31-1 reaches the
+			// settings parser as written, to be refused there by range.
+			dec := json.NewDecoder(strings.NewReader(ov))
+			dec.UseNumber()
+			if err := dec.Decode(&o.Overrides); err != nil {
 				fmt.Fprintf(stderr, "phase0: options are not a JSON object: %v\n", err)
 				c.code = 2
 				return

@@ -14,7 +14,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/viper"
 
 	"phase0/orchestrator"
 )
@@ -38,7 +37,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Opt
 	if args == nil {
 		args = []string{} // cobra reads os.Args for nil
 	}
-	inv := &invocation{stdout: stdout, stderr: stderr, version: o.Version, overrides: o.Overrides, v: viper.New()}
+	inv := &invocation{stdout: stdout, stderr: stderr, version: o.Version, overrides: o.Overrides}
 	root := newRoot(inv)
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -63,13 +62,13 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Opt
 }
 
 // invocation is what the commands of one Execute share: where to print, the
-// version and the Python API's overrides (read only), and the settings'
-// layers (v), which the one command that runs fills.
+// version and the Python API's overrides (read only), and where each
+// setting came from (origins), which the one command that runs fills.
 type invocation struct {
 	stdout, stderr io.Writer
 	version        string
 	overrides      map[string]any
-	v              *viper.Viper
+	origins        origins
 }
 
 // outcome is what a command produced: its exit code and the report it
@@ -138,7 +137,6 @@ func newRoot(inv *invocation) *cobra.Command {
 		SilenceErrors: true,
 		Version:       inv.version,
 	}
-	root.PersistentFlags().String("config", "", "YAML settings file (overrides configs/default.yaml; flags and PHASE0_* env override it)")
 	root.PersistentFlags().Bool("json", false, "print exactly one JSON report object on stdout")
 	addSettingFlags(root.PersistentFlags(), root.Name())
 	root.AddCommand(

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/viper"
 
 	"phase0/internal/sttest"
 	"phase0/model"
@@ -147,7 +146,7 @@ func TestSettingsPrecedence(t *testing.T) {
 		t.Errorf("the file did not beat the defaults: exit %d, %s", code, stderr)
 	}
 	t.Setenv("PHASE0_TIMEOUT", "0s")
-	if code, _, stderr := run(t, "inspect", good); code != 2 || !strings.Contains(stderr, `PHASE0_TIMEOUT: "0s" is not a positive duration`) {
+	if code, _, stderr := run(t, "inspect", good); code != 2 || !strings.Contains(stderr, `PHASE0_TIMEOUT: "0s" is not a duration with a unit (such as 90s or 30m) in [1s, 168h]`) {
 		t.Errorf("env timeout: exit %d, %s", code, stderr)
 	}
 }
@@ -161,9 +160,9 @@ func TestJSONOnEveryUsageError(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{[]string{"inspect", good, "--workers", "-1", "--json"}, nil, `--workers: "-1" is not an integer`},
-		{[]string{"baseline", good, "--timeout", "abc", "--json"}, nil, `--timeout: "abc" is not a positive duration`},
-		{[]string{"baseline", good, "--timeout", "0", "--json"}, nil, "is not a positive duration"},
+		{[]string{"inspect", good, "--workers", "-1", "--json"}, nil, `--workers: "-1" is not a base-10 integer in [0, 1024]`},
+		{[]string{"baseline", good, "--timeout", "abc", "--json"}, nil, `--timeout: "abc" is not a duration with a unit`},
+		{[]string{"baseline", good, "--timeout", "0", "--json"}, nil, `--timeout: "0" is not a duration with a unit`},
 		{[]string{"baseline", good, "--prompt-style", "chatty", "--json"}, nil, `"chatty"`},
 		{[]string{"baseline", good, "--decode", "-1", "--json"}, nil, "--decode"},
 		{[]string{"baseline", good, "--decode", "100", "--json"}, nil, "does not fit max_seq 64"},
@@ -171,7 +170,7 @@ func TestJSONOnEveryUsageError(t *testing.T) {
 		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_MAX_SEQ": "0"}, "PHASE0_MAX_SEQ"},
 		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_WORKERS": "many"}, "PHASE0_WORKERS"},
 		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_SCAN": "maybe"}, "PHASE0_SCAN"},
-		{[]string{"baseline", good, "--max-perplexity-ratio", "0", "--json"}, nil, `--max-perplexity-ratio: "0" is not a positive number`},
+		{[]string{"baseline", good, "--max-perplexity-ratio", "0", "--json"}, nil, `--max-perplexity-ratio: "0" is not a finite decimal number in [0.0001, 1000]`},
 		{[]string{"baseline", good, "--max-perplexity-ratio", "tenth", "--json"}, nil, `--max-perplexity-ratio: "tenth"`},
 		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_MAX_PERPLEXITY_RATIO": "-0.5"}, `PHASE0_MAX_PERPLEXITY_RATIO: "-0.5"`},
 		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_MAX_PERPLEXITY_RATIO": "NaN"}, "PHASE0_MAX_PERPLEXITY_RATIO"},
@@ -224,7 +223,6 @@ func TestMaxPerplexityRatioLayers(t *testing.T) {
 		{[]string{"--config", cfg}, "", 0.25},
 		{[]string{"--config", cfg}, "0.05", 0.05},
 		{[]string{"--config", cfg, "--max-perplexity-ratio", "0.5"}, "0.05", 0.5},
-		{[]string{"--max-perplexity-ratio", ""}, "", 0.1},
 	} {
 		if tc.env != "" {
 			t.Setenv("PHASE0_MAX_PERPLEXITY_RATIO", tc.env)
@@ -235,7 +233,7 @@ func TestMaxPerplexityRatioLayers(t *testing.T) {
 		root := &cobra.Command{Use: "phase0", SilenceUsage: true, SilenceErrors: true}
 		root.PersistentFlags().String("config", "", "")
 		c := &cobra.Command{Use: "baseline", RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := settings(viper.New(), cmd, io.Discard, nil)
+			s, _, err := settings(cmd, io.Discard, nil)
 			if err != nil {
 				return err
 			}

@@ -40,6 +40,7 @@ func newPreflightCmd(inv *invocation) *cobra.Command {
 		}
 		return &outcome{code: code, report: rep}, nil
 	})
+	addConfigFlag(c.Flags())
 	addSettingFlags(c.Flags(), c.Name())
 	return c
 }
@@ -95,8 +96,10 @@ func newReferenceCmd(inv *invocation) *cobra.Command {
 }
 
 // newCompareCmd is `phase0 compare REFERENCE CANDIDATE [--json]`: no model,
-// no Python, no settings; both folders are recordings (phase0 reference, or
-// any runner through phase0_shim.reference).
+// no Python, no setting read; both folders are recordings (phase0 reference,
+// or any runner through phase0_shim.reference). It offers no setting flag and
+// no --config, but still refuses a bad PHASE0_* variable as every command
+// does, rather than pass beside it in silence.
 func newCompareCmd(inv *invocation) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "compare REFERENCE CANDIDATE",
@@ -106,7 +109,10 @@ func newCompareCmd(inv *invocation) *cobra.Command {
 			"abs-error table of the canonical prompt (informational). Exit 0 pass, 1 a prompt failed, 2 not comparable.",
 		Args: cobra.ExactArgs(2),
 	}
-	c.RunE = inv.runE(func(_ context.Context, _ *cobra.Command, args []string) (*outcome, error) {
+	c.RunE = inv.runE(func(_ context.Context, cmd *cobra.Command, args []string) (*outcome, error) {
+		if _, err := inv.settings(cmd); err != nil {
+			return nil, err
+		}
 		r := compare.Files(args[0], args[1])
 		return &outcome{code: r.ExitCode(), report: r}, nil
 	})
@@ -135,6 +141,7 @@ func modelCmd(inv *invocation, use, short string, body func(context.Context, *co
 		}
 		return body(ctx, cmd, s, args)
 	})
+	addConfigFlag(c.Flags())
 	addSettingFlags(c.Flags(), use)
 	return c
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
 
 	"phase0/configs"
 )
@@ -23,7 +22,7 @@ var invocationFlags = map[string][]string{
 // Every flag of every command is a configs.Table row that names the
 // command (or an invocation flag), and every row's flag is on its commands.
 func TestEveryFlagHasATableRow(t *testing.T) {
-	root := newRoot(&invocation{stdout: io.Discard, stderr: io.Discard, v: viper.New()})
+	root := newRoot(&invocation{stdout: io.Discard, stderr: io.Discard})
 	commands := append([]*cobra.Command{root}, root.Commands()...)
 	for _, c := range commands {
 		name := c.Name()

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/viper"
 )
 
 // FuzzSettings feeds arbitrary bytes as a --config file to the settings
@@ -35,7 +34,7 @@ func FuzzSettings(f *testing.F) {
 		}
 		cmd := &cobra.Command{}
 		cmd.Flags().String("config", path, "")
-		s, err := settings(viper.New(), cmd, io.Discard, nil)
+		s, _, err := settings(cmd, io.Discard, nil)
 		if err == nil {
 			switch {
 			case s.MaxSeq < 1 || s.MaxSeq > 1<<31:

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/viper"
 )
 
 // TestLicenseHeaderLayers: the header of generated Python files comes from
@@ -41,7 +40,7 @@ func TestLicenseHeaderLayers(t *testing.T) {
 		root := &cobra.Command{Use: "phase0", SilenceUsage: true, SilenceErrors: true}
 		root.PersistentFlags().String("config", "", "")
 		c := &cobra.Command{Use: "run", RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := settings(viper.New(), cmd, io.Discard, nil)
+			s, _, err := settings(cmd, io.Discard, nil)
 			if err != nil {
 				return err
 			}
@@ -70,7 +69,7 @@ func TestLicenseHeaderLayers(t *testing.T) {
 // The Python API's option reaches the same setting.
 func TestLicenseHeaderOption(t *testing.T) {
 	var out, errb strings.Builder
-	code := Execute(t.Context(), []string{"inspect", "/no/such/model"}, &out, &errb, Options{Version: "test", Overrides: map[string]any{"license_header": "x\x00"}})
+	code := Execute(t.Context(), []string{"run", "/no/such/model"}, &out, &errb, Options{Version: "test", Overrides: map[string]any{"license_header": "x\x00"}})
 	if code != 2 || !strings.Contains(errb.String(), "option license_header: license header line 1") {
 		t.Errorf("exit %d, stderr %q", code, errb.String())
 	}

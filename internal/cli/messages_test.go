@@ -58,9 +58,9 @@ func TestMessagesNameTheCulprit(t *testing.T) {
 		want []string // substrings of the report's error or findings
 		not  []string
 	}{
-		{"timeout word", []string{"inspect", good}, map[string]string{"PHASE0_TIMEOUT": "soon"}, 2, []string{`PHASE0_TIMEOUT: "soon" is not a positive duration`}, []string{"got 0s"}},
-		{"yaml decode beyond int64", []string{"baseline", good, "--config", bigDecode}, nil, 2, []string{"--config " + bigDecode + ": decode", "1e+20", "is not an integer in [0, 2^31]"}, []string{"-9223372036854775808"}},
-		{"workers word", []string{"inspect", good}, map[string]string{"PHASE0_WORKERS": "lots"}, 2, []string{`PHASE0_WORKERS: "lots" is not an integer`}, nil},
+		{"timeout word", []string{"inspect", good}, map[string]string{"PHASE0_TIMEOUT": "soon"}, 2, []string{`PHASE0_TIMEOUT: "soon" is not a duration with a unit`}, []string{"got 0s"}},
+		{"yaml decode beyond int64", []string{"baseline", good, "--config", bigDecode}, nil, 2, []string{bigDecode + ":1: decode", `"99999999999999999999" is not a base-10 integer in [0, 4096]`}, []string{"-9223372036854775808"}},
+		{"workers word", []string{"inspect", good}, map[string]string{"PHASE0_WORKERS": "lots"}, 2, []string{`PHASE0_WORKERS: "lots" is not a base-10 integer`}, nil},
 		{"workers negative", []string{"inspect", good}, map[string]string{"PHASE0_WORKERS": "-3"}, 2, []string{`PHASE0_WORKERS: "-3"`}, nil},
 		{"scan word", []string{"inspect", good}, map[string]string{"PHASE0_SCAN": "yes please"}, 2, []string{`PHASE0_SCAN: "yes please" is not true or false`}, nil},
 		{"memory check word", []string{"inspect", good}, map[string]string{"PHASE0_MEMORY_CHECK": "perhaps"}, 2, []string{`PHASE0_MEMORY_CHECK: "perhaps" is not true or false`}, nil},

@@ -10,8 +10,13 @@ import (
 )
 
 // referenceFlags reads the flags only `reference` has that are not
-// settings (configs.Table): --dtype and --out.
-func referenceFlags(cmd *cobra.Command, s *orchestrator.Settings) error {
+// settings (configs.Table), --dtype and --out, and refuses the settings
+// `reference` cannot honour: no steps to record, and a workspace name when
+// --out already says where the recording goes.
+func referenceFlags(cmd *cobra.Command, s *orchestrator.Settings, from origins) error {
+	if cmd.Name() != "reference" {
+		return nil
+	}
 	if f := cmd.Flags().Lookup("out"); f != nil {
 		s.ReferenceOut = f.Value.String()
 	}
@@ -27,6 +32,14 @@ func referenceFlags(cmd *cobra.Command, s *orchestrator.Settings) error {
 		if s.ReferenceDtype != "bfloat16" && s.ReferenceOut == "" {
 			return fmt.Errorf("--dtype %s records a candidate, not the reference: give --out DIR", s.ReferenceDtype)
 		}
+	}
+	if s.ReferenceSteps < 1 {
+		return fmt.Errorf("%s: reference_steps %d records nothing; reference records at least 1 step per prompt (0 means \"no reference\" to run only)",
+			from.of("reference_steps"), s.ReferenceSteps)
+	}
+	if s.ReferenceOut != "" && s.Name != "" {
+		return fmt.Errorf("%s: name %q does not apply with --out %s: the recording goes to --out, no workspace is named; give one of them",
+			from.of("name"), s.Name, s.ReferenceOut)
 	}
 	return nil
 }

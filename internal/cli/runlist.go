@@ -24,8 +24,7 @@ func isList(args []string) bool {
 // --report-dir) is refused before anything runs.
 func (inv *invocation) runList(ctx context.Context, cmd *cobra.Command, s *orchestrator.Settings, args []string) (*orchestrator.Batch, error) {
 	if key, value, why := orchestrator.ListConflict(s); key != "" {
-		origin := (&parser{cmd: cmd, overrides: inv.overrides}).origin(key)
-		return nil, fmt.Errorf("%s %q does not apply to a model list: %s; drop it, or run that model on its own", origin, value, why)
+		return nil, fmt.Errorf("%s %q does not apply to a model list: %s; drop it, or run that model on its own", inv.origins.of(key), value, why)
 	}
 	entries, err := modellist.Expand(args)
 	if err != nil {

@@ -1,17 +1,14 @@
 package cli
 
 import (
-	"bytes"
 	"fmt"
 	"io"
-	"math"
 	"os"
-	"time"
+	"slices"
+	"strings"
 
-	"github.com/spf13/cast"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
 	"golang.org/x/term"
 
 	"phase0/configs"
@@ -21,91 +18,231 @@ import (
 	"phase0/scaffold"
 )
 
+// settingFlag is a setting's flag: typed in --help by the row's kind (int,
+// float, duration, bool, string), but it keeps the text as given, so that
+// configs' one parser reads a flag exactly as it reads a variable, a file's
+// key or a Python option (pflag's own int would take 0x41 and 1_0).
+type settingFlag struct {
+	kind configs.Kind
+	text string
+}
+
+func (f *settingFlag) String() string   { return f.text }
+func (f *settingFlag) Set(s string) error { f.text = s; return nil }
+func (f *settingFlag) Type() string     { return f.kind.FlagType() }
+
 // addSettingFlags adds the flag of every setting command takes (configs.Table).
-// Only a bool is a typed flag: the others are strings so that the parser
-// reads every layer alike, strictly, and "" means "not given".
 func addSettingFlags(flags *pflag.FlagSet, command string) {
 	for _, row := range configs.Table {
-		switch {
-		case !row.On(command) || command != configs.Root && row.On(configs.Root):
+		if !row.On(command) || command != configs.Root && row.On(configs.Root) {
 			continue // a root flag is persistent: added once, on the root
-		case row.Kind == configs.Bool:
-			flags.Bool(row.Flag, false, row.Usage())
-		default:
-			flags.String(row.Flag, "", row.Usage())
+		}
+		f := flags.VarPF(&settingFlag{kind: row.Kind}, row.Flag, "", row.Usage())
+		if row.Kind == configs.Bool {
+			f.NoOptDefVal = "true" // --scan alone; --scan=false
 		}
 	}
 }
 
+// addConfigFlag adds --config to a command that reads settings from a file.
+func addConfigFlag(flags *pflag.FlagSet) {
+	flags.String("config", "", "YAML settings file (overrides configs/default.yaml; flags and PHASE0_* env override it)")
+}
+
 func (inv *invocation) settings(cmd *cobra.Command) (*orchestrator.Settings, error) {
-	return settings(inv.v, cmd, inv.stderr, inv.overrides)
+	s, origins, err := settings(cmd, inv.stderr, inv.overrides)
+	inv.origins = origins
+	return s, err
 }
 
 // maxConfigFile bounds a --config file: real ones are a few hundred bytes.
 const maxConfigFile = 1 << 20
 
-// settings layers the configuration: flags > PHASE0_* env > --config file > defaults.
-// Every value is parsed strictly: garbage is an error naming the key and
-// where it came from, never a silent zero.
-func settings(v *viper.Viper, cmd *cobra.Command, stderr io.Writer, overrides map[string]any) (*orchestrator.Settings, error) {
-	v.SetConfigType("yaml")
-	if err := v.ReadConfig(bytes.NewReader(configs.DefaultYAML)); err != nil {
-		return nil, fmt.Errorf("built-in configs/default.yaml: %w", err)
+// origins says where each setting's value came from, for messages: "--workers",
+// "PHASE0_WORKERS", "my.yaml:3: workers", "option workers" or the defaults.
+type origins map[string]string
+
+func (o origins) of(key string) string {
+	if where, ok := o[key]; ok {
+		return where
 	}
-	var fileKeys map[string]bool // the keys the --config file sets, for messages
-	path, _ := cmd.Flags().GetString("config")
-	if path != "" {
-		data, err := boundedfile.Read(path, maxConfigFile)
-		if err != nil {
-			return nil, fmt.Errorf("--config: %w", err)
-		}
-		if err := v.MergeConfig(bytes.NewReader(data)); err != nil {
-			return nil, fmt.Errorf("--config %s: not valid YAML: %w", path, err)
-		}
-		if err := checkKeys(v); err != nil {
-			return nil, fmt.Errorf("--config %s: %w", path, err)
-		}
-		fileKeys = yamlKeys(data)
+	return "setting " + key
+}
+
+// given is one source's value of a setting.
+type given struct {
+	value  configs.Value
+	origin string
+}
+
+// settings layers the configuration, highest first: the Python API's
+// options, flags, PHASE0_* variables, the --config file, configs/default.yaml.
+// Every value any layer gives is parsed by configs' one parser, even one a
+// higher layer overrides, and for every setting, even one the command does
+// not read (a file or the environment may be shared by every command): a bad
+// value is an error naming where it came from, the value and what the
+// setting takes, before anything is read or written. A flag the command does
+// not read is not offered on it; a Python option it does not read is refused.
+func settings(cmd *cobra.Command, stderr io.Writer, overrides map[string]any) (*orchestrator.Settings, origins, error) {
+	layers, err := gather(cmd, overrides)
+	if err != nil {
+		return nil, nil, err
 	}
+	s := &orchestrator.Settings{Env: os.Getenv, Progress: stderr}
+	from := origins{}
+	var errs []error
 	for _, row := range configs.Table {
-		if err := v.BindEnv(row.Key, row.Env()); err != nil {
-			return nil, fmt.Errorf("setting %s: %w", row.Key, err)
+		var top any
+		for i, g := range layers[row.Key] {
+			v, err := row.Parse(g.value)
+			if err == nil && row.Kind == configs.Lines {
+				v, err = scaffold.LicenseLines(v.(string))
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", g.origin, err))
+				continue
+			}
+			if i == 0 {
+				top, from[row.Key] = v, g.origin
+			}
 		}
-		if f := cmd.Flags().Lookup(row.Flag); row.Flag != "" && f != nil {
-			if err := v.BindPFlag(row.Key, f); err != nil {
-				return nil, fmt.Errorf("setting %s: %w", row.Key, err)
+		if top != nil {
+			if err := row.Set(s, top); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
-	if err := override(v, overrides); err != nil {
-		return nil, err
-	}
-	p := parser{v: v, cmd: cmd, configPath: path, fileKeys: fileKeys, overrides: overrides}
-	s := &orchestrator.Settings{Env: os.Getenv, Progress: stderr}
-	for _, row := range configs.Table {
-		if err := row.Set(s, p.value(row)); err != nil && p.err == nil {
-			p.err = err
-		}
-	}
-	if p.err != nil {
-		return nil, p.err
+	if len(errs) > 0 {
+		return nil, from, errs[0] // one message: the first row's, its highest layer's
 	}
 	s.Python = defaultPython(s.Python)
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		s.ProgressBars = true
 	}
-	if err := referenceFlags(cmd, s); err != nil {
+	if s.Decode > s.MaxSeq {
+		return nil, from, fmt.Errorf("%s: decode %d does not fit max_seq %d (%s): the prompt and the continuation share the runner's sequence",
+			from.of("decode"), s.Decode, s.MaxSeq, from.of("max_seq"))
+	}
+	if err := referenceFlags(cmd, s, from); err != nil {
+		return nil, from, err
+	}
+	return s, from, nil
+}
+
+// gather is every layer's value of every setting, highest layer first.
+func gather(cmd *cobra.Command, overrides map[string]any) (map[string][]given, error) {
+	layers := map[string][]given{}
+	command := cmd.Name()
+	opts, err := options(command, overrides)
+	if err != nil {
 		return nil, err
 	}
-	switch s.PromptStyle {
-	case "", "base", "instruct":
-	default:
-		return nil, fmt.Errorf("prompt_style must be base or instruct, got %q (%s)", s.PromptStyle, p.origin("prompt_style"))
+	for key, v := range opts {
+		layers[key] = append(layers[key], given{v, "option " + key})
 	}
-	if s.Decode > s.MaxSeq {
-		return nil, fmt.Errorf("decode %d does not fit max_seq %d: the prompt and the continuation share the runner's sequence", s.Decode, s.MaxSeq)
+	for _, row := range configs.Table {
+		if f := cmd.Flags().Lookup(row.Flag); row.Flag != "" && f != nil && f.Changed {
+			layers[row.Key] = append(layers[row.Key], given{configs.TextValue(f.Value.String()), "--" + row.Flag})
+		}
+		if text, ok := os.LookupEnv(row.Env()); ok {
+			layers[row.Key] = append(layers[row.Key], given{configs.TextValue(text), row.Env()})
+		}
 	}
-	return s, nil
+	var file map[string]configs.Located
+	if f := cmd.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
+		path := f.Value.String()
+		data, err := boundedfile.Read(path, maxConfigFile)
+		if err != nil {
+			return nil, fmt.Errorf("--config: %w", err)
+		}
+		if file, err = configs.ReadYAML(path, data); err != nil {
+			return nil, err
+		}
+	}
+	defaults, err := configs.ReadYAML("configs/default.yaml (built in)", configs.DefaultYAML)
+	if err != nil {
+		return nil, err
+	}
+	for _, row := range configs.Table {
+		if v, ok := file[row.Key]; ok {
+			layers[row.Key] = append(layers[row.Key], given{v.Value, v.Origin})
+		}
+		if v, ok := defaults[row.Key]; ok {
+			layers[row.Key] = append(layers[row.Key], given{v.Value, v.Origin})
+		}
+	}
+	return layers, nil
+}
+
+// options reads the Python API's keyword options (decoded from JSON, numbers
+// as json.Number) as values by key. A key must be a setting the command
+// reads: a flag's setting on the commands offering the flag, any other
+// setting everywhere.
+func options(command string, overrides map[string]any) (map[string]configs.Value, error) {
+	keys := make([]string, 0, len(overrides))
+	for k := range overrides {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	out := map[string]configs.Value{}
+	for _, k := range keys {
+		row, ok := configs.Lookup(k)
+		switch {
+		case ok && row.Flag != "" && command != "" && !row.On(command):
+			return nil, fmt.Errorf("option %s: %s does not read this setting (%s do)", k, command, strings.Join(row.Commands, ", "))
+		case ok:
+			v, err := optionValue(overrides[k])
+			if err != nil {
+				return nil, fmt.Errorf("option %s: %w", k, err)
+			}
+			out[k] = v
+		case configs.IsSection(k):
+			return nil, fmt.Errorf("option %s: a section of settings; give a mapping of its keys, such as %s={%q: False}", k, k, sectionExample(k))
+		default:
+			if parent, _, found := strings.Cut(k, "."); found {
+				if _, leaf := configs.Lookup(parent); leaf {
+					return nil, fmt.Errorf("option %s: a mapping is not %s", parent, mustLookup(parent).Want())
+				}
+			}
+			return nil, fmt.Errorf("unknown option %q (the settings: %v)", k, configs.Keys())
+		}
+	}
+	return out, nil
+}
+
+func mustLookup(key string) configs.Setting { row, _ := configs.Lookup(key); return row }
+
+func sectionExample(section string) string {
+	for _, row := range configs.Table {
+		if rest, ok := strings.CutPrefix(row.Key, section+"."); ok {
+			return rest
+		}
+	}
+	return "key"
+}
+
+// optionValue is a Python option as configs' parser takes it: JSON's
+// string, number (json.Number keeps its text: 10**400 stays a number to
+// refuse, not a decoding error), bool, null, list or object; Go callers
+// (tests) may pass Go numbers.
+func optionValue(v any) (configs.Value, error) {
+	switch x := v.(type) {
+	case nil:
+		return configs.Value{Form: configs.FormNull}, nil
+	case string:
+		return configs.TextValue(x), nil
+	case bool:
+		return configs.Value{Text: fmt.Sprint(x), Form: configs.FormBool}, nil
+	case interface{ String() string }: // json.Number
+		return configs.Value{Text: x.String(), Form: configs.FormNumber}, nil
+	case int, int64, float64:
+		return configs.Value{Text: fmt.Sprint(x), Form: configs.FormNumber}, nil
+	case []any:
+		return configs.Value{Form: configs.FormList}, nil
+	case map[string]any:
+		return configs.Value{Form: configs.FormMap}, nil
+	}
+	return configs.Value{}, fmt.Errorf("%w: a %T is not a setting's value", configs.ErrValue, v)
 }
 
 // defaultPython is the python setting, else the venv make built this binary
@@ -120,173 +257,4 @@ func defaultPython(setting string) string {
 		return ""
 	}
 	return py
-}
-
-// parser reads settings strictly and keeps the first error.
-type parser struct {
-	v          *viper.Viper
-	cmd        *cobra.Command
-	configPath string
-	fileKeys   map[string]bool
-	overrides  map[string]any
-	err        error
-}
-
-// value is the setting's value, of its Kind's Go type.
-func (p *parser) value(row configs.Setting) any {
-	switch row.Kind {
-	case configs.Bool:
-		return p.boolean(row.Key)
-	case configs.Count:
-		return p.count(row)
-	case configs.Duration:
-		return p.duration(row)
-	case configs.Ratio:
-		return p.ratio(row)
-	case configs.Lines:
-		return p.licenseLines(row.Key)
-	}
-	return p.str(row.Key)
-}
-
-// yamlKeys lists the keys a --config file sets (it already parsed once).
-func yamlKeys(data []byte) map[string]bool {
-	f := viper.New()
-	f.SetConfigType("yaml")
-	keys := map[string]bool{}
-	if f.ReadConfig(bytes.NewReader(data)) == nil {
-		for _, k := range f.AllKeys() {
-			keys[k] = true
-		}
-	}
-	return keys
-}
-
-// origin names where a key's value came from, for messages.
-func (p *parser) origin(key string) string {
-	if _, ok := p.overrides[key]; ok {
-		return "option " + key
-	}
-	if row, ok := configs.Lookup(key); ok && row.Flag != "" {
-		if f := p.cmd.Flags().Lookup(row.Flag); f != nil && f.Changed {
-			return "--" + row.Flag
-		}
-	}
-	env := configs.EnvName(key)
-	if _, ok := os.LookupEnv(env); ok {
-		return env
-	}
-	if p.fileKeys[key] {
-		return "--config " + p.configPath + ": " + key
-	}
-	return "setting " + key
-}
-
-func (p *parser) fail(key string, value any, want string) {
-	if p.err == nil {
-		p.err = fmt.Errorf("%s: %q is not %s", p.origin(key), fmt.Sprint(value), want)
-	}
-}
-
-func (p *parser) str(key string) string { return p.v.GetString(key) }
-
-// licenseLines reads the license header text as the comment lines the
-// generated files open with (scaffold.LicenseLines).
-func (p *parser) licenseLines(key string) []string {
-	lines, err := scaffold.LicenseLines(p.str(key))
-	if err != nil && p.err == nil {
-		p.err = fmt.Errorf("%s: %w", p.origin(key), err)
-	}
-	return lines
-}
-
-func (p *parser) boolean(key string) bool {
-	raw := p.v.Get(key)
-	if s, ok := raw.(string); ok && s == "" {
-		return false
-	}
-	b, err := cast.ToBoolE(raw)
-	if err != nil {
-		p.fail(key, raw, "true or false")
-	}
-	return b
-}
-
-// count reads a non-negative integer no smaller than row.Min; "" (a flag
-// given empty) means the built-in default.
-func (p *parser) count(row configs.Setting) int {
-	key, least := row.Key, row.Min
-	raw := p.v.Get(key)
-	if s, ok := raw.(string); ok && s == "" {
-		raw = row.Default
-	}
-	switch x := raw.(type) {
-	case float64:
-		if x != math.Trunc(x) || x < float64(least) || x > 1<<31 {
-			p.fail(key, raw, fmt.Sprintf("an integer in [%d, 2^31]", least))
-			return 0
-		}
-		return int(x)
-	case uint64:
-		if x > 1<<31 {
-			p.fail(key, raw, fmt.Sprintf("an integer in [%d, 2^31]", least))
-			return 0
-		}
-	}
-	n, err := cast.ToInt64E(raw)
-	if err != nil || n < int64(least) || n > 1<<31 {
-		p.fail(key, raw, fmt.Sprintf("an integer in [%d, 2^31]", least))
-		return 0
-	}
-	return int(n)
-}
-
-// ratio reads a positive, finite fraction; "" means the built-in default.
-func (p *parser) ratio(row configs.Setting) float64 {
-	key := row.Key
-	raw := p.v.Get(key)
-	if s, ok := raw.(string); ok && s == "" {
-		raw = row.Default
-	}
-	x, err := cast.ToFloat64E(raw)
-	if _, isBool := raw.(bool); isBool || err != nil || x <= 0 || math.IsNaN(x) || math.IsInf(x, 0) {
-		p.fail(key, raw, "a positive number such as 0.1")
-		return 0
-	}
-	return x
-}
-
-// duration reads a positive duration; "" means the built-in default.
-func (p *parser) duration(row configs.Setting) time.Duration {
-	key := row.Key
-	raw := p.v.Get(key)
-	if s, ok := raw.(string); ok && s == "" {
-		raw = row.Default
-	}
-	d, err := cast.ToDurationE(raw)
-	if s, ok := raw.(string); ok {
-		d, err = time.ParseDuration(s)
-	}
-	if err != nil || d <= 0 {
-		p.fail(key, raw, "a positive duration such as 90s or 30m")
-		return 0
-	}
-	return d
-}
-
-// known says whether a --config file or an option may name key: a setting,
-// or a section grouping settings (cpu_helpers).
-func known(key string) bool {
-	_, ok := configs.Lookup(key)
-	return ok || configs.IsSection(key)
-}
-
-// checkKeys refuses misspelt settings instead of silently ignoring them.
-func checkKeys(v *viper.Viper) error {
-	for _, k := range v.AllKeys() {
-		if !known(k) {
-			return fmt.Errorf("unknown setting %q", k)
-		}
-	}
-	return nil
 }
