@@ -14,6 +14,17 @@ import (
 // one document, not a mapping of known keys, a key twice.
 var ErrFile = errors.New("invalid settings file")
 
+// fileError is a message about a settings file, in which errors.Is finds
+// ErrFile (and what the message wraps) without the message saying it.
+type fileError struct{ err error }
+
+func (e *fileError) Error() string   { return e.err.Error() }
+func (e *fileError) Unwrap() []error { return []error{ErrFile, e.err} }
+
+func fileErr(format string, args ...any) error {
+	return &fileError{fmt.Errorf(format, args...)}
+}
+
 // Located is a value from a settings file and where it was written.
 type Located struct {
 	Value
@@ -33,15 +44,15 @@ func ReadYAML(name string, data []byte) (map[string]Located, error) {
 	if err := dec.Decode(&doc); err == io.EOF {
 		return out, nil // empty, or comments only
 	} else if err != nil {
-		return nil, fmt.Errorf("%w: %s: not valid YAML: %w", ErrFile, name, err)
+		return nil, fileErr("%s: not valid YAML: %w", name, err)
 	}
 	var second yaml.Node
 	if err := dec.Decode(&second); err != io.EOF {
 		line := second.Line
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: not valid YAML after the first document: %w", ErrFile, name, err)
+			return nil, fileErr("%s: not valid YAML after the first document: %w", name, err)
 		}
-		return nil, fmt.Errorf("%w: %s:%d: a second YAML document (after ---); phase0 reads exactly one", ErrFile, name, line)
+		return nil, fileErr("%s:%d: a second YAML document (after ---); phase0 reads exactly one", name, line)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return out, nil
@@ -63,23 +74,23 @@ func readMapping(name, prefix string, node *yaml.Node, out map[string]Located) e
 	case node.Kind == yaml.ScalarNode && node.ShortTag() == "!!null":
 		return nil // an empty file or section
 	case node.Kind != yaml.MappingNode:
-		return fmt.Errorf("%w: %s:%d: %s is a %s; want key: value lines", ErrFile, name, node.Line, where, describe(node))
+		return fileErr("%s:%d: %s is %s; want its settings as key: value lines", name, node.Line, where, describe(node))
 	}
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(node.Content); i += 2 {
 		k, v := deref(node.Content[i]), deref(node.Content[i+1])
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-			return fmt.Errorf("%w: %s:%d: in %s, a key is a %s; keys are setting names", ErrFile, name, k.Line, where, describe(k))
+			return fileErr("%s:%d: in %s, a key is %s; keys are setting names", name, k.Line, where, describe(k))
 		}
 		key := prefix + k.Value
 		if seen[key] {
-			return fmt.Errorf("%w: %s:%d: %s appears twice", ErrFile, name, k.Line, key)
+			return fileErr("%s:%d: %s appears twice", name, k.Line, key)
 		}
 		seen[key] = true
 		if _, ok := Lookup(key); ok {
 			val, err := scalar(v)
 			if err != nil {
-				return fmt.Errorf("%w: %s:%d: %s: %w", ErrFile, name, v.Line, key, err)
+				return fileErr("%s:%d: %s: %w", name, v.Line, key, err)
 			}
 			out[key] = Located{Value: val, Origin: fmt.Sprintf("%s:%d: %s", name, v.Line, key)}
 			continue
@@ -90,7 +101,7 @@ func readMapping(name, prefix string, node *yaml.Node, out map[string]Located) e
 			}
 			continue
 		}
-		return fmt.Errorf("%w: %s:%d: unknown setting %q (the settings: %v)", ErrFile, name, k.Line, key, Keys())
+		return fileErr("%s:%d: unknown setting %q (the settings: %v)", name, k.Line, key, Keys())
 	}
 	return nil
 }
@@ -128,13 +139,23 @@ func deref(n *yaml.Node) *yaml.Node {
 func describe(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.SequenceNode:
-		return "list"
+		return "a list"
 	case yaml.MappingNode:
-		return "map"
+		return "a map"
 	case yaml.AliasNode:
-		return "alias"
+		return "an alias"
 	}
-	return n.ShortTag() + " scalar " + Quote(n.Value)
+	switch n.ShortTag() {
+	case "!!str":
+		return "the string " + Quote(n.Value)
+	case "!!int", "!!float":
+		return "the number " + n.Value
+	case "!!bool":
+		return "the bool " + n.Value
+	case "!!null":
+		return "null"
+	}
+	return "the " + n.ShortTag() + " " + Quote(n.Value)
 }
 
 // Keys are every setting's key, sorted.

@@ -27,9 +27,9 @@ type settingFlag struct {
 	text string
 }
 
-func (f *settingFlag) String() string   { return f.text }
+func (f *settingFlag) String() string     { return f.text }
 func (f *settingFlag) Set(s string) error { f.text = s; return nil }
-func (f *settingFlag) Type() string     { return f.kind.FlagType() }
+func (f *settingFlag) Type() string       { return f.kind.FlagType() }
 
 // addSettingFlags adds the flag of every setting command takes (configs.Table).
 func addSettingFlags(flags *pflag.FlagSet, command string) {
@@ -159,7 +159,7 @@ func gather(cmd *cobra.Command, overrides map[string]any) (map[string][]given, e
 			return nil, err
 		}
 	}
-	defaults, err := configs.ReadYAML("configs/default.yaml (built in)", configs.DefaultYAML)
+	defaults, err := configs.ReadYAML("configs/default.yaml", configs.DefaultYAML)
 	if err != nil {
 		return nil, err
 	}
