@@ -72,12 +72,20 @@ func EnvName(key string) string {
 	return "PHASE0_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(key))
 }
 
-// Usage is the flag's help line: Doc, and the default unless it is empty or false.
+// Usage is the flag's help line: Doc, the range of a number, and the
+// default unless it is empty or false.
 func (s Setting) Usage() string {
-	if s.Default == "" || s.Kind == Bool && s.Default == "false" {
+	var notes []string
+	if s.Range != (Range{}) {
+		notes = append(notes, "in "+s.Range.String())
+	}
+	if s.Default != "" && !(s.Kind == Bool && s.Default == "false") {
+		notes = append(notes, "default "+s.Default)
+	}
+	if len(notes) == 0 {
 		return s.Doc
 	}
-	return s.Doc + " (default " + s.Default + ")"
+	return s.Doc + " (" + strings.Join(notes, "; ") + ")"
 }
 
 // On says whether command takes the setting's flag.

@@ -1,39 +1,36 @@
 package configs
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"os"
 	"regexp"
 	"slices"
 	"strings"
+	"strconv"
 	"testing"
-
-	"github.com/spf13/viper"
 )
 
 var update = flag.Bool("update", false, "rewrite the README's settings table from Table")
 
-// Every key of default.yaml is a row, every row a key, with the row's default.
+// Every key of default.yaml is a row, every row a key, with the row's
+// default, which the row's own parser takes.
 func TestDefaultYAMLAgreesWithTable(t *testing.T) {
-	v := viper.New()
-	v.SetConfigType("yaml")
-	if err := v.ReadConfig(bytes.NewReader(DefaultYAML)); err != nil {
+	values, err := ReadYAML("configs/default.yaml", DefaultYAML)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range v.AllKeys() {
-		if _, ok := Lookup(k); !ok {
-			t.Errorf("configs/default.yaml sets %s, which has no row in configs.Table", k)
-		}
-	}
 	for _, row := range Table {
-		if !v.IsSet(row.Key) {
+		v, ok := values[row.Key]
+		if !ok {
 			t.Errorf("configs.Table row %s is not in configs/default.yaml", row.Key)
 			continue
 		}
-		if got := fmt.Sprint(v.Get(row.Key)); got != row.Default {
-			t.Errorf("%s: configs/default.yaml has %q, configs.Table's default is %q", row.Key, got, row.Default)
+		if v.Text != row.Default {
+			t.Errorf("%s: configs/default.yaml has %q, configs.Table's default is %q", row.Key, v.Text, row.Default)
+		}
+		if _, err := row.Parse(v.Value); err != nil {
+			t.Errorf("%s: its default is refused: %v", row.Key, err)
 		}
 	}
 }
@@ -58,6 +55,41 @@ func TestTableRows(t *testing.T) {
 		}
 		if row.Field == "" {
 			t.Errorf("%s: no orchestrator.Settings field", row.Key)
+		}
+		var err error
+		switch row.Kind {
+		case Count:
+			_, _, err = row.countRange()
+		case Ratio:
+			_, _, err = row.ratioRange()
+		case Duration:
+			_, _, err = row.durationRange()
+		default:
+			if row.Range != (Range{}) {
+				err = fmt.Errorf("a range on a %s setting", row.Kind.FlagType())
+			}
+		}
+		if err != nil {
+			t.Errorf("%s: %v", row.Key, err)
+		}
+		if len(row.Choices) > 0 && row.Kind != Text {
+			t.Errorf("%s: choices on a %s setting", row.Key, row.Kind.FlagType())
+		}
+	}
+}
+
+// The ranges are what the docs say they are: a Count's ends are taken, the
+// integers just outside refused.
+func TestRangeEnds(t *testing.T) {
+	for _, row := range Table {
+		if row.Kind != Count {
+			continue
+		}
+		lo, hi, _ := row.countRange()
+		for n, ok := range map[int64]bool{lo: true, hi: true, lo - 1: false, hi + 1: false} {
+			if _, err := row.Parse(TextValue(strconv.FormatInt(n, 10))); (err == nil) != ok {
+				t.Errorf("%s: %d: error %v, want accepted %v", row.Key, n, err, ok)
+			}
 		}
 	}
 }
@@ -97,11 +129,14 @@ const (
 // readmeTable is the README's configuration table.
 func readmeTable() string {
 	var b strings.Builder
-	b.WriteString("| key | flag | environment | default | meaning |\n|---|---|---|---|---|\n")
+	b.WriteString("| key | flag | environment | takes | default | meaning |\n|---|---|---|---|---|---|\n")
 	for _, row := range Table {
 		flag, def := "–", "`\"\"`"
 		if row.Flag != "" {
 			flag = "`--" + row.Flag + "`"
+			if row.Kind != Bool {
+				flag = "`--" + row.Flag + " " + row.Kind.FlagType() + "`"
+			}
 			if !slices.Contains(row.Commands, Root) {
 				flag += " (" + strings.Join(row.Commands, ", ") + ")"
 			}
@@ -113,7 +148,8 @@ func readmeTable() string {
 		if row.Verdict {
 			verdict = " ◆"
 		}
-		fmt.Fprintf(&b, "| `%s`%s | %s | `%s` | %s | %s |\n", row.Key, verdict, flag, row.Env(), def, strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;").Replace(row.Doc))
+		esc := strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;").Replace
+		fmt.Fprintf(&b, "| `%s`%s | %s | `%s` | %s | %s | %s |\n", row.Key, verdict, flag, row.Env(), esc(row.Want()), def, esc(row.Doc))
 	}
 	return b.String()
 }

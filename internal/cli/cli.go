@@ -147,6 +147,17 @@ func newRoot(inv *invocation) *cobra.Command {
 		newReferenceCmd(inv),
 		newCompareCmd(inv),
 	)
+	// cobra's `completion bash|zsh|fish|powershell`, made here rather than
+	// when it runs so that an unknown shell is an error (exit 2) instead of
+	// the help text of a command that cannot run.
+	root.SetOut(inv.stdout) // the completion command keeps the writer it is made with
+	root.SetErr(inv.stderr)
+	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() == "completion" {
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+		}
+	}
 	return root
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -15,7 +16,7 @@ import (
 // invocation (--config, --json) or only `reference` (--dtype, --out), and
 // cobra's own.
 var invocationFlags = map[string][]string{
-	"config": {configs.Root}, "json": {configs.Root}, "help": nil, "version": nil,
+	"config": {"preflight", "inspect", "baseline", "run", "reference"}, "json": {configs.Root}, "help": nil, "version": nil,
 	"dtype": {"reference"}, "out": {"reference"},
 }
 
@@ -64,5 +65,70 @@ func TestEveryFlagHasATableRow(t *testing.T) {
 				t.Errorf("configs.Table row %s names command %q, which phase0 does not have", row.Key, want)
 			}
 		}
+	}
+}
+
+// --help names each setting flag's type from its row's kind (--workers int,
+// --timeout duration, --max-perplexity-ratio float) and a number's range.
+func TestHelpShowsTypedFlags(t *testing.T) {
+	for _, row := range configs.Table {
+		if row.Flag == "" {
+			continue
+		}
+		command := commandFor(row)
+		code, out, _ := run(t, command, "--help")
+		if code != 0 {
+			t.Fatalf("%s --help: exit %d", command, code)
+		}
+		want := "--" + row.Flag + " " + row.Kind.FlagType() + " "
+		if row.Kind == configs.Bool {
+			want = "--" + row.Flag + " " // pflag shows a bool flag bare
+		}
+		if !strings.Contains(out, want) {
+			t.Errorf("phase0 %s --help does not show %q:\n%s", command, want, out)
+		}
+		if row.Range != (configs.Range{}) && !strings.Contains(out, "in "+row.Range.String()) {
+			t.Errorf("phase0 %s --help does not show --%s's range %v", command, row.Flag, row.Range)
+		}
+	}
+}
+
+// A setting's flag is only on the commands that read it: elsewhere it is
+// an unknown flag (exit 2), never accepted and ignored.
+func TestFlagsOnlyWhereRead(t *testing.T) {
+	ref := t.TempDir()
+	for _, tc := range [][]string{
+		{"compare", ref, ref, "--timeout", "soon"},
+		{"compare", ref, ref, "--config", "/nonexistent"},
+		{"inspect", ref, "--timeout", "5m"},
+		{"inspect", ref, "--python", "/usr/bin/python3"},
+		{"preflight", "--workers", "2"},
+	} {
+		code, _, stderr := run(t, tc...)
+		if code != 2 || !strings.Contains(stderr, "unknown flag: "+tc[len(tc)-2]) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2, unknown flag", tc, code, stderr)
+		}
+	}
+	t.Setenv("PHASE0_WORKERS", "abc")
+	if code, _, stderr := run(t, "compare", ref, ref); code != 2 || !strings.Contains(stderr, `PHASE0_WORKERS: "abc" is not a base-10 integer`) {
+		t.Errorf("compare with PHASE0_WORKERS=abc: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// `phase0 completion bash|zsh|fish` prints cobra's script, and the script's
+// helper completes the setting flags.
+func TestCompletion(t *testing.T) {
+	for shell, marker := range map[string]string{"bash": "__start_phase0", "zsh": "#compdef phase0", "fish": "complete -c phase0"} {
+		code, out, stderr := run(t, "completion", shell)
+		if code != 0 || !strings.Contains(out, marker) {
+			t.Errorf("completion %s: exit %d, %d bytes without %q; stderr %q", shell, code, len(out), marker, stderr)
+		}
+	}
+	code, out, _ := run(t, "__complete", "run", "--reference-")
+	if code != 0 || !strings.Contains(out, "--reference-steps") {
+		t.Errorf("__complete run --reference-: exit %d:\n%s", code, out)
+	}
+	if code, _, _ := run(t, "completion", "tcsh"); code != 2 {
+		t.Errorf("completion tcsh: exit %d, want 2", code)
 	}
 }
