@@ -6,8 +6,8 @@ import (
 	"os"
 	"regexp"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 	"testing"
 )
 

@@ -2,17 +2,22 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"phase0/configs"
 )
 
 // FuzzSettings feeds arbitrary bytes as a --config file to the settings
-// layer (viper's YAML, the strict key check, the typed parsers). It must
+// layer (configs.ReadYAML's one-document, known-key check, then configs'
+// one parser). It must
 // never panic; what it accepts must satisfy the settings' invariants; what
 // it refuses must come out of the CLI as exit 2 and exactly one JSON object.
 // The seed corpus of malformed files is testdata/fuzz/FuzzSettings.
@@ -23,8 +28,8 @@ func FuzzSettings(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	for _, key := range []string{"PHASE0_DECODE", "PHASE0_MAX_SEQ", "PHASE0_TIMEOUT", "PHASE0_WORKERS", "PHASE0_SCAN", "PHASE0_PROMPT_STYLE", "PHASE0_MEMORY_CHECK", "PHASE0_FORCE"} {
-		os.Unsetenv(key) // the file alone decides
+	for _, row := range configs.Table {
+		os.Unsetenv(row.Env()) // the file alone decides
 	}
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -36,15 +41,20 @@ func FuzzSettings(f *testing.F) {
 		cmd.Flags().String("config", path, "")
 		s, _, err := settings(cmd, io.Discard, nil)
 		if err == nil {
+			for _, row := range configs.Table {
+				if row.Kind != configs.Count {
+					continue
+				}
+				v, _ := row.Get(s)
+				if _, perr := row.Parse(configs.TextValue(fmt.Sprint(v))); perr != nil {
+					t.Errorf("accepted %s %v outside its range: %v", row.Key, v, perr)
+				}
+			}
 			switch {
-			case s.MaxSeq < 1 || s.MaxSeq > 1<<31:
-				t.Errorf("accepted max_seq %d", s.MaxSeq)
-			case s.Decode < 0 || s.Decode > s.MaxSeq:
+			case s.Decode > s.MaxSeq:
 				t.Errorf("accepted decode %d with max_seq %d", s.Decode, s.MaxSeq)
-			case s.Timeout <= 0:
+			case s.Timeout < time.Second:
 				t.Errorf("accepted timeout %v", s.Timeout)
-			case s.Workers < 0 || s.Workers > 1<<31:
-				t.Errorf("accepted workers %d", s.Workers)
 			case s.PromptStyle != "" && s.PromptStyle != "base" && s.PromptStyle != "instruct":
 				t.Errorf("accepted prompt_style %q", s.PromptStyle)
 			}
