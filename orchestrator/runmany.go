@@ -27,7 +27,7 @@ type Batch struct {
 	Tool        string         `json:"tool"`
 	Version     string         `json:"version"`
 	Status      verdict.Status `json:"status"`
-	Interrupted bool           `json:"interrupted,omitempty"`
+	Interrupted bool           `json:"interrupted"`
 	Seconds     float64        `json:"seconds"`
 	Models      []*BatchRow    `json:"models"`
 }

@@ -75,7 +75,7 @@ type Report struct {
 	Status       verdict.Status    `json:"status"`
 	ReusedFrom   *ReusedFrom       `json:"reused_from,omitempty"` // run reused a recorded verdict (the orchestrator's reuse)
 	Error        string            `json:"error,omitempty"`
-	Interrupted  bool              `json:"interrupted,omitempty"`
+	Interrupted  bool              `json:"interrupted"`
 	Architecture string            `json:"architecture"`
 	Family       string            `json:"family"`
 	Config       *model.Config     `json:"config"`

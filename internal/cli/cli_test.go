@@ -97,7 +97,7 @@ func TestInspectExitCodesAndJSON(t *testing.T) {
 			if !strings.Contains(stdout, tt.text) {
 				t.Errorf("report lacks %q:\n%s", tt.text, stdout)
 			}
-			for _, key := range []string{"model", "model_dir", "architecture", "family", "config", "defaulted", "rejections", "gates", "warnings"} {
+			for _, key := range []string{"model", "model_dir", "interrupted", "architecture", "family", "config", "defaulted", "rejections", "gates", "warnings"} {
 				if _, ok := rep[key]; !ok {
 					t.Errorf("report lacks key %s", key)
 				}

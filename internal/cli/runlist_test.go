@@ -23,6 +23,10 @@ func TestRunListRefusals(t *testing.T) {
 	if err := os.WriteFile(empty, []byte("# nothing\n\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	nameFile := filepath.Join(t.TempDir(), "nm.yaml")
+	if err := os.WriteFile(nameFile, []byte("name: foo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out := t.TempDir()
 	for _, tc := range []struct {
 		name string
@@ -33,6 +37,7 @@ func TestRunListRefusals(t *testing.T) {
 		{"name flag", []string{"run", "@" + list, "--name", "mine"}, nil, `--name "mine" does not apply to a model list: each model of a list gets its own workspace`},
 		{"name env, two arguments", []string{"run", good, good}, map[string]string{"PHASE0_NAME": "mine"}, `PHASE0_NAME "mine" does not apply to a model list`},
 		{"report dir flag", []string{"run", "@" + list, "--report-dir", out}, nil, `--report-dir "` + out + `" does not apply to a model list: each model of a list records its report in its own workspace`},
+		{"name in a config file", []string{"run", "@" + list, "--config", nameFile}, nil, nameFile + `:1: name "foo" does not apply to a model list`},
 		{"no such list", []string{"run", "@/no/such/list.txt"}, nil, "bad model list"},
 		{"empty list", []string{"run", "@" + empty}, nil, "lists no models"},
 	} {
@@ -100,6 +105,17 @@ func TestRunListOfRejectedModels(t *testing.T) {
 	if code != 1 || b.Status != "REJECTED" || len(b.Models) != 2 || b.Models[0].Model != vision || b.Models[1].ListedAt != "argument 2" ||
 		len(b.Models[1].Rejections) != 1 || b.Models[1].Rejections[0].Code != "quantized" {
 		t.Errorf("exit %d, JSON:\n%s", code, stdout)
+	}
+	// README's schema: interrupted is always there, false included.
+	var keys struct {
+		Interrupted *bool `json:"interrupted"`
+		Models      []struct {
+			Interrupted *bool `json:"interrupted"`
+		} `json:"models"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &keys); err != nil || keys.Interrupted == nil || *keys.Interrupted ||
+		len(keys.Models) != 2 || keys.Models[0].Interrupted == nil || keys.Models[1].Interrupted == nil {
+		t.Errorf("the list's and each model's report lack interrupted: false:\n%s", stdout)
 	}
 	if entries, _ := os.ReadDir(out); len(entries) != 0 {
 		t.Errorf("rejected models wrote %d entries into the out dir", len(entries))
