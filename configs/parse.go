@@ -57,20 +57,27 @@ var ErrValue = errors.New("invalid setting value")
 type ValueError struct {
 	Value Value
 	Want  string // "a base-10 integer in [0, 1024]"
+	Hint  string // what to do, when the value's form is the trouble
 }
 
 func (e *ValueError) Error() string {
-	switch e.Value.Form {
-	case FormList, FormMap:
-		return fmt.Sprintf("a %s is not %s: give one value", e.Value.Form, e.Want)
-	case FormNull:
-		return fmt.Sprintf("an empty (null) value is not %s", e.Want)
-	case FormBool:
-		if e.Want != wantBool {
-			return fmt.Sprintf("the bool %s is not %s", e.Value.Text, e.Want)
-		}
+	var msg string
+	switch {
+	case e.Value.Form == FormList || e.Value.Form == FormMap:
+		msg = fmt.Sprintf("a %s is not %s: give one value", e.Value.Form, e.Want)
+	case e.Value.Form == FormNull:
+		msg = fmt.Sprintf("an empty (null) value is not %s", e.Want)
+	case e.Value.Form == FormBool && e.Want != wantBool:
+		msg = fmt.Sprintf("the bool %s is not %s", e.Value.Text, e.Want)
+	case e.Value.Form == FormNumber && e.Hint != "":
+		msg = fmt.Sprintf("the number %s is not %s", Quote(e.Value.Text), e.Want)
+	default:
+		msg = fmt.Sprintf("%s is not %s", Quote(e.Value.Text), e.Want)
 	}
-	return fmt.Sprintf("%s is not %s", Quote(e.Value.Text), e.Want)
+	if e.Hint != "" {
+		msg += " (" + e.Hint + ")"
+	}
+	return msg
 }
 
 func (e *ValueError) Unwrap() error { return ErrValue }
@@ -199,7 +206,7 @@ func (s Setting) Parse(v Value) (any, error) {
 		return d, nil
 	}
 	if v.Form != FormText {
-		return nil, &ValueError{Value: v, Want: s.Want() + " (quote it)"}
+		return nil, &ValueError{Value: v, Want: s.Want(), Hint: "in a YAML file, quote it"}
 	}
 	if len(s.Choices) > 0 && !slices.Contains(s.Choices, v.Text) {
 		return nil, bad

@@ -105,6 +105,9 @@ func TestBoundedInputs(t *testing.T) {
 		{"config.json of 5 MiB", []string{"inspect", hugeConfig}, 2, "config.json is larger than"},
 		{"--config /dev/urandom", []string{"inspect", good, "--config", "/dev/urandom"}, 2, "/dev/urandom is not a regular file"},
 		{"--config of 2 MiB", []string{"inspect", good, "--config", hugeYAML}, 2, "is larger than"},
+		// issue 30: 2^31 scan workers died with "fatal error: runtime: out of memory".
+		{"--workers 2^31", []string{"inspect", good, "--scan", "--workers", "2147483648"}, 2, jsonText(`--workers: "2147483648" is not a base-10 integer in [0, 1024]`)},
+		{"--workers 1e8", []string{"inspect", good, "--scan", "--workers", "100000000"}, 2, jsonText(`--workers: "100000000" is not a base-10 integer in [0, 1024]`)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, stdout, stderr := runLimited(t, append(tc.args, "--json")...)

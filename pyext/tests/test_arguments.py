@@ -93,19 +93,47 @@ def test_nonfinite_float_in_a_mapping_names_the_key(model: Path) -> None:
         phase0.run(model, cpu_helpers={"attention_fallback": float("nan")})  # type: ignore[dict-item]
 
 
+@pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize(("arg", "want"), [
     (b"/tmp/model", r"^model: b'/tmp/model' is bytes"),
     (3, r"^model: int 3 is not a str or os.PathLike"),
+    (None, r"^model: NoneType None is not a str or os.PathLike"),
 ])
-def test_model_of_another_type_is_a_usage_error(arg: Any, want: str) -> None:
+def test_model_of_another_type_is_a_usage_error(command: str, arg: Any, want: str) -> None:
+    # Before: run(b'/path') and run(None) raised a bare TypeError.
     with pytest.raises(phase0.UsageError, match=want):
-        phase0.inspect(arg)
+        COMMANDS[command](arg)
+
+
+# A keyword of the wrong kind or beyond its range is refused by the Go core's
+# one parser (the one flags, PHASE0_* variables and --config files go
+# through), as a UsageError naming the option, before anything is written.
+@pytest.mark.parametrize(("command", "options", "want"), [
+    ("inspect", {"scan": 2}, r'^option scan: "2" is not true or false$'),
+    ("inspect", {"workers": True}, r"^option workers: the bool true is not a base-10 integer in \[0, 1024\]$"),
+    ("inspect", {"scan": True, "workers": 2**31 - 1}, r'^option workers: "2147483647" is not a base-10 integer in \[0, 1024\]$'),
+    ("inspect", {"workers": 2.0}, r'^option workers: "2.0" is not a base-10 integer'),
+    ("inspect", {"workers": 10**5000}, r"^option workers: an integer of 16610 bits is not any setting's value$"),
+    ("inspect", {"timeout": "5m"}, r"^option timeout: inspect does not read this setting \(baseline, run, reference do\)$"),
+    ("baseline", {"max_perplexity_ratio": 10**400}, r'^option max_perplexity_ratio: "1000+"… \(401 bytes\) is not a finite decimal number in \[0.0001, 1000\]$'),
+    ("baseline", {"decode": 64.9}, r'^option decode: "64.9" is not a base-10 integer in \[0, 4096\]$'),
+    ("baseline", {"timeout": 90 * 60 * 60 * 24 * 365}, r"^option timeout: \"2838240000.0s\" is not a duration"),
+    ("run", {"out_dir": 123}, r'^option out_dir: the number "123" is not a string'),
+    ("run", {"cpu_helpers": True}, r"^option cpu_helpers: a section of settings"),
+    ("run", {"name": {"a": 1}}, r"^option name: a mapping is not a string$"),
+    ("run", {"reference_steps": -1}, r'^option reference_steps: "-1" is not a base-10 integer in \[0, 1024\]$'),
+])
+def test_keyword_options_are_parsed_like_flags(model: Path, tmp_path: Path, command: str, options: dict[str, Any], want: str) -> None:
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(phase0.UsageError, match=want):
+        COMMANDS[command](model, **options)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before, "a refused call wrote something"
 
 
 def test_unusual_but_valid_names_still_work(model: Path, tmp_path: Path) -> None:
     odd = model.rename(tmp_path / "modèle ü #1")
     assert phase0.inspect(odd, cache=tmp_path / "cache ü").status == "PASS"
-    assert phase0.inspect(str(odd), max_perplexity_ratio=0.5).status == "PASS"
+    assert phase0.inspect(str(odd), workers=2).status == "PASS"
 
 
 def test_python_m_refuses_a_nul_like_any_bad_argument(model: Path, capfd: pytest.CaptureFixture[str]) -> None:

@@ -148,6 +148,10 @@ def _path(name: str, value: object) -> str:
     return _text(name, p)
 
 
+# Beyond this an int has more digits than Python converts to text by default.
+_MAX_INT_BITS = 4096
+
+
 def _flatten(prefix: str, value: Option, out: dict[str, object]) -> None:
     name = f"option {prefix}"
     if value is None:
@@ -164,7 +168,12 @@ def _flatten(prefix: str, value: Option, out: dict[str, object]) -> None:
     elif isinstance(value, float) and not math.isfinite(value):
         # json.dumps would write NaN / Infinity, which is not JSON.
         raise UsageError(f"{name}: {value!r} is not a finite number")
+    elif isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > _MAX_INT_BITS:
+        # json.dumps cannot write it (sys.int_info's digit limit); no setting takes it anyway.
+        raise UsageError(f"{name}: an integer of {value.bit_length()} bits is not any setting's value")
     elif isinstance(value, (bool, int, float)):
+        # As JSON: the Go core's one parser checks the kind and the range
+        # (scan=2, workers=True, out_dir=123, 10**400 are refused there).
         out[prefix] = value
     else:
         raise UsageError(f"{name}: {type(value).__name__} {value!r} is not a str, number, bool, path or timedelta")
@@ -308,8 +317,8 @@ def run(
     the generated Python files as comment lines (e.g. an SPDX-License-Identifier
     line). Other options as for :func:`baseline`.
     """
-    if os.fspath(model).startswith("@"):
-        raise UsageError(f"run takes one model, not the list {os.fspath(model)}: "
+    if (m := _path("model", model)).startswith("@"):
+        raise UsageError(f"run takes one model, not the list {m}: "
                          "for a model list run `python -m phase0 run @FILE --json`")
     return _command("run", model, config, progress, {
         "python": python, "llms_dir": llms_dir, "out_dir": out_dir, "name": name, "report_dir": report_dir,
