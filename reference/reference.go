@@ -33,6 +33,7 @@ import (
 	"strings"
 
 	"phase0/internal/boundedfile"
+	"phase0/internal/strictjson"
 
 	"phase0/safetensors"
 )
@@ -128,21 +129,17 @@ func ReadMeta(dir string) (*Meta, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Strict JSON first: a repeated key ("role" twice) would let two
+	// readers see two recordings; bytes that are not UTF-8 become U+FFFD.
+	if err := strictjson.Check(b); err != nil {
+		return nil, formatErr(path, "%v", err)
+	}
 	var m Meta
 	if err := json.Unmarshal(b, &m); err != nil {
 		return nil, formatErr(path, "%v", err)
 	}
-	if m.Format != Format {
-		return nil, formatErr(path, "format %q, want %q", m.Format, Format)
-	}
-	if m.Role != RoleReference && m.Role != RoleCandidate {
-		return nil, formatErr(path, "role %q, want %q or %q", m.Role, RoleReference, RoleCandidate)
-	}
-	if len(m.Prompts) == 0 || m.DecodeSteps < 1 || m.TopK < 1 {
-		return nil, formatErr(path, "%d prompts, decode_steps %d, top_k %d: each must be at least 1", len(m.Prompts), m.DecodeSteps, m.TopK)
-	}
-	if m.CanonicalPrompt < 0 || m.CanonicalPrompt >= len(m.Prompts) {
-		return nil, formatErr(path, "canonical_prompt %d is not one of the %d prompts", m.CanonicalPrompt, len(m.Prompts))
+	if err := checkMeta(path, &m); err != nil {
+		return nil, err
 	}
 	return &m, nil
 }
@@ -158,6 +155,9 @@ func Read(dir string) (*Recording, error) {
 	data, err := boundedfile.Read(path, maxTensorsBytes)
 	if err != nil {
 		return nil, err
+	}
+	if m.TensorsBytes > 0 && m.TensorsBytes != int64(len(data)) {
+		return nil, formatErr(path, "%d bytes, but %s names tensors_bytes %d (a partial or mixed recording)", len(data), MetaFile, m.TensorsBytes)
 	}
 	sum := sha256.Sum256(data)
 	if got := hex.EncodeToString(sum[:]); got != m.TensorsSHA256 {

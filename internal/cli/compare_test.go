@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"phase0/configs"
 	"phase0/internal/sttest"
 	"phase0/reference"
 )
@@ -79,5 +81,40 @@ func TestCompareCommandExitCodes(t *testing.T) {
 	}
 	if code, _, errb := run(t, "reference", ref, "--dtype", "float32"); code != 2 || !strings.Contains(errb, "give --out DIR") {
 		t.Errorf("--dtype float32 without --out: exit %d, %s", code, errb)
+	}
+}
+
+// issue 31 case 12: compare judged a reference.json with a repeated key, a
+// byte that is not UTF-8, tensors_bytes -1 or n_layers 10^12 as PASS.
+func TestCompareRefusesMalformedMetadata(t *testing.T) {
+	for name, edit := range map[string]func(string) string{
+		"repeated role": func(m string) string {
+			return strings.Replace(m, `"role":"reference",`, `"role":"reference","role":"candidate",`, 1)
+		},
+		"not UTF-8":        func(m string) string { return strings.Replace(m, `"runner":"t"`, "\"runner\":\"t\xe9\"", 1) },
+		"tensors_bytes -1": func(m string) string { return strings.Replace(m, `"tensors_bytes":0`, `"tensors_bytes":-1`, 1) },
+		"n_layers 10^12": func(m string) string {
+			return strings.Replace(m, `"tensors_bytes":0`, `"tensors_bytes":0,"n_layers":1000000000000`, 1)
+		},
+	} {
+		ref := writeRecording(t, "tok", 3, []int64{3, 4, 5, 6, 7})
+		path := filepath.Join(ref, reference.MetaFile)
+		data, _ := os.ReadFile(path)
+		edited := edit(string(data))
+		if edited == string(data) {
+			t.Fatalf("%s: the edit changed nothing in %s", name, data)
+		}
+		os.WriteFile(path, []byte(edited), 0o644)
+		if code, out, _ := run(t, "compare", ref, ref); code != 2 || !strings.Contains(out, "could not compare") {
+			t.Errorf("%s: exit %d, want 2:\n%s", name, code, out)
+		}
+	}
+}
+
+// compare's recordings and the reference_steps setting share one bound.
+func TestReferenceStepsRangeIsTheFormats(t *testing.T) {
+	row, _ := configs.Lookup("reference_steps")
+	if row.Range.Max != strconv.Itoa(reference.MaxSteps) {
+		t.Errorf("reference_steps goes up to %s, a recording up to %d", row.Range.Max, reference.MaxSteps)
 	}
 }
