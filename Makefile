@@ -138,8 +138,9 @@ test-short: ## the Go tests that need no Python (vet + go test -short), for a qu
 $(STATICCHECK):
 	GOFLAGS= GOBIN=$(@D) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-lint: $(STATICCHECK) ## staticcheck over ./... (and -tags pyext with Python headers); gofmt; go vet
+lint: $(STATICCHECK) ## staticcheck over ./... (and -tags pyext with Python headers); gofmt; go vet; go.mod tidy
 	@test -z "$$(gofmt -l .)" || { echo "phase0: gofmt -l lists:" >&2; gofmt -l . >&2; exit 1; }
+	@$(GO) mod tidy -diff || { echo "phase0: go.mod or go.sum is not tidy (the diff above): run go mod tidy" >&2; exit 1; }
 	$(GO) vet ./...
 	$(STATICCHECK) ./...
 	@if [ -n "$(PYEXT_HDR_PY)" ]; then \

@@ -129,6 +129,11 @@ func ReadMeta(dir string) (*Meta, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseMeta(path, b)
+}
+
+// parseMeta decodes and checks reference.json's bytes (path names it in messages).
+func parseMeta(path string, b []byte) (*Meta, error) {
 	// Strict JSON first: a repeated key ("role" twice) would let two
 	// readers see two recordings; bytes that are not UTF-8 become U+FFFD.
 	if err := strictjson.Check(b); err != nil {
