@@ -118,3 +118,39 @@ func TestReferenceStepsRangeIsTheFormats(t *testing.T) {
 		t.Errorf("reference_steps goes up to %s, a recording up to %d", row.Range.Max, reference.MaxSteps)
 	}
 }
+
+// issue 31 case 11: `reference` refuses what it cannot honour, before it
+// reads the model or writes: no steps to record (it recorded 32), and a
+// workspace name beside --out (it was ignored).
+func TestReferenceRefusesWhatItCannotHonour(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	cfg := filepath.Join(t.TempDir(), "zero.yaml")
+	os.WriteFile(cfg, []byte("reference_steps: 0\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{[]string{"--reference-steps", "0"}, nil, `--reference-steps: reference_steps 0 records nothing`},
+		{nil, map[string]string{"PHASE0_REFERENCE_STEPS": "0"}, `PHASE0_REFERENCE_STEPS: reference_steps 0 records nothing`},
+		{[]string{"--config", cfg}, nil, cfg + `:1: reference_steps: reference_steps 0 records nothing`},
+		{[]string{"--name", "foo"}, nil, `--name: name "foo" does not apply with --out`},
+		{nil, map[string]string{"PHASE0_NAME": "foo"}, `PHASE0_NAME: name "foo" does not apply with --out`},
+	} {
+		for k, v := range tc.env {
+			t.Setenv(k, v)
+		}
+		out := filepath.Join(t.TempDir(), "D")
+		code, stdout, _ := run(t, append([]string{"reference", good, "--out", out, "--json"}, tc.args...)...)
+		var rep struct{ Status, Error string }
+		if err := json.Unmarshal([]byte(stdout), &rep); err != nil || code != 2 || rep.Status != "ERROR" || !strings.Contains(rep.Error, tc.want) {
+			t.Errorf("%v %v: exit %d, %v, error %q; want exit 2 saying %q", tc.args, tc.env, code, err, rep.Error, tc.want)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%v %v: --out %s was created", tc.args, tc.env, out)
+		}
+		for k := range tc.env {
+			os.Unsetenv(k)
+		}
+	}
+}
