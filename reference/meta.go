@@ -53,7 +53,7 @@ func checkMeta(path string, m *Meta) error {
 		return bad("%d prompts, decode_steps %d, top_k %d: each must be at least 1", len(m.Prompts), m.DecodeSteps, m.TopK)
 	}
 	for _, n := range []struct {
-		field    string
+		field     string
 		v, lo, hi int64
 	}{
 		{"the number of prompts", int64(len(m.Prompts)), 1, MaxPrompts},
