@@ -10,10 +10,11 @@ import (
 	"testing"
 )
 
-// The README and docs/ARCHITECTURE.md describe the code; these tests keep
-// them from drifting: every package folder is in the README's Layout, every
-// fuzz target in its fuzzing paragraph, and every package in the
-// architecture's concept table or its text.
+// The README and docs/ describe the code; these tests keep them from
+// drifting: every package folder is in docs/DEVELOPING.md's Layout, every
+// fuzz target in its Fuzzing section, and every package in the
+// architecture's concept table or its text; the README stays short and every
+// link between the pages resolves.
 
 const repoRoot = "../.."
 
@@ -57,7 +58,7 @@ func readDoc(t *testing.T, name string) string {
 	return string(b)
 }
 
-// section is the text of a README section, from its heading to the next
+// section is the text of a Markdown section, from its heading to the next
 // heading of the same or a higher level.
 func section(t *testing.T, doc, heading string) string {
 	t.Helper()
@@ -85,17 +86,17 @@ func section(t *testing.T, doc, heading string) string {
 	return out.String()
 }
 
-func TestReadmeLayoutNamesEveryPackage(t *testing.T) {
-	layout := section(t, readDoc(t, "README.md"), "Layout")
+func TestDevelopingLayoutNamesEveryPackage(t *testing.T) {
+	layout := section(t, readDoc(t, "docs/DEVELOPING.md"), "Layout")
 	for _, dir := range packageDirs(t) {
 		if !strings.Contains(layout, dir+"/") {
-			t.Errorf("README's Layout does not name %s/", dir)
+			t.Errorf("docs/DEVELOPING.md's Layout does not name %s/", dir)
 		}
 	}
 }
 
-func TestReadmeNamesEveryFuzzTarget(t *testing.T) {
-	readme := readDoc(t, "README.md")
+func TestDevelopingNamesEveryFuzzTarget(t *testing.T) {
+	readme := section(t, readDoc(t, "docs/DEVELOPING.md"), "Fuzzing")
 	fuzz := regexp.MustCompile(`(?m)^func (Fuzz\w+)\(`)
 	for _, dir := range packageDirs(t) {
 		tests, _ := filepath.Glob(filepath.Join(repoRoot, dir, "*_test.go"))
@@ -106,7 +107,7 @@ func TestReadmeNamesEveryFuzzTarget(t *testing.T) {
 			}
 			for _, m := range fuzz.FindAllSubmatch(b, -1) {
 				if !strings.Contains(readme, "`"+string(m[1])+"`") {
-					t.Errorf("README does not name the fuzz target %s (%s)", m[1], dir)
+					t.Errorf("docs/DEVELOPING.md's Fuzzing does not name the fuzz target %s (%s)", m[1], dir)
 				}
 			}
 		}
