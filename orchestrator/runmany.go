@@ -29,7 +29,11 @@ type Batch struct {
 	Status      verdict.Status `json:"status"`
 	Interrupted bool           `json:"interrupted,omitempty"`
 	Seconds     float64        `json:"seconds"`
-	Models      []*BatchRow    `json:"models"`
+	// Shard is "I/N" when --shard ran one part of the list; Listed is the
+	// list's size before sharding.
+	Shard  string      `json:"shard,omitempty"`
+	Listed int         `json:"listed,omitempty"`
+	Models []*BatchRow `json:"models"`
 }
 
 // BatchRow is one model's run report and the list line it came from.

@@ -18,7 +18,11 @@ type Triage struct {
 	Tool    string         `json:"tool"`
 	Version string         `json:"version"`
 	Status  verdict.Status `json:"status"`
-	Models  []*TriageRow   `json:"models"`
+	// Shard is "I/N" when --shard inspected one part of the list; Listed is
+	// the list's size before sharding.
+	Shard  string       `json:"shard,omitempty"`
+	Listed int          `json:"listed,omitempty"`
+	Models []*TriageRow `json:"models"`
 }
 
 // TriageRow is one model's report plus what the later phases will meet.
