@@ -131,3 +131,23 @@ func TestElide(t *testing.T) {
 		}
 	}
 }
+
+// inspect @FILE's table fits 120 columns too, and says the shared cause once.
+func TestInspectListTableFits120Columns(t *testing.T) {
+	var rows []InspectRow
+	for _, r := range offlineFleet() {
+		r.Report.Architecture = "Qwen3ForConditionalGenerationWithAVeryLongName"
+		r.Report.Revision = strings.Repeat("a", 40)
+		rows = append(rows, InspectRow{ListRow: r, Parameters: 8e9, BF16Bytes: 16 << 30, ReferenceBytes: 17 << 30,
+			LaterPhases: []string{"qkv_bias (applied on the host around the bias-free kernels)", "qk_norm", "not multiples of 1024 (Phase 2 padding): emb_dim 896, hidden_dim 4864, q_dim 896, kv_dim 128", "tied embeddings"}})
+	}
+	text := InspectListText(rows, ListTotals{Status: verdict.Error, Shard: "1/4", Listed: 120})
+	for i, line := range strings.Split(text, "\n") {
+		if n := utf8.RuneCountInString(line); n > TableWidth {
+			t.Errorf("line %d is %d columns, more than %d:\n%s", i+1, n, TableWidth, line)
+		}
+	}
+	if strings.Count(text, "not in the cache") != 0 || !strings.Contains(text, "24 models ERROR: not in the HF cache") || !strings.Contains(text, "REJECTED (quantized)") {
+		t.Errorf("table:\n%s", text)
+	}
+}
