@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"text/tabwriter"
-
 )
 
 // InspectRow is one model of `phase0 inspect @FILE`: its report, the list
@@ -86,4 +85,3 @@ func size(n int64) string {
 	}
 	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 }
-
