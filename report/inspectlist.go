@@ -39,7 +39,7 @@ func InspectListText(rows []InspectRow, t ListTotals) string {
 			verdictText += " (" + strings.Join(codes, ",") + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", Elide(m.Model, modelWidth), OrDash(shortRev(m.Revision)), OrDash(Elide(m.Architecture, archWidth)),
-			Elide(verdictText, 20), count(row.Parameters), size(row.BF16Bytes), size(row.ReferenceBytes))
+			cut(verdictText, 20), count(row.Parameters), size(row.BF16Bytes), size(row.ReferenceBytes))
 		if _, bad := Reason(m); bad {
 			failed = append(failed, row.ListRow)
 		} else if len(row.LaterPhases) > 0 {
@@ -84,4 +84,14 @@ func size(n int64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+}
+
+// cut shortens s to at most n characters at its end, marking the cut with
+// "…" (the reasons below the table say it whole).
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }

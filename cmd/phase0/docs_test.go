@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -123,5 +125,51 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 		if !strings.Contains(arch, "`"+dir+"/") && !strings.Contains(arch, "`"+dir+"`") {
 			t.Errorf("docs/ARCHITECTURE.md does not name %s/", dir)
 		}
+	}
+}
+
+// docs/ARCHITECTURE.md's package list is the module's: go list ./...,
+// with the pyext build tag so the extension is listed too.
+func TestArchitecturePackageListIsGoList(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs go list")
+	}
+	cmd := exec.Command("go", "list", "-tags", "pyext", "./...")
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	want := strings.Fields(string(out))
+	doc := readDoc(t, "docs/ARCHITECTURE.md")
+	const marker = "<!-- packages: checked against go list by go test ./cmd/phase0 -run Architecture -->"
+	i := strings.Index(doc, marker)
+	if i < 0 {
+		t.Fatalf("docs/ARCHITECTURE.md has no %q", marker)
+	}
+	block := doc[i+len(marker):]
+	start := strings.Index(block, "```\n")
+	end := strings.Index(block[start+4:], "```")
+	if start < 0 || end < 0 {
+		t.Fatal("docs/ARCHITECTURE.md: no ``` block after the packages marker")
+	}
+	var got []string
+	for _, line := range strings.Split(block[start+4:start+4+end], "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			got = append(got, f[0])
+		}
+	}
+	for _, p := range want {
+		if !slices.Contains(got, p) {
+			t.Errorf("docs/ARCHITECTURE.md's package list lacks %s", p)
+		}
+	}
+	for _, p := range got {
+		if !slices.Contains(want, p) {
+			t.Errorf("docs/ARCHITECTURE.md lists %s, which go list does not", p)
+		}
+	}
+	if !slices.IsSorted(got) {
+		t.Errorf("docs/ARCHITECTURE.md's package list is not sorted: %v", got)
 	}
 }
