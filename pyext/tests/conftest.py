@@ -23,7 +23,6 @@ from typing import Any
 import pytest
 
 # Folder name -> (family, make_tiny_model keyword arguments as Python source).
-# One per family of model/ (go test ./internal/testenv -run FamilyLists checks it).
 MODELS: dict[str, tuple[str, str]] = {
     "llama": ("llama", 'rope_scaling="llama3"'),
     "mistral": ("mistral", ""),

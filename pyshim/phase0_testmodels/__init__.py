@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
-# The families are model/'s (model.FamilyNames in Go); go test ./internal/testenv
-# -run FamilyLists checks these lists against it.
 Family = Literal["llama", "mistral", "qwen2", "qwen3"]
 FAMILIES: tuple[Family, ...] = ("llama", "mistral", "qwen2", "qwen3")
 RopeScaling = Literal["llama3", "linear"]
