@@ -198,7 +198,7 @@ func Causes(rows []ListRow) string {
 		if !failed {
 			continue
 		}
-		key := string(why.Kind) + " " + strings.ReplaceAll(why.Message, row.Report.Model, "{model}")
+		key := string(why.Kind) + " " + withoutModel(why.Message, row.Report.Model, "{model}")
 		i := slices.IndexFunc(causes, func(c *cause) bool { return c.key == key })
 		if i < 0 {
 			causes = append(causes, &cause{key: key, status: why.Kind, text: why.Message})
@@ -213,8 +213,9 @@ func Causes(rows []ListRow) string {
 			for i, r := range c.rows {
 				ids[i] = r.Report.Model
 			}
-			sb.WriteString(wrap(fmt.Sprintf("%s %s: not in the HF cache (%s) while the hub is off (%s); this fetches exactly them:",
-				plural(len(ids), "model"), c.status, m[2], m[3]), TableWidth, "", "    "))
+			them := map[bool]string{true: "it", false: "them"}[len(ids) == 1]
+			sb.WriteString(wrap(fmt.Sprintf("%s %s: not in the HF cache (%s) while the hub is off (%s); this fetches exactly %s:",
+				plural(len(ids), "model"), c.status, m[2], m[3], them), TableWidth, "", "    "))
 			sb.WriteString(fetchCommand(ids))
 			continue
 		}
@@ -227,11 +228,21 @@ func Causes(rows []ListRow) string {
 		for _, r := range c.rows {
 			names = append(names, r.Report.Model)
 		}
-		generic := strings.ReplaceAll(c.text, c.rows[0].Report.Model, "each")
+		generic := withoutModel(c.text, c.rows[0].Report.Model, "each")
 		sb.WriteString(wrap(fmt.Sprintf("%s %s: %s", plural(len(c.rows), "model"), c.status, generic), TableWidth, "", "    "))
 		sb.WriteString(wrap(strings.Join(names, " "), TableWidth, "    ", "    "))
 	}
 	return sb.String()
+}
+
+// withoutModel replaces the model's id in a message, as written and as the
+// HF cache spells it in a folder name (models--org--name), with by.
+func withoutModel(msg, model, by string) string {
+	msg = strings.ReplaceAll(msg, model, by)
+	if strings.Contains(model, "/") {
+		msg = strings.ReplaceAll(msg, strings.ReplaceAll(model, "/", "--"), by)
+	}
+	return msg
 }
 
 // fetchCommand is one shell command that downloads exactly ids into the

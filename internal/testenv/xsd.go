@@ -2,7 +2,9 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -34,3 +36,34 @@ func XSDPython(t testing.TB) string {
 	}
 	return py
 }
+
+// ValidateXML checks each file against the XSD schema with a real
+// validator (xmlschema, from XSDPython) and returns its complaints about
+// each file, in order: "" for a valid one.
+func ValidateXML(t testing.TB, xsd string, files ...string) []string {
+	t.Helper()
+	py := XSDPython(t)
+	const script = `import sys, xmlschema
+schema = xmlschema.XMLSchema(sys.argv[1])
+for f in sys.argv[2:]:
+    errors = [str(e.reason) for e in schema.iter_errors(f)]
+    print(("; ".join(errors) or "ok").replace("\n", " "))
+`
+	out, err := exec.Command(py, append([]string{"-c", script, xsd}, files...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("xmlschema: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	if len(lines) != len(files) {
+		t.Fatalf("xmlschema printed %d lines for %d files:\n%s", len(lines), len(files), out)
+	}
+	for i := range lines {
+		if lines[i] == "ok" {
+			lines[i] = ""
+		}
+	}
+	return lines
+}
+
+// JUnitXSD is the JUnit schema phase0's --junit output is checked against.
+func JUnitXSD() string { return filepath.Join(RepoRoot(), "report", "junit", "testdata", "junit.xsd") }

@@ -3,7 +3,6 @@ package junit
 import (
 	"encoding/xml"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -104,38 +103,6 @@ func TestJUnitVerdicts(t *testing.T) {
 	}
 }
 
-// validate runs a real XSD validator (xmlschema) over the files against
-// testdata/junit.xsd, and returns its complaint about each file ("" when
-// valid).
-func validate(t *testing.T, files ...string) []string {
-	t.Helper()
-	py := testenv.XSDPython(t)
-	xsd, err := filepath.Abs("testdata/junit.xsd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	const script = `import sys, xmlschema
-schema = xmlschema.XMLSchema(sys.argv[1])
-for f in sys.argv[2:]:
-    errors = [str(e.reason) for e in schema.iter_errors(f)]
-    print(("; ".join(errors) or "ok").replace("\n", " "))
-`
-	out, err := exec.Command(py, append([]string{"-c", script, xsd}, files...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("xmlschema: %v\n%s", err, out)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	if len(lines) != len(files) {
-		t.Fatalf("xmlschema printed %d lines for %d files:\n%s", len(lines), len(files), out)
-	}
-	for i := range lines {
-		if lines[i] == "ok" {
-			lines[i] = ""
-		}
-	}
-	return lines
-}
-
 // Every rendering is valid against the JUnit schema CI systems read: a
 // list of every verdict, one model, an empty shard; and the validator
 // really checks (a testcase without a name is refused).
@@ -156,7 +123,7 @@ func TestJUnitValidAgainstSchema(t *testing.T) {
 	}
 	bad := filepath.Join(dir, "bad.xml")
 	os.WriteFile(bad, []byte(`<testsuites><testsuite name="x" tests="1"><testcase classname="c"/></testsuite></testsuites>`), 0o644)
-	got := validate(t, append(files, bad)...)
+	got := testenv.ValidateXML(t, testenv.JUnitXSD(), append(files, bad)...)
 	for i, f := range files {
 		if got[i] != "" {
 			b, _ := os.ReadFile(f)
