@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/xml"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -130,5 +131,43 @@ func TestFleetFlagRefusals(t *testing.T) {
 		if code, _, stderr := run(t, c, good, "--junit", filepath.Join(dir, "j.xml")); code != 2 || !strings.Contains(stderr, "unknown flag: --junit") {
 			t.Errorf("%s --junit: exit %d, %q; want an unknown flag", c, code, stderr)
 		}
+	}
+}
+
+// `run @list --junit out.xml --shard 2/4` on a 30-line list writes a JUnit
+// file the schema accepts, holding exactly shard 2's models.
+func TestRunListShardJUnit(t *testing.T) {
+	t.Setenv("PHASE0_PYTHON", testenv.Python(t))
+	t.Setenv("HF_HOME", t.TempDir())
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	moe := writeModel(t, strings.Replace(tinyLlama, `"vocab_size"`, `"num_local_experts": 8, "vocab_size"`, 1))
+	var models []string
+	for i := range 28 {
+		models = append(models, fmt.Sprintf("org/model-%02d", i))
+	}
+	models = append(models, moe, "/no/such/model")
+	dir := t.TempDir()
+	list := filepath.Join(dir, "hf_models.txt")
+	os.WriteFile(list, []byte(strings.Join(models, "\n")+"\n"), 0o644)
+	file := filepath.Join(dir, "out.xml")
+	code, stdout, stderr := run(t, "run", "@"+list, "--junit", file, "--shard", "2/4", "--out-dir", filepath.Join(dir, "ws"))
+	if code != 2 && code != 1 && code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	names, _, _ := junitCases(t, file)
+	var want []string
+	for _, m := range models {
+		h := fnv.New32a()
+		h.Write([]byte(m))
+		if h.Sum32()%4 == 1 {
+			want = append(want, m)
+		}
+	}
+	if !slices.Equal(names, want) || len(names) == 0 {
+		t.Errorf("shard 2/4's testcases %v, want %v", names, want)
+	}
+	if c := testenv.ValidateXML(t, testenv.JUnitXSD(), file); c[0] != "" {
+		b, _ := os.ReadFile(file)
+		t.Errorf("not valid JUnit: %s\n%s", c[0], b)
 	}
 }
