@@ -10,6 +10,7 @@ CACHE_DIR    ?= $(or $(PHASE0_CACHE),$(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME)/ph
 REQ_HASH     := $(shell sha256sum requirements.txt | cut -c1-12)
 MIN_HASH     := $(shell sha256sum requirements-min.txt | cut -c1-12)
 BLACK_HASH   := $(shell sha256sum requirements-black.txt | cut -c1-12)
+XSD_HASH     := $(shell sha256sum requirements-xsd.txt | cut -c1-12)
 MODEL        ?= default
 NAME         ?=
 LLMS_DIR     ?=# mlir-air programming_examples/llms; empty: ./workspace with the bundled runner
@@ -39,6 +40,11 @@ TEST_PYTHONS  = $(subst $(eval) ,:,$(strip $(foreach v,$(TEST_VENVS),$(if $(wild
 BLACK_VENV   := $(CACHE_DIR)/venv-black-$(BLACK_HASH)-$(shell date +%Y)
 BLACK         = $(BLACK_VENV)/bin/black
 
+# xmlschema, a real XSD validator, in a small venv of its own: the JUnit
+# report (--junit) is checked against the JUnit schema CI systems read.
+XSD_VENV     := $(CACHE_DIR)/venv-xsd-$(XSD_HASH)
+XSD_PY        = $(XSD_VENV)/bin/python
+
 # staticcheck for make lint, pinned (installed by its rule below).
 STATICCHECK_VERSION := v0.8.2
 STATICCHECK  := $(CACHE_DIR)/tools/staticcheck-$(STATICCHECK_VERSION)/staticcheck
@@ -47,7 +53,7 @@ STATICCHECK  := $(CACHE_DIR)/tools/staticcheck-$(STATICCHECK_VERSION)/staticchec
 # PHASE0_PYTHON still take precedence.
 LDFLAGS       = -X phase0/internal/pyenv.makeVenv=$(VENV)
 
-.PHONY: help build test test-prereqs chroots pytest-venvs test-short test-orchestrator test-go test-py bench calibrate fuzz venv pyvenvs black-venv print-python print-test-env phase0 clean check-xrt check-py314 python-package test-python-package lint
+.PHONY: help build test test-prereqs chroots pytest-venvs test-short test-orchestrator test-go test-py bench calibrate fuzz venv pyvenvs black-venv xsd-venv print-python print-test-env phase0 clean check-xrt check-py314 python-package test-python-package lint
 
 help: ## show the targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
@@ -82,6 +88,14 @@ $(BLACK_VENV)/.phase0-installed:
 
 black-venv: $(BLACK_VENV)/.phase0-installed ## create or reuse the small venv holding black (for the black-clean test)
 
+$(XSD_VENV)/.phase0-installed:
+	@test -n "$(BASE_PYTHON)" || { echo "phase0: no CPython 3.10–3.14 for the XSD validator's venv; pass BASE_PYTHON=/path/to/python3" >&2; exit 2; }
+	$(BASE_PYTHON) -m venv $(@D)
+	$(@D)/bin/python -m pip install --quiet -r requirements-xsd.txt
+	@touch $@
+
+xsd-venv: $(XSD_VENV)/.phase0-installed ## create or reuse the small venv holding xmlschema (for the JUnit schema test)
+
 venv: $(VENV)/.phase0-installed ## create or reuse the Python venv (outside the clone)
 
 pyvenvs: $(foreach v,$(TEST_VENVS),$(v)/.phase0-installed) ## create or reuse the NumPy-only venvs of the other Python minors
@@ -104,19 +118,19 @@ test: ## run every test (make lint, Go incl. fuzz seeds, the bridge in every Pyt
 
 # Everything make test installs or builds before it tests; each is a no-op
 # once done.
-test-prereqs: venv pyvenvs black-venv build $(STATICCHECK) chroots pytest-venvs
+test-prereqs: venv pyvenvs black-venv xsd-venv build $(STATICCHECK) chroots pytest-venvs
 
 # The sid chroots of the XRT and 3.14 checks (made once, cached outside the clone).
 chroots: ## make or reuse the sid chroots of check-xrt and check-py314
 	CACHE_DIR=$(CACHE_DIR) ./npu/check-xrt.sh --skip-if-unavailable --prepare
 	CACHE_DIR=$(CACHE_DIR) ./scripts/check-py314.sh --skip-if-unavailable --prepare
 
-GO_TEST_ENV = PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) PHASE0_BLACK=$(BLACK)
+GO_TEST_ENV = PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) PHASE0_BLACK=$(BLACK) PHASE0_XSD_PYTHON=$(XSD_PY)
 
 test-orchestrator: venv build ## go test ./orchestrator: the end-to-end runs (its slow tests run in parallel on shared warm sessions)
 	$(GO_TEST_ENV) $(GO) test -count=1 -parallel 3 -timeout 60m ./orchestrator
 
-test-go: venv pyvenvs black-venv build ## the rest of the Go side of make test: the XRT and 3.14 chroot checks, go test of every other package (make lint runs vet)
+test-go: venv pyvenvs black-venv xsd-venv build ## the rest of the Go side of make test: the XRT and 3.14 chroot checks, go test of every other package (make lint runs vet)
 	./npu/check-xrt.sh --skip-if-unavailable
 	./scripts/check-py314.sh --skip-if-unavailable
 	$(GO_TEST_ENV) $(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -v '^phase0/orchestrator$$')

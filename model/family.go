@@ -34,6 +34,17 @@ type ClassDefaults struct {
 
 var families = []Family{llamaFamily{}, mistralFamily{}, qwen2Family{}, qwen3Family{}}
 
+// FamilyNames lists every family's Name, in the order phase0 checks them:
+// the one list of supported families that tests, fixtures and docs derive
+// from or are checked against.
+func FamilyNames() []string {
+	out := make([]string, len(families))
+	for i, f := range families {
+		out[i] = f.Name()
+	}
+	return out
+}
+
 // FamilyFor returns the family of a transformers architecture name.
 func FamilyFor(arch string) (Family, bool) {
 	for _, f := range families {

@@ -4,16 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"text/tabwriter"
 	"time"
 
-	"phase0/configgate"
-	"phase0/judge"
 	"phase0/modellist"
 	"phase0/report"
 	"phase0/verdict"
-	"phase0/weights"
 )
 
 // ErrListSetting marks a setting that names one model's files and so cannot
@@ -29,7 +24,11 @@ type Batch struct {
 	Status      verdict.Status `json:"status"`
 	Interrupted bool           `json:"interrupted"`
 	Seconds     float64        `json:"seconds"`
-	Models      []*BatchRow    `json:"models"`
+	// Shard is "I/N" when --shard ran one part of the list; Listed is the
+	// list's size before sharding.
+	Shard  string      `json:"shard,omitempty"`
+	Listed int         `json:"listed,omitempty"`
+	Models []*BatchRow `json:"models"`
 }
 
 // BatchRow is one model's run report and the list line it came from.
@@ -95,116 +94,18 @@ func (b *Batch) ExitCode() int {
 	return code
 }
 
-// Text is one table, a row per model in list order (model, folder, mode,
-// each gate, seconds, verdict), then why each row that did not pass did not.
+// Text is the list's table (report.RunListText): a row per model in list
+// order, then why each row that did not pass did not.
 func (b *Batch) Text() string {
-	var sb strings.Builder
-	tw := tabwriter.NewWriter(&sb, 2, 4, 2, ' ', 0)
-	gates := allGates()
-	header := []string{"MODEL", "FOLDER", "MODE", "ARCHITECTURE"}
-	for _, g := range gates {
-		header = append(header, strings.ToUpper(g.Title))
+	rows := make([]report.ListRow, len(b.Models))
+	for i, m := range b.Models {
+		rows[i] = report.ListRow{Report: m.Report, ListedAt: m.ListedAt}
 	}
-	fmt.Fprintln(tw, strings.Join(append(header, "REFERENCE", "SECONDS", "VERDICT"), "\t"))
-	for _, m := range b.Models {
-		folder, mode := "-", "-"
-		if w := m.Workspace; w != nil {
-			folder, mode = w.Name, w.Mode
-			if mode == report.ModeValidatedExisting {
-				mode = "validated"
-			}
-		}
-		if m.ReusedFrom != nil {
-			mode += " (reused)"
-		}
-		ran := map[string]verdict.Status{}
-		for _, g := range m.Gates.Rows() {
-			ran[g.Title] = g.Section.Status
-		}
-		cells := []string{m.Model, folder, mode, archCell(m.Report)}
-		for _, g := range gates {
-			cells = append(cells, report.OrDash(string(ran[g.Title])))
-		}
-		cells = append(cells, referenceCell(m.Reference), fmt.Sprintf("%.1f", m.Seconds), string(m.Status))
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
-	}
-	tw.Flush()
-	var why []string
-	for _, m := range b.Models {
-		if m.Status != verdict.Pass {
-			why = append(why, fmt.Sprintf("  %s (%s): %s %s", m.Model, m.ListedAt, m.Status, reason(m.Report)))
-		}
-	}
-	if len(why) > 0 {
-		fmt.Fprintf(&sb, "\n%s\n", strings.Join(why, "\n"))
-	}
-	counts := map[verdict.Status]int{}
-	for _, m := range b.Models {
-		counts[m.Status]++
-	}
-	var parts []string
-	for _, st := range []verdict.Status{verdict.Pass, verdict.Warn, verdict.Fail, verdict.Rejected, verdict.Error} {
-		if counts[st] > 0 {
-			parts = append(parts, fmt.Sprintf("%d %s", counts[st], st))
-		}
-	}
-	status := string(b.Status)
-	if b.Interrupted {
-		status += " (interrupted)"
-	}
-	fmt.Fprintf(&sb, "\n%d model(s) in %.1fs: %s (%s)\n", len(b.Models), b.Seconds, status, strings.Join(parts, ", "))
-	return sb.String()
+	return report.RunListText(rows, report.ListTotals{Status: b.Status, Interrupted: b.Interrupted, Seconds: b.Seconds, Shard: b.Shard, Listed: b.Listed})
 }
 
-// archCell is the architecture gate's outcome: REJECTED, PASS once a
-// config was extracted, "-" when the run stopped before config.json.
-func archCell(r *report.Report) string {
-	switch {
-	case len(r.Rejections) > 0:
-		return string(verdict.Rejected)
-	case r.Config != nil:
-		return string(verdict.Pass)
-	}
-	return "-"
-}
-
-// allGates is every gate section a run can fill, in report order: the
-// table's columns.
-func allGates() []report.Gate {
-	return report.Gates{Weights: &weights.Result{}, PyWeights: &weights.Loader{}, ConfigConsistency: &configgate.Consistency{}, HFBaseline: &judge.Baseline{}}.Rows()
-}
-
-// referenceCell says whether the recorded reference is there: recorded
-// anew, reused by its key, or why not.
-func referenceCell(r *report.Reference) string {
-	switch {
-	case r == nil:
-		return "-"
-	case r.Reused:
-		return "reused"
-	case r.Status == verdict.Pass:
-		return "recorded"
-	}
-	return string(r.Status)
-}
-
-// reason is why a row did not pass, in one line: the rejection codes and
-// messages, the error, or the first failing gate's summary.
+// reason is why a row did not pass, in one line (report.Reason).
 func reason(r *report.Report) string {
-	if len(r.Rejections) > 0 {
-		var parts []string
-		for _, rej := range r.Rejections {
-			parts = append(parts, fmt.Sprintf("[%s] %s", rej.Code, rej.Message))
-		}
-		return strings.Join(parts, "; ")
-	}
-	if r.Error != "" {
-		return firstLine(r.Error)
-	}
-	for _, g := range r.Gates.Rows() {
-		if g.Section.Status.Failed() {
-			return g.Title + ": " + g.Section.Summary
-		}
-	}
-	return ""
+	why, _ := report.Reason(r)
+	return why.Message
 }

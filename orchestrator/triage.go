@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"text/tabwriter"
 
 	"phase0/internal/parallel"
 	"phase0/modellist"
@@ -18,7 +17,11 @@ type Triage struct {
 	Tool    string         `json:"tool"`
 	Version string         `json:"version"`
 	Status  verdict.Status `json:"status"`
-	Models  []*TriageRow   `json:"models"`
+	// Shard is "I/N" when --shard inspected one part of the list; Listed is
+	// the list's size before sharding.
+	Shard  string       `json:"shard,omitempty"`
+	Listed int          `json:"listed,omitempty"`
+	Models []*TriageRow `json:"models"`
 }
 
 // TriageRow is one model's report plus what the later phases will meet.
@@ -117,60 +120,12 @@ func (t *Triage) ExitCode() int {
 	return code
 }
 
-// Text is the summary table, one row per model, in input order.
+// Text is the list's table (report.InspectListText).
 func (t *Triage) Text() string {
-	var b strings.Builder
-	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tREVISION\tARCHITECTURE\tVERDICT\tPARAMS\tBF16\tREF RAM\tLATER PHASES")
-	for _, m := range t.Models {
-		verdictText := string(m.Status)
-		var codes []string
-		for _, r := range m.Rejections {
-			codes = append(codes, r.Code)
-		}
-		if len(codes) > 0 {
-			verdictText += " (" + strings.Join(codes, ",") + ")"
-		}
-		if m.Status == verdict.Error {
-			verdictText += ": " + firstLine(m.Error)
-		} else if m.Status == verdict.Fail {
-			for _, g := range m.Gates.Rows() {
-				if g.Section.Status.Failed() {
-					verdictText += " (" + g.Title + ": " + g.Section.Summary + ")"
-					break
-				}
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Model, report.OrDash(shortRev(m.Revision)), report.OrDash(m.Architecture), verdictText,
-			count(m.Parameters), size(m.BF16Bytes), size(m.ReferenceBytes), report.OrDash(strings.Join(m.LaterPhases, "; ")))
+	rows := make([]report.InspectRow, len(t.Models))
+	for i, m := range t.Models {
+		rows[i] = report.InspectRow{ListRow: report.ListRow{Report: m.Report, ListedAt: m.Source}, Parameters: m.Parameters,
+			BF16Bytes: m.BF16Bytes, ReferenceBytes: m.ReferenceBytes, LaterPhases: m.LaterPhases}
 	}
-	tw.Flush()
-	fmt.Fprintf(&b, "\n%d model(s): %s\n", len(t.Models), t.Status)
-	return b.String()
-}
-
-func shortRev(r string) string {
-	if len(r) == 40 {
-		return r[:12]
-	}
-	return r
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}
-
-func count(n int64) string {
-	if n == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.2fB", float64(n)/1e9)
-}
-
-func size(n int64) string {
-	if n == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	return report.InspectListText(rows, report.ListTotals{Status: t.Status, Shard: t.Shard, Listed: t.Listed})
 }

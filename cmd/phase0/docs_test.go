@@ -4,16 +4,19 @@ import (
 	"bufio"
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// The README and docs/ARCHITECTURE.md describe the code; these tests keep
-// them from drifting: every package folder is in the README's Layout, every
-// fuzz target in its fuzzing paragraph, and every package in the
-// architecture's concept table or its text.
+// The README and docs/ describe the code; these tests keep them from
+// drifting: every package folder is in docs/DEVELOPING.md's Layout, every
+// fuzz target in its Fuzzing section, and every package in the
+// architecture's concept table or its text; the README stays short and every
+// link between the pages resolves.
 
 const repoRoot = "../.."
 
@@ -57,7 +60,7 @@ func readDoc(t *testing.T, name string) string {
 	return string(b)
 }
 
-// section is the text of a README section, from its heading to the next
+// section is the text of a Markdown section, from its heading to the next
 // heading of the same or a higher level.
 func section(t *testing.T, doc, heading string) string {
 	t.Helper()
@@ -85,17 +88,17 @@ func section(t *testing.T, doc, heading string) string {
 	return out.String()
 }
 
-func TestReadmeLayoutNamesEveryPackage(t *testing.T) {
-	layout := section(t, readDoc(t, "README.md"), "Layout")
+func TestDevelopingLayoutNamesEveryPackage(t *testing.T) {
+	layout := section(t, readDoc(t, "docs/DEVELOPING.md"), "Layout")
 	for _, dir := range packageDirs(t) {
 		if !strings.Contains(layout, dir+"/") {
-			t.Errorf("README's Layout does not name %s/", dir)
+			t.Errorf("docs/DEVELOPING.md's Layout does not name %s/", dir)
 		}
 	}
 }
 
-func TestReadmeNamesEveryFuzzTarget(t *testing.T) {
-	readme := readDoc(t, "README.md")
+func TestDevelopingNamesEveryFuzzTarget(t *testing.T) {
+	readme := section(t, readDoc(t, "docs/DEVELOPING.md"), "Fuzzing")
 	fuzz := regexp.MustCompile(`(?m)^func (Fuzz\w+)\(`)
 	for _, dir := range packageDirs(t) {
 		tests, _ := filepath.Glob(filepath.Join(repoRoot, dir, "*_test.go"))
@@ -106,7 +109,7 @@ func TestReadmeNamesEveryFuzzTarget(t *testing.T) {
 			}
 			for _, m := range fuzz.FindAllSubmatch(b, -1) {
 				if !strings.Contains(readme, "`"+string(m[1])+"`") {
-					t.Errorf("README does not name the fuzz target %s (%s)", m[1], dir)
+					t.Errorf("docs/DEVELOPING.md's Fuzzing does not name the fuzz target %s (%s)", m[1], dir)
 				}
 			}
 		}
@@ -122,5 +125,51 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 		if !strings.Contains(arch, "`"+dir+"/") && !strings.Contains(arch, "`"+dir+"`") {
 			t.Errorf("docs/ARCHITECTURE.md does not name %s/", dir)
 		}
+	}
+}
+
+// docs/ARCHITECTURE.md's package list is the module's: go list ./...,
+// with the pyext build tag so the extension is listed too.
+func TestArchitecturePackageListIsGoList(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs go list")
+	}
+	cmd := exec.Command("go", "list", "-tags", "pyext", "./...")
+	cmd.Dir = repoRoot
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	want := strings.Fields(string(out))
+	doc := readDoc(t, "docs/ARCHITECTURE.md")
+	const marker = "<!-- packages: checked against go list by go test ./cmd/phase0 -run Architecture -->"
+	i := strings.Index(doc, marker)
+	if i < 0 {
+		t.Fatalf("docs/ARCHITECTURE.md has no %q", marker)
+	}
+	block := doc[i+len(marker):]
+	start := strings.Index(block, "```\n")
+	end := strings.Index(block[start+4:], "```")
+	if start < 0 || end < 0 {
+		t.Fatal("docs/ARCHITECTURE.md: no ``` block after the packages marker")
+	}
+	var got []string
+	for _, line := range strings.Split(block[start+4:start+4+end], "\n") {
+		if f := strings.Fields(line); len(f) > 0 {
+			got = append(got, f[0])
+		}
+	}
+	for _, p := range want {
+		if !slices.Contains(got, p) {
+			t.Errorf("docs/ARCHITECTURE.md's package list lacks %s", p)
+		}
+	}
+	for _, p := range got {
+		if !slices.Contains(want, p) {
+			t.Errorf("docs/ARCHITECTURE.md lists %s, which go list does not", p)
+		}
+	}
+	if !slices.IsSorted(got) {
+		t.Errorf("docs/ARCHITECTURE.md's package list is not sorted: %v", got)
 	}
 }

@@ -76,6 +76,9 @@ type invocation struct {
 type outcome struct {
 	code   int
 	report interface{ Text() string }
+	// after runs once the report is printed (the --junit file); its error
+	// exits 2.
+	after func() error
 }
 
 // exit carries a command's exit code out of cobra: every command that ran
@@ -110,7 +113,15 @@ func (inv *invocation) runE(run runner) func(*cobra.Command, []string) error {
 			return err
 		}
 		asJSON, _ := cmd.Flags().GetBool("json")
-		return &exit{code: out.code, err: inv.print(out.report, asJSON)}
+		if err := inv.print(out.report, asJSON); err != nil {
+			return &exit{code: out.code, err: err}
+		}
+		if out.after != nil {
+			if err := out.after(); err != nil {
+				return &exit{code: out.code, err: err}
+			}
+		}
+		return &exit{code: out.code}
 	}
 }
 

@@ -3,11 +3,11 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"phase0/compare"
-	"phase0/modellist"
 	"phase0/orchestrator"
 	"phase0/verdict"
 )
@@ -48,16 +48,27 @@ func newPreflightCmd(inv *invocation) *cobra.Command {
 // newInspectCmd is `phase0 inspect MODEL... | @FILE`: no Python.
 func newInspectCmd(inv *invocation) *cobra.Command {
 	return modelCmd(inv, "inspect", "Check config, architecture and weights natively (no Python)",
-		func(ctx context.Context, _ *cobra.Command, s *orchestrator.Settings, args []string) (*outcome, error) {
-			if !isList(args) {
-				return reportOutcome(orchestrator.Inspect(ctx, s, args[0], inv.version)), nil
+		func(ctx context.Context, cmd *cobra.Command, s *orchestrator.Settings, args []string) (*outcome, error) {
+			f, err := fleetFlags(cmd)
+			if err != nil {
+				return nil, err
 			}
-			entries, err := modellist.Expand(args)
+			started := time.Now()
+			if !isList(args) && f.shard.N == 0 {
+				rep := orchestrator.Inspect(ctx, s, args[0], inv.version)
+				out := reportOutcome(rep)
+				out.after = func() error { return f.writeJUnit("inspect", inv.version, started, rep.Seconds, singleCase(rep)) }
+				return out, nil
+			}
+			entries, err := f.entries(args)
 			if err != nil {
 				return nil, err
 			}
 			t := orchestrator.InspectMany(ctx, s, entries, inv.version, inspectParallel)
-			return &outcome{code: t.ExitCode(), report: t}, nil
+			t.Shard, t.Listed = f.shard.String(), listed(args)
+			return &outcome{code: t.ExitCode(), report: t, after: func() error {
+				return f.writeJUnit("inspect", inv.version, started, time.Since(started).Seconds(), triageCases(t))
+			}}, nil
 		})
 }
 
@@ -73,14 +84,24 @@ func newBaselineCmd(inv *invocation) *cobra.Command {
 func newRunCmd(inv *invocation) *cobra.Command {
 	return modelCmd(inv, "run", "All of Phase 0: inspect, generate the workspace, Python gates, baseline, record",
 		func(ctx context.Context, cmd *cobra.Command, s *orchestrator.Settings, args []string) (*outcome, error) {
-			if !isList(args) {
-				return reportOutcome(orchestrator.Run(ctx, s, args[0], inv.version)), nil
-			}
-			b, err := inv.runList(ctx, cmd, s, args)
+			f, err := fleetFlags(cmd)
 			if err != nil {
 				return nil, err
 			}
-			return &outcome{code: b.ExitCode(), report: b}, nil
+			started := time.Now()
+			if !isList(args) && f.shard.N == 0 {
+				rep := orchestrator.Run(ctx, s, args[0], inv.version)
+				out := reportOutcome(rep)
+				out.after = func() error { return f.writeJUnit("run", inv.version, started, rep.Seconds, singleCase(rep)) }
+				return out, nil
+			}
+			b, err := inv.runList(ctx, cmd, s, args, f)
+			if err != nil {
+				return nil, err
+			}
+			return &outcome{code: b.ExitCode(), report: b, after: func() error {
+				return f.writeJUnit("run", inv.version, started, b.Seconds, batchCases(b))
+			}}, nil
 		})
 }
 
@@ -143,5 +164,8 @@ func modelCmd(inv *invocation, use, short string, body func(context.Context, *co
 	})
 	addConfigFlag(c.Flags())
 	addSettingFlags(c.Flags(), use)
+	if list {
+		addFleetFlags(c)
+	}
 	return c
 }

@@ -13,11 +13,12 @@ import (
 )
 
 // invocationFlags are the flags that are not settings: they steer one
-// invocation (--config, --json) or only `reference` (--dtype, --out), and
-// cobra's own.
+// invocation (--config, --json; a list's --junit and --shard) or only
+// `reference` (--dtype, --out), and cobra's own.
 var invocationFlags = map[string][]string{
 	"config": {"preflight", "inspect", "baseline", "run", "reference"}, "json": {configs.Root}, "help": nil, "version": nil,
 	"dtype": {"reference"}, "out": {"reference"},
+	"junit": {"inspect", "run"}, "shard": {"inspect", "run"},
 }
 
 // Every flag of every command is a configs.Table row that names the

@@ -22,13 +22,28 @@ func isList(args []string) bool {
 // runList is `phase0 run @hf_models.txt` (or several MODEL arguments): each
 // model in turn. A setting that names one model's files (--name,
 // --report-dir) is refused before anything runs.
-func (inv *invocation) runList(ctx context.Context, cmd *cobra.Command, s *orchestrator.Settings, args []string) (*orchestrator.Batch, error) {
+func (inv *invocation) runList(ctx context.Context, cmd *cobra.Command, s *orchestrator.Settings, args []string, f fleet) (*orchestrator.Batch, error) {
 	if key, value, why := orchestrator.ListConflict(s); key != "" {
 		return nil, fmt.Errorf("%s %q does not apply to a model list: %s; drop it, or run that model on its own", inv.origins.of(key), value, why)
 	}
-	entries, err := modellist.Expand(args)
+	entries, err := f.entries(args)
 	if err != nil {
 		return nil, err
 	}
-	return orchestrator.RunMany(ctx, s, entries, inv.version)
+	b, err := orchestrator.RunMany(ctx, s, entries, inv.version)
+	if err != nil {
+		return nil, err
+	}
+	b.Shard, b.Listed = f.shard.String(), listed(args)
+	return b, nil
+}
+
+// listed is how many models the arguments name before sharding (0 when
+// they cannot be read; the run reported that already).
+func listed(args []string) int {
+	entries, err := modellist.Expand(args)
+	if err != nil {
+		return 0
+	}
+	return len(entries)
 }

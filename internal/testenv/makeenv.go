@@ -19,6 +19,7 @@ const (
 	envPython      = "PHASE0_PYTHON"
 	envTestPythons = "PHASE0_TEST_PYTHONS"
 	envBlack       = "PHASE0_BLACK"
+	envXSDPython   = "PHASE0_XSD_PYTHON"
 )
 
 // installedStamp is what the Makefile writes into a venv once pip finished.

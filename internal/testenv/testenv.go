@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"phase0/model"
 )
 
 // Python returns the venv python: $PHASE0_PYTHON (make test sets it), else
@@ -123,7 +125,7 @@ var RandomSigmas = []string{"0.02", "0.1", "0.3", "1.0"}
 func RandomModels(t testing.TB, tokenizerFrom string) string {
 	t.Helper()
 	var models []Model
-	for _, family := range []string{"llama", "mistral", "qwen2", "qwen3"} {
+	for _, family := range model.FamilyNames() {
 		for _, sigma := range RandomSigmas {
 			models = append(models, Model{family + "-sigma" + sigma, family, fmt.Sprintf("trained=False, init_std=%s, tokenizer_from=%q", sigma, tokenizerFrom)})
 		}

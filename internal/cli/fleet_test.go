@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"encoding/xml"
+	"fmt"
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"phase0/internal/testenv"
+)
+
+// junitCases reads a JUnit file's testcase names, and its failures and
+// errors.
+func junitCases(t *testing.T, path string) (names []string, failures, errors int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Suites []struct {
+			Cases []struct {
+				Name    string    `xml:"name,attr"`
+				Failure *struct{} `xml:"failure"`
+				Error   *struct{} `xml:"error"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%s: %v\n%s", path, err, b)
+	}
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			names = append(names, c.Name)
+			if c.Failure != nil {
+				failures++
+			}
+			if c.Error != nil {
+				errors++
+			}
+		}
+	}
+	return names, failures, errors
+}
+
+// TestFleetShardsAndJUnit: a 30-line list (27 hub ids missing from an
+// offline cache, a model that passes, one the gate rejects, a missing
+// folder) in 4 shards: each shard's JUnit file is valid against the JUnit
+// schema, and the 4 files' testcases are the list, each model once.
+func TestFleetShardsAndJUnit(t *testing.T) {
+	t.Setenv("HF_HOME", t.TempDir())
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	good := writeModel(t, tinyLlama)
+	moe := writeModel(t, strings.Replace(tinyLlama, `"vocab_size"`, `"num_local_experts": 8, "vocab_size"`, 1))
+	var models []string
+	for i := range 27 {
+		models = append(models, fmt.Sprintf("org/model-%02d", i))
+	}
+	models = append(models, good, moe, "/no/such/model")
+	dir := t.TempDir()
+	list := filepath.Join(dir, "hf_models.txt")
+	os.WriteFile(list, []byte("# 30 models\n"+strings.Join(models, "\n")+"\n"), 0o644)
+
+	var all, files []string
+	for i := 1; i <= 4; i++ {
+		shard := fmt.Sprintf("%d/4", i)
+		file := filepath.Join(dir, fmt.Sprintf("junit-%d.xml", i))
+		code, stdout, stderr := run(t, "inspect", "@"+list, "--shard", shard, "--junit", file)
+		if code != 2 && code != 1 && code != 0 {
+			t.Fatalf("shard %s: exit %d\n%s\n%s", shard, code, stdout, stderr)
+		}
+		if !strings.HasPrefix(stdout, "shard "+shard+": ") || !strings.Contains(stdout, " of 30 models") {
+			t.Errorf("shard %s: table does not name the shard:\n%s", shard, stdout)
+		}
+		names, _, _ := junitCases(t, file)
+		all = append(all, names...)
+		files = append(files, file)
+	}
+	slices.Sort(all)
+	want := slices.Clone(models)
+	slices.Sort(want)
+	if !slices.Equal(all, want) {
+		t.Errorf("the 4 shards' testcases are not the list, each once:\ngot  %v\nwant %v", all, want)
+	}
+	for i, complaint := range testenv.ValidateXML(t, testenv.JUnitXSD(), files...) {
+		if complaint != "" {
+			t.Errorf("%s is not valid JUnit: %s", files[i], complaint)
+		}
+	}
+
+	// The whole list in one file: 1 PASS, 1 failure (REJECTED), 28 errors.
+	whole := filepath.Join(dir, "junit.xml")
+	code, stdout, _ := run(t, "inspect", "@"+list, "--junit", whole)
+	names, failures, errors := junitCases(t, whole)
+	if code != 2 || len(names) != 30 || failures != 1 || errors != 28 {
+		t.Errorf("exit %d, %d testcases, %d failures, %d errors; want exit 2, 30, 1, 28", code, len(names), failures, errors)
+	}
+	if !strings.Contains(stdout, "27 models ERROR") {
+		t.Errorf("the 27 missing hub ids are not said once:\n%s", stdout)
+	}
+}
+
+// Bad --shard and --junit values are usage errors: exit 2, nothing run,
+// no file written.
+func TestFleetFlagRefusals(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inspect", good, "--shard", "5/4"}, "--shard: shard \"5/4\": I is 5, want 1 to N (4)"},
+		{[]string{"inspect", good, "--shard", "0x1/4"}, "base-10 integers"},
+		{[]string{"run", good, "--shard", "1/0"}, "N is 0"},
+		{[]string{"inspect", good, "--junit", filepath.Join(dir, "no", "such", "\x00", "j.xml")}, "--junit: cannot write"},
+		{[]string{"inspect", good, "--junit", dir}, "--junit: cannot write"},
+	} {
+		code, stdout, stderr := run(t, tc.args...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2 naming %q", tc.args, code, stdout, stderr, tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("refused invocations wrote %d entries", len(entries))
+	}
+	for _, c := range []string{"baseline", "reference", "preflight", "compare"} {
+		if code, _, stderr := run(t, c, good, "--junit", filepath.Join(dir, "j.xml")); code != 2 || !strings.Contains(stderr, "unknown flag: --junit") {
+			t.Errorf("%s --junit: exit %d, %q; want an unknown flag", c, code, stderr)
+		}
+	}
+}
+
+// `run @list --junit out.xml --shard 2/4` on a 30-line list writes a JUnit
+// file the schema accepts, holding exactly shard 2's models.
+func TestRunListShardJUnit(t *testing.T) {
+	t.Setenv("PHASE0_PYTHON", testenv.Python(t))
+	t.Setenv("HF_HOME", t.TempDir())
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	moe := writeModel(t, strings.Replace(tinyLlama, `"vocab_size"`, `"num_local_experts": 8, "vocab_size"`, 1))
+	var models []string
+	for i := range 28 {
+		models = append(models, fmt.Sprintf("org/model-%02d", i))
+	}
+	models = append(models, moe, "/no/such/model")
+	dir := t.TempDir()
+	list := filepath.Join(dir, "hf_models.txt")
+	os.WriteFile(list, []byte(strings.Join(models, "\n")+"\n"), 0o644)
+	file := filepath.Join(dir, "out.xml")
+	code, stdout, stderr := run(t, "run", "@"+list, "--junit", file, "--shard", "2/4", "--out-dir", filepath.Join(dir, "ws"))
+	if code != 2 && code != 1 && code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	names, _, _ := junitCases(t, file)
+	var want []string
+	for _, m := range models {
+		h := fnv.New32a()
+		h.Write([]byte(m))
+		if h.Sum32()%4 == 1 {
+			want = append(want, m)
+		}
+	}
+	if !slices.Equal(names, want) || len(names) == 0 {
+		t.Errorf("shard 2/4's testcases %v, want %v", names, want)
+	}
+	if c := testenv.ValidateXML(t, testenv.JUnitXSD(), file); c[0] != "" {
+		b, _ := os.ReadFile(file)
+		t.Errorf("not valid JUnit: %s\n%s", c[0], b)
+	}
+}
