@@ -148,6 +148,7 @@ func unpackShim(cache, dir string, files map[string][]byte) error {
 			return fmt.Errorf("moving the altered %s aside: %w", dir, err)
 		}
 		defer os.RemoveAll(stale)
+		os.Remove(stale) // os.Rename does not replace a folder, even an empty one
 		if err := os.Rename(dir, stale); err != nil && shimDiffers(dir, files) != "" {
 			return fmt.Errorf("moving the altered %s aside: %w", dir, err)
 		}
