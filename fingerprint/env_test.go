@@ -194,7 +194,7 @@ func TestEnvRulesAreDecided(t *testing.T) {
 		}
 		seen[r.Prefix] = true
 	}
-	for name, want := range map[string]bool{"ONEDNN_MAX_CPU_ISA": true, "DNNL_MAX_CPU_ISA": true, "TORCHINDUCTOR_X": true, "PATH": false, "WANDB_MODE": false, "HOME": false, "TOKENIZERS_PARALLELISM": true} {
+	for name, want := range map[string]bool{"ONEDNN_MAX_CPU_ISA": true, "DNNL_MAX_CPU_ISA": true, "TORCHINDUCTOR_X": true, "PATH": false, "WANDB_MODE": false, "HOME": false, "TOKENIZERS_PARALLELISM": true, "XDG_SESSION_ID": false, "XDG_CACHE_HOME": true, "_": false} {
 		if got := EnvWatched(name); got != want {
 			t.Errorf("EnvWatched(%s) = %t, want %t", name, got, want)
 		}
