@@ -1,7 +1,9 @@
 package fingerprint
 
 import (
+	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -15,6 +17,10 @@ import (
 type CPU struct {
 	Vendor string   `json:"vendor"`
 	Flags  []string `json:"flags"`
+	// CPUs is how many CPUs this process may run on (its affinity), which
+	// the worker inherits: torch's and OpenMP's default thread count, which
+	// splits every reduction and so can move a bf16 result's last bits.
+	CPUs int `json:"cpus"`
 }
 
 // KernelFlags are the /proc/cpuinfo flags (x86 "flags", Arm "Features")
@@ -37,11 +43,12 @@ const cpuinfoPath = "/proc/cpuinfo"
 // ReadCPU stamps this machine's processor. Without /proc/cpuinfo the stamp
 // is empty (and equal between runs on such a system).
 func ReadCPU() CPU {
-	data, err := os.ReadFile(cpuinfoPath)
-	if err != nil {
-		return CPU{Flags: []string{}}
+	c := CPU{Flags: []string{}}
+	if data, err := os.ReadFile(cpuinfoPath); err == nil {
+		c = ParseCPU(string(data))
 	}
-	return ParseCPU(string(data))
+	c.CPUs = runtime.NumCPU()
+	return c
 }
 
 // ParseCPU reads the first processor of a /proc/cpuinfo text.
@@ -80,6 +87,9 @@ func ParseCPU(cpuinfo string) CPU {
 func cpuChange(old, cur CPU) string {
 	if old.Vendor != cur.Vendor {
 		return "the CPU vendor changed (" + old.Vendor + " → " + cur.Vendor + "): torch's kernels may round differently"
+	}
+	if old.CPUs != cur.CPUs {
+		return fmt.Sprintf("this process may run on %d CPUs, %d when the verdict was recorded: torch's default thread count, which splits reductions", cur.CPUs, old.CPUs)
 	}
 	for _, f := range cur.Flags {
 		if !slices.Contains(old.Flags, f) {

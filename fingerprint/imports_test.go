@@ -27,15 +27,20 @@ func TestCPUFlagsAreAChange(t *testing.T) {
 	for _, flag := range KernelFlags {
 		old := base
 		if slices.Contains(here.Flags, flag) {
-			old.CPU = CPU{Vendor: here.Vendor, Flags: slices.DeleteFunc(slices.Clone(here.Flags), func(f string) bool { return f == flag })}
+			old.CPU = CPU{Vendor: here.Vendor, CPUs: here.CPUs, Flags: slices.DeleteFunc(slices.Clone(here.Flags), func(f string) bool { return f == flag })}
 		} else {
-			old.CPU = CPU{Vendor: here.Vendor, Flags: append(slices.Clone(here.Flags), flag)}
+			old.CPU = CPU{Vendor: here.Vendor, CPUs: here.CPUs, Flags: append(slices.Clone(here.Flags), flag)}
 		}
 		if why := SourcesChange(old, base.Restamp()); !strings.Contains(why, " "+flag+" ") {
 			t.Errorf("recorded with %v, now %v: change %q, want %s named", old.CPU.Flags, here.Flags, why, flag)
 		}
 	}
 	old := base
+	old.CPU.CPUs = here.CPUs + 1
+	if why := SourcesChange(old, base.Restamp()); !strings.Contains(why, "CPUs") {
+		t.Errorf("CPU count: %q", why)
+	}
+	old = base
 	old.CPU.Vendor = "AuthenticAMD-or-other"
 	if why := SourcesChange(old, base.Restamp()); !strings.Contains(why, "vendor") {
 		t.Errorf("vendor: %q", why)
