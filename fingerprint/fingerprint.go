@@ -190,6 +190,12 @@ func Digest(files []File) string {
 // of stamps, or "" when they are equal. A stamp holding an error is always a
 // change: it could not be compared.
 func Change(what string, old, cur []File) string {
+	_, why := diff(what, old, cur)
+	return why
+}
+
+// diff is Change that also returns the name of the file that differs.
+func diff(what string, old, cur []File) (string, string) {
 	byName := make(map[string]File, len(old))
 	for _, f := range old {
 		byName[f.Name] = f
@@ -198,24 +204,24 @@ func Change(what string, old, cur []File) string {
 		o, ok := byName[f.Name]
 		switch {
 		case f.Err != "":
-			return fmt.Sprintf("%s %s could not be stamped (%s)", what, f.Name, f.Err)
+			return f.Name, fmt.Sprintf("%s %s could not be stamped (%s)", what, f.Name, f.Err)
 		case !ok:
-			return fmt.Sprintf("%s %s is new", what, f.Name)
+			return f.Name, fmt.Sprintf("%s %s is new", what, f.Name)
 		case !o.Absent && f.Absent:
-			return fmt.Sprintf("%s %s was removed", what, f.Name)
+			return f.Name, fmt.Sprintf("%s %s was removed", what, f.Name)
 		case o.Absent && !f.Absent:
-			return fmt.Sprintf("%s %s is new", what, f.Name)
+			return f.Name, fmt.Sprintf("%s %s is new", what, f.Name)
 		case o != f:
-			return fmt.Sprintf("%s %s changed (%s)", what, f.Name, differs(o, f))
+			return f.Name, fmt.Sprintf("%s %s changed (%s)", what, f.Name, differs(o, f))
 		}
 		delete(byName, f.Name)
 	}
 	for _, f := range old {
 		if _, gone := byName[f.Name]; gone {
-			return fmt.Sprintf("%s %s was removed", what, f.Name)
+			return f.Name, fmt.Sprintf("%s %s was removed", what, f.Name)
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // differs names what moved between two stamps of one file, most telling first.

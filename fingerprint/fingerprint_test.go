@@ -119,7 +119,12 @@ func TestSourcesSeeShadowingAndSkipStdlib(t *testing.T) {
 	write(t, filepath.Join(site, "x.pth"), "import y\n")
 	write(t, filepath.Join(user, "mylib.py"), "A = 1\n")
 	im := Imports{
-		Files:    []string{filepath.Join(stdlib, "os.py"), filepath.Join(site, "numpy", "__init__.py"), filepath.Join(user, "mylib.py"), "relative.py"},
+		Modules: []Module{
+			{Name: "os", File: filepath.Join(stdlib, "os.py")},
+			{Name: "numpy", File: filepath.Join(site, "numpy", "__init__.py"), Search: []string{filepath.Join(site, "numpy")}},
+			{Name: "mylib", File: filepath.Join(user, "mylib.py")},
+			{Name: "relative", File: "relative.py"},
+		},
 		SysPath:  []string{"", user, stdlib, site},
 		Stdlib:   []string{stdlib},
 		SiteDirs: []string{site},

@@ -4,69 +4,119 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"phase0/internal/pyimport"
 )
 
-// Imports is what the Python worker reports about itself after a run: the
-// file of every module it imported, its sys.path, where its standard
-// library lives and its site-packages folders. Python reports; Go stamps.
+// Imports is what the Python worker reports about itself after a run: every
+// module it imported (name, file, and a package's search folders), its
+// sys.path, where its standard library lives and its site-packages folders.
+// Python reports; Go stamps.
 type Imports struct {
-	Files    []string `json:"files"`
+	Modules  []Module `json:"modules"`
 	SysPath  []string `json:"sys_path"`
 	Stdlib   []string `json:"stdlib"`
 	SiteDirs []string `json:"site_dirs"`
 }
 
-// Sources is the Python code a run executed, stamped: every module file it
-// imported from outside the standard library (the runner and whatever it
-// imports, helpers anywhere, the workspace modules, sitecustomize, the
-// installed packages), each sys.path folder's importable names (so a new
-// module that would shadow or newly satisfy an import — a sitecustomize.py
-// dropped into site-packages — is seen without starting Python), the .pth
-// files of the site folders, and the environment variables that steer
-// Python and torch.
-type Sources struct {
-	Files    []File   `json:"files"`
-	Listings []File   `json:"listings"`
-	Pth      []File   `json:"pth"`
-	Env      []string `json:"env"`
+// Module is one entry of sys.modules.
+type Module struct {
+	Name string `json:"name"`
+	// File is the module's __file__ ("" for built-in and namespace modules).
+	File string `json:"file"`
+	// Search is a package's __path__: the folders its submodules were
+	// looked up in (empty for a plain module).
+	Search []string `json:"search"`
 }
 
-// envPrefixes are the environment variables a worker inherits that can
-// change what Python imports or what torch computes.
-var envPrefixes = []string{"PYTHON", "LD_PRELOAD", "LD_LIBRARY_PATH", "TORCH", "TRANSFORMERS_", "HF_", "OMP_", "MKL_", "KMP_", "OPENBLAS_", "ATEN_", "CUDA_"}
+// Sources is the Python code a run executed and what steered it, stamped:
+//   - Files: every module file it imported from outside the standard
+//     library (the runner and whatever it imports, helpers anywhere, the
+//     workspace modules, sitecustomize, the installed packages);
+//   - Modules: the import map, module name → file, to name which import a
+//     changed folder may now resolve elsewhere;
+//   - Dirs: every folder a submodule was looked up in (a package's
+//     __path__), by its metadata: adding, removing or renaming an entry
+//     moves its mtime and ctime, which is what importlib's own FileFinder
+//     cache trusts; a package folder dropped beside an imported module
+//     (transformers/models/qwen3/modeling_qwen3/__init__.py) is seen so;
+//   - Listings: each sys.path folder's importable names (modules in every
+//     form, regular packages, and namespace folders of the names the run
+//     imported), so a module that would shadow or newly satisfy an import
+//     (a sitecustomize.py dropped into site-packages, a runners/ package
+//     at the llms tree's root) is seen without starting Python, while a
+//     model folder appearing in an llms tree is not a change;
+//   - Pth: the .pth files of the site folders;
+//   - Env: the environment variables that reach the verdict (EnvRules);
+//   - CPU: the processor flags that pick torch's kernels.
+type Sources struct {
+	Files    []File            `json:"files"`
+	Modules  map[string]string `json:"modules"`
+	Dirs     []File            `json:"dirs"`
+	Names    []string          `json:"names"`
+	Listings []File            `json:"listings"`
+	Pth      []File            `json:"pth"`
+	Env      []string          `json:"env"`
+	CPU      CPU               `json:"cpu"`
+}
 
 // StampSources stamps what a worker reported. Module files outside the
 // site folders (the user's code) are hashed by content; installed packages,
 // thousands of files, by metadata (ctime still moves on any rewrite).
 func StampSources(im Imports) Sources {
-	var files []string
-	for _, f := range im.Files {
-		if f == "" || !filepath.IsAbs(f) {
-			continue
-		}
-		if under(f, im.Stdlib) && !under(f, im.SiteDirs) {
-			continue
-		}
-		files = append(files, filepath.Clean(f))
+	s := Sources{Modules: map[string]string{}}
+	outside := func(p string) bool { return !under(p, im.Stdlib) || under(p, im.SiteDirs) }
+	var files, dirs []string
+	search := map[string][]string{}
+	names := map[string]bool{}
+	for _, m := range im.Modules {
+		search[m.Name] = m.Search
+		top, _, _ := strings.Cut(m.Name, ".")
+		names[top] = true
 	}
-	s := Sources{Files: Files(files, func(p string) int64 {
+	for _, m := range im.Modules {
+		file := ""
+		if m.File != "" && filepath.IsAbs(m.File) {
+			file = filepath.Clean(m.File)
+		}
+		switch {
+		case file != "" && outside(file):
+			files = append(files, file)
+		case file == "" && slices.ContainsFunc(m.Search, func(d string) bool { return filepath.IsAbs(d) && outside(d) }):
+			// a namespace package outside the standard library
+		default:
+			continue
+		}
+		s.Modules[m.Name] = file
+		if i := strings.LastIndexByte(m.Name, '.'); i > 0 {
+			for _, d := range search[m.Name[:i]] {
+				if filepath.IsAbs(d) && outside(d) {
+					dirs = append(dirs, filepath.Clean(d))
+				}
+			}
+		}
+	}
+	s.Files = Files(files, func(p string) int64 {
 		if under(p, im.SiteDirs) {
 			return -1
 		}
 		return DefaultHashUpTo
-	})}
-	dirs := slices.Clone(im.SysPath)
-	dirs = append(dirs, im.SiteDirs...)
-	slices.Sort(dirs)
-	for _, d := range slices.Compact(dirs) {
+	})
+	s.Dirs = Files(dirs, func(string) int64 { return -1 })
+	s.Names = slices.Sorted(maps.Keys(names))
+	roots := slices.Clone(im.SysPath)
+	roots = append(roots, im.SiteDirs...)
+	slices.Sort(roots)
+	for _, d := range slices.Compact(roots) {
 		if d == "" || !filepath.IsAbs(d) {
 			continue // "" is the working folder, which the worker does not import from
 		}
-		s.Listings = append(s.Listings, Listing(d))
+		s.Listings = append(s.Listings, Listing(d, s.Names))
 	}
 	var pth []string
 	for _, d := range im.SiteDirs {
@@ -75,15 +125,16 @@ func StampSources(im Imports) Sources {
 	}
 	s.Pth = Files(pth, func(string) int64 { return DefaultHashUpTo })
 	s.Env = Env()
+	s.CPU = ReadCPU()
 	return s
 }
 
 // Restamp stamps the same files and folders again, now (for comparing a
 // recorded Sources with the present without starting Python).
 func (s Sources) Restamp() Sources {
-	out := Sources{Files: restamp(s.Files), Pth: restamp(s.Pth), Env: Env()}
+	out := Sources{Files: restamp(s.Files), Modules: s.Modules, Dirs: restamp(s.Dirs), Names: s.Names, Pth: restamp(s.Pth), Env: Env(), CPU: ReadCPU()}
 	for _, l := range s.Listings {
-		out.Listings = append(out.Listings, Listing(l.Name))
+		out.Listings = append(out.Listings, Listing(l.Name, s.Names))
 	}
 	return out
 }
@@ -102,8 +153,14 @@ func restamp(files []File) []File {
 
 // SourcesChange names the first difference between two Sources, or "".
 func SourcesChange(old, cur Sources) string {
+	if old.Modules == nil {
+		return "the recorded Python sources have no import map (recorded by an older phase0)"
+	}
 	if why := Change("python source", old.Files, cur.Files); why != "" {
 		return why
+	}
+	if name, why := diff("import folder", old.Dirs, cur.Dirs); why != "" {
+		return why + " (an entry was added, removed or renamed there" + shadowed(name, old.Modules) + ")"
 	}
 	if why := Change("import folder", old.Listings, cur.Listings); why != "" {
 		return why + " (a module was added, removed or renamed there)"
@@ -123,31 +180,42 @@ func SourcesChange(old, cur Sources) string {
 			}
 		}
 	}
+	return cpuChange(old.CPU, cur.CPU)
+}
+
+// shadowed compares the import map with what dir now offers: for a module
+// imported from dir that Python would now find elsewhere in it (a package
+// beside a module, an extension beside a source), it names both.
+func shadowed(dir string, modules map[string]string) string {
+	for _, name := range slices.Sorted(maps.Keys(modules)) {
+		file := modules[name]
+		i := strings.LastIndexByte(name, '.')
+		if file == "" || i < 0 {
+			continue
+		}
+		was := file
+		if pyimport.ModuleName(filepath.Base(file)) == "__init__" {
+			was = filepath.Dir(file)
+		}
+		if filepath.Dir(was) != dir {
+			continue
+		}
+		found := pyimport.Lookup(dir, name[i+1:])
+		if len(found) > 0 && found[0].Path != was {
+			return fmt.Sprintf(": %s would now import the %s %s, not %s", name, found[0].Kind, found[0].Path, file)
+		}
+	}
 	return ""
 }
 
-// Env is the sorted NAME=value list of the environment variables that steer
-// Python and torch (see envPrefixes).
-func Env() []string {
-	out := []string{}
-	for _, kv := range os.Environ() {
-		for _, p := range envPrefixes {
-			if strings.HasPrefix(kv, p) {
-				out = append(out, kv)
-				break
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// Listing stamps a folder by the names it offers to `import`: modules
-// (.py, .pyc, extension modules), .pth files, and packages (sub-folders
-// holding __init__.py). Name is the folder; SHA256 hashes the names. A
-// folder of data, or a model folder appearing in an llms tree, leaves it
-// unchanged; a sitecustomize.py dropped in changes it.
-func Listing(dir string) File {
+// Listing stamps a folder by the names it offers to `import`: modules in
+// every form (.py, .pyc, extension modules), .pth files, regular packages
+// (a sub-folder with an __init__ in any of those forms), and namespace
+// folders named in names (the top-level names the run imported). Name is
+// the folder; SHA256 hashes the entries and their kind. A folder of data,
+// or a model folder appearing in an llms tree, leaves it unchanged; a
+// sitecustomize.py dropped in, or a runners/ package, changes it.
+func Listing(dir string, names []string) File {
 	f := File{Name: dir}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -167,24 +235,24 @@ func Listing(dir string) File {
 	h := sha256.New()
 	for _, e := range entries {
 		name := e.Name()
-		switch {
-		case name == "__pycache__":
-			continue
-		case strings.HasSuffix(name, ".py"), strings.HasSuffix(name, ".pyc"), strings.HasSuffix(name, ".so"),
-			strings.HasSuffix(name, ".pth"), strings.HasSuffix(name, ".pyd"):
-		case isPackage(filepath.Join(dir, name)):
-		default:
+		if strings.HasSuffix(name, ".pth") {
+			fmt.Fprintf(h, "%s\tpth\n", name)
 			continue
 		}
-		fmt.Fprintf(h, "%s\n", name)
+		isDir := e.IsDir()
+		if e.Type()&os.ModeSymlink != 0 {
+			if fi, err := os.Stat(filepath.Join(dir, name)); err == nil {
+				isDir = fi.IsDir()
+			}
+		}
+		module, kind := pyimport.Entry(dir, name, isDir)
+		if kind == pyimport.None || kind == pyimport.Namespace && !slices.Contains(names, module) {
+			continue
+		}
+		fmt.Fprintf(h, "%s\t%s\n", name, kind)
 	}
 	f.SHA256 = hex.EncodeToString(h.Sum(nil))
 	return f
-}
-
-func isPackage(dir string) bool {
-	fi, err := os.Stat(filepath.Join(dir, "__init__.py"))
-	return err == nil && fi.Mode().IsRegular()
 }
 
 // under says whether path lies inside one of dirs.

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"phase0/bridge"
@@ -68,8 +69,28 @@ func hfBaselineStage(ctx context.Context, st *state) (*judge.Baseline, outcome, 
 		b.Fail(reasons(err)...)
 		return b, outcome{status: b.Status, detail: b.Summary}, nil
 	}
+	if err := runnerIsVerifys(st.in.s, res.RunnerPath); err != nil {
+		return nil, outcome{}, err
+	}
 	b := baselineSection(&res, logits, st.facts.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
 	return b, outcome{status: b.Status, detail: b.Summary}, nil
+}
+
+// runnerIsVerifys checks that a baseline from an llms tree came from the
+// runner upstream's README names, <llms>/verify/runners/hf_runner.py: a
+// baseline from any other file cannot be judged (exit 2), whatever it says.
+func runnerIsVerifys(s *Settings, ran string) error {
+	if s.LLMSDir == "" {
+		return nil
+	}
+	want := filepath.Join(absPath(s.LLMSDir), "verify", "runners", "hf_runner.py")
+	if resolved, err := filepath.EvalSymlinks(want); err == nil {
+		want = resolved
+	}
+	if ran != want {
+		return fmt.Errorf("the baseline ran the runner %s, not %s (the runner upstream's README names)", ran, want)
+	}
+	return nil
 }
 
 // memoryApplies: the memory check is on and there is a checkpoint to size.

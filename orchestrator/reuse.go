@@ -40,7 +40,10 @@ import (
 // the report names. Only a PASS is reused: a FAIL may come from the machine
 // (memory, a timeout, a crash) and is cheap to recompute anyway. When in
 // doubt (a file that cannot be stamped, a record without a stamp) nothing
-// is reused and the run says which input changed.
+// is reused and the run says which input changed. The import map, the
+// folders submodules were looked up in, the environment rules and the CPU
+// flags are fingerprint.Sources'; the extracted shim is checked against the
+// binary's own copy (shim.go) before it is stamped.
 
 // inputsName is the file, next to report.json, that records the inputs of
 // the verdict in report.json.
@@ -48,8 +51,10 @@ const inputsName = "inputs.json"
 
 // inputsFormat changes when the stamps change meaning; an older record is
 // then simply not reused. 3: the settings are keyed by their YAML key
-// (configs.Table), cpu_helpers.attention_fallback included.
-const inputsFormat = 3
+// (configs.Table), cpu_helpers.attention_fallback included. 4: the sources
+// carry the import map, the lookup folders and the CPU flags; the built-in
+// shim is stamped.
+const inputsFormat = 4
 
 // maxRecordFile bounds report.json and inputs.json.
 const maxRecordFile = 64 << 20
@@ -69,6 +74,10 @@ type runInputs struct {
 	// reports what it imported; the reference is recorded late).
 	Sources   *fingerprint.Sources `json:"sources,omitempty"`
 	Reference *referenceStamp      `json:"reference,omitempty"`
+	// shimRepaired says why the built-in shim's unpacked copy was unpacked
+	// again while it was stamped ("" when it was intact): not recorded, a
+	// reason not to reuse.
+	shimRepaired string
 }
 
 // referenceStamp is the recorded reference a reused PASS names: it must
@@ -217,6 +226,9 @@ func (st *state) reusable(stamped **runInputs) (*report.Report, string) {
 		if why, ok := stamp(); !ok {
 			return nil, why
 		}
+	}
+	if (*stamped).shimRepaired != "" {
+		return nil, (*stamped).shimRepaired
 	}
 	if rec.Format != inputsFormat {
 		return nil, fmt.Sprintf("the recorded inputs are format %d, this phase0 writes %d", rec.Format, inputsFormat)
@@ -394,10 +406,16 @@ func (st *state) currentInputs(ref *resolvedModel, ws string) (*runInputs, error
 			return nil, fmt.Errorf("verify: %w", err)
 		}
 	}
-	if s.PyShimDir != "" {
-		if in.Shim, err = fingerprint.Tree(absPath(s.PyShimDir), fingerprint.TreeOptions{Skip: []string{".mypy_cache", ".pytest_cache"}}); err != nil {
-			return nil, fmt.Errorf("pyshim %s: %w", s.PyShimDir, err)
-		}
+	// Every file of the shim the worker will run: a working copy as it is,
+	// the built-in copy once checked against the binary (and unpacked
+	// again when it was altered, which is then the reason not to reuse).
+	shim, repaired, err := s.verifiedShim()
+	if err != nil {
+		return nil, err
+	}
+	in.shimRepaired = repaired
+	if in.Shim, err = fingerprint.Tree(absPath(shim), fingerprint.TreeOptions{Skip: []string{".mypy_cache", ".pytest_cache"}}); err != nil {
+		return nil, fmt.Errorf("pyshim %s: %w", shim, err)
 	}
 	if in.Workspace, err = stampWorkspace(ws); err != nil {
 		return nil, err

@@ -1,8 +1,9 @@
 """What Python code this worker ran: the facts Go stamps for verdict reuse.
 
 Go cannot see which files an ``import`` reached without starting Python, so
-the worker reports them once, at the end of a run: the file of every loaded
-module, the import path, and where the standard library and the site folders
+the worker reports them once, at the end of a run: every loaded module (its
+name, its file and, for a package, the folders its submodules were looked up
+in), the import path, and where the standard library and the site folders
 are. Go decides which of them matter and stamps them.
 """
 
@@ -16,21 +17,33 @@ from typing import TypedDict
 from phase0_shim.opargs import NoArgs, op
 
 
+class Module(TypedDict):
+    name: str
+    file: str  # "" for built-in and namespace modules
+    search: list[str]  # a package's __path__; [] for a plain module
+
+
 class Imports(TypedDict):
-    files: list[str]
+    modules: list[Module]
     sys_path: list[str]
     stdlib: list[str]
     site_dirs: list[str]
 
 
-def imported_files() -> list[str]:
-    """The file every loaded module came from (built-in and namespace modules have none)."""
-    files: set[str] = set()
-    for module in list(sys.modules.values()):
+def imported_modules() -> list[Module]:
+    """Every loaded module: the import map, and where its submodules were looked up."""
+    out: list[Module] = []
+    for name, module in sorted(list(sys.modules.items()), key=lambda item: item[0]):
+        if module is None:  # a failed import remembered as missing
+            continue
         path = getattr(module, "__file__", None)
-        if isinstance(path, str) and path:
-            files.add(path)
-    return sorted(files)
+        search = getattr(module, "__path__", None)
+        try:
+            folders = [str(p) for p in search] if search is not None else []
+        except TypeError:  # a __path__ that is not iterable
+            folders = []
+        out.append({"name": name, "file": path if isinstance(path, str) else "", "search": folders})
+    return out
 
 
 def site_dirs() -> list[str]:
@@ -45,7 +58,7 @@ def site_dirs() -> list[str]:
 def imports() -> Imports:
     paths = sysconfig.get_paths()
     return {
-        "files": imported_files(),
+        "modules": imported_modules(),
         "sys_path": list(sys.path),
         "stdlib": sorted({paths["stdlib"], paths["platstdlib"]}),
         "site_dirs": site_dirs(),
@@ -54,5 +67,5 @@ def imports() -> Imports:
 
 @op("python_sources", NoArgs, Imports)
 def python_sources(_: NoArgs) -> Imports:
-    """Every module file loaded so far, sys.path, the stdlib and site folders."""
+    """Every module loaded so far, sys.path, the stdlib and site folders."""
     return imports()

@@ -57,6 +57,31 @@ def test_stale_runners_package_is_replaced(llms_dir: Path, tmp_path: Path) -> No
     assert resolved.path == (llms_dir / "verify" / "runners" / "hf_runner.py").resolve()
 
 
+@pytest.mark.parametrize("init", ["__init__.py", "__init__.pyc", "__init__.abi3.so", None])
+def test_runners_at_the_tree_root_never_stand_in(llms_dir: Path, tmp_path: Path, init: str | None) -> None:
+    """A `runners` package at the tree's root (any form; None: a namespace
+    folder) comes first on sys.path, yet the runner is verify's, by path."""
+    import shutil
+
+    tree = tmp_path / "llms"
+    shutil.copytree(llms_dir, tree)
+    shadow = tree / "runners"
+    shadow.mkdir()
+    if init == "__init__.pyc":
+        import py_compile
+
+        (tmp_path / "src.py").write_text("")
+        py_compile.compile(str(tmp_path / "src.py"), cfile=str(shadow / init))
+    elif init is not None:
+        (shadow / init).write_text("")
+    (shadow / "hf_runner.py").write_text("class HfRunner:\n    name = 'shadow'\n")
+    (shadow / "_records.py").write_text("raise ImportError('the shadow _records')\n")
+    resolved = resolve_runner(tree)
+    assert resolved.runner_cls.name == "hf_bf16"
+    assert resolved.path == (tree / "verify" / "runners" / "hf_runner.py").resolve()
+    assert sys.modules["runners"].__path__ == [str((tree / "verify" / "runners").resolve())]
+
+
 def test_verify_and_bundled_runners_agree(llms_dir: Path, tiny_model) -> None:  # type: ignore[no-untyped-def]
     model_dir = tiny_model("qwen2")
     config = config_of(model_dir)
