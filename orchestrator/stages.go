@@ -39,9 +39,10 @@ var (
 		st.sections.reference = r
 	}).onlyIf(referenceApplies)
 	stepMachine = produce("machine", machineStage, func(st *state, p *preflight.Report) { st.sections.machine = p })
-	stepRecord  = produce("record", recordStage, func(st *state, r *recorded) { st.facts.recorded = r })
-
-	stepRecordInputs = check("record_inputs", recordInputsStage)
+	// record_inputs stamps what the verdict depended on; record writes it
+	// (inputs.json) with the report, in one commit (record.go).
+	stepRecordInputs = produce("record_inputs", recordInputsStage, func(st *state, in *inputsRecord) { st.facts.inputs = in })
+	stepRecord       = produce("record", recordStage, func(st *state, r *recorded) { st.facts.recorded = r })
 )
 
 // keepWeights keeps the weights stage's three results: the inventory, gate
@@ -59,7 +60,7 @@ var (
 	// runStages are all of Phase 0: inspect, preflight, generate, the
 	// Python facts judged as gates 1 and 3, gate 2, and the record.
 	runStages = concat([]stage{stepLLMsDir, stepReuse, stepPython}, inspectStages, []stage{stepMemory, stepGenerate,
-		stepPythonWeights, stepConfigFacts, stepHFBaseline, stepReference, stepMachine, stepRecord, stepRecordInputs})
+		stepPythonWeights, stepConfigFacts, stepHFBaseline, stepReference, stepMachine, stepRecordInputs, stepRecord})
 	// baselineStages are inspect, the memory preflight and gate 2.
 	baselineStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepMemory, stepHFBaseline})
 	// referenceStages are `phase0 reference`: inspect, then the recording.
@@ -87,7 +88,7 @@ func produce[R any](name string, fn func(context.Context, *state) (R, outcome, e
 }
 
 // check is a stage with no result of its own: it checks the settings or the
-// machine, or writes outside the state (record_inputs).
+// machine.
 func check(name string, fn func(context.Context, *state) (outcome, error)) stage {
 	return stage{name: name, fn: fn, run: fn}
 }

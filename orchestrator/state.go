@@ -66,7 +66,8 @@ type facts struct {
 	memory     *memoryVerdict  // memory: the estimate and, when too small, the refusal
 	workspace  *workspace      // generate: <name>/, its spec and what was written
 	tie        *configgate.TieFacts
-	recorded   *recorded // record: where the report was written
+	inputs     *inputsRecord // record_inputs: inputs.json, written with the record (nil: a verdict not to reuse)
+	recorded   *recorded     // record: where the report was written
 }
 
 // sections are the report's judged parts, each the result of one stage.
@@ -106,8 +107,12 @@ type workspace struct {
 	foreign bool // a folder phase0 did not create: its lock and record live outside it (foreign.go)
 }
 
-// recorded is the record stage's result: where the reports went.
-type recorded struct{ json, md string }
+// recorded is the record stage's result: where the reports went, and what
+// it entered in a folder phase0 did not create (workspace-relative).
+type recorded struct {
+	json, md string
+	entered  []string
+}
 
 // inv is the checkpoint's inventory (nil before the weights stage, or when
 // the checkpoint could not be read).
@@ -291,6 +296,9 @@ func (st *state) workspaceReport() *report.Workspace {
 	if rec := st.facts.recorded; rec != nil {
 		out := *w.report
 		out.ReportJSON, out.ReportMD = rec.json, rec.md
+		if w.foreign {
+			out.Entered = rec.entered
+		}
 		return &out
 	}
 	return w.report

@@ -171,6 +171,9 @@ func insertUnderHeader(text, header, lines string) string {
 	return text[:at] + lines + rest
 }
 
+// ReadDoc is a document's text ("" when it does not exist).
+func ReadDoc(p string) (string, error) { return readText(p) }
+
 func readText(p string) (string, error) {
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {

@@ -1,0 +1,225 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"phase0/internal/atomicfile"
+	"phase0/report"
+	"phase0/scaffold"
+	"phase0/verdict"
+)
+
+// A record is one commit. report.json, report.md and the chart, Phase 0's
+// section of phase_timing.md, the progress entry (on PASS), the TODO tick,
+// the manifest that owns those documents and inputs.json are all rendered,
+// then written and synced to temporaries beside their paths, and only then
+// renamed into place. A folder that refuses a file or a disk that fills
+// fails before the first rename: the previous record stays whole and the
+// run is "could not evaluate" (exit 2). A rename that fails after others
+// (a path turned into a folder meanwhile) marks report.json ERROR, so a
+// PASS report never stands beside an exit 2, and removes inputs.json.
+
+// Paths of the documents the record updates, relative to the workspace.
+var (
+	todoDoc     = "TODO.md"
+	progressDoc = filepath.Join("docs", "development_progress", "progress.md")
+	timingDoc   = filepath.Join("docs", "development_progress", scaffold.PhaseTimingName)
+)
+
+// recordStage records the run (see above). In a folder phase0 did not
+// create, the reports go outside it and the folder gets nothing, except,
+// mid-deployment and on PASS, its Phase 0 entry and tick (foreign.go).
+func recordStage(_ context.Context, st *state) (*recorded, outcome, error) {
+	w, ref := st.facts.workspace, st.facts.model
+	dir, err := reportDirFor(st.in.s, w.dir, ref.ID)
+	if err != nil {
+		return nil, outcome{}, err
+	}
+	rec := &recorded{json: filepath.Join(dir, "report.json"), md: filepath.Join(dir, "report.md")}
+	passed := st.status() == verdict.Pass
+	if !w.foreign || passed && midDeployment(w.dir) {
+		rec.entered = []string{progressDoc, todoDoc}
+	}
+	r := st.reportRecorded(rec)
+	docs, err := st.recordDocs(r, passed)
+	if err != nil {
+		return rec, outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err)
+	}
+	files, err := report.Files(r, dir)
+	if err != nil {
+		return rec, outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err)
+	}
+	files = append(files, docs...)
+	inputs := filepath.Join(dir, inputsName)
+	// Every file must be writable before the first is staged: a clear
+	// message for a read-only or immutable file, a folder in a file's place.
+	for _, p := range append(paths(files), inputs) {
+		if err := atomicfile.CheckWritable(p); err != nil {
+			return rec, outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err)
+		}
+	}
+	var b atomicfile.Batch
+	for _, f := range files {
+		if err := b.Add(f.Path, f.Data); err != nil {
+			return rec, outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err)
+		}
+	}
+	if in := st.facts.inputs; in != nil {
+		data, err := inputsJSON(in, rec.json, files)
+		if err == nil {
+			err = b.Add(inputs, data)
+		}
+		if err != nil {
+			b.Abort()
+			return rec, outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err)
+		}
+	} else {
+		b.Remove(inputs)
+	}
+	if err := b.Commit(); err != nil {
+		// Renamed in part: the report must not stand as a complete PASS
+		// beside an exit 2, nor be reused. Marking it is best effort; the
+		// error stands.
+		r.Status, r.Error = verdict.Error, "the record is incomplete: "+err.Error()
+		_ = report.Write(r, dir)
+		_ = os.Remove(inputs)
+		return rec, outcome{}, fmt.Errorf("recording the result: %w", err)
+	}
+	switch {
+	case !w.foreign:
+		return rec, pass(rec.md), nil
+	case len(rec.entered) > 0:
+		return rec, pass(rec.md + " (Phase 0 entered in " + w.dir + "'s progress.md and TODO.md, nothing else written there)"), nil
+	}
+	return rec, pass(rec.md + " (outside " + w.dir + ", which is left as it was)"), nil
+}
+
+// recordDocs renders the workspace documents the record updates: in
+// phase0's own workspace Phase 0's timing section, the progress entry on
+// PASS, the TODO status and the manifest that owns them; in a folder
+// phase0 did not create, the entry and the tick the record enters
+// (recorded.entered), or nothing.
+func (st *state) recordDocs(r *report.Report, passed bool) ([]report.File, error) {
+	w := st.facts.workspace
+	if w.foreign && len(r.Workspace.Entered) == 0 {
+		return nil, nil
+	}
+	blockers := withoutLocalPaths(blockers(r), st)
+	var out []report.File
+	owned := map[string][]byte{}
+	put := func(rel, text string) {
+		out = append(out, report.File{Path: filepath.Join(w.dir, rel), Data: []byte(text)})
+		owned[filepath.ToSlash(rel)] = []byte(text)
+	}
+	entry := func(rel, entry string) error {
+		p := filepath.Join(w.dir, rel)
+		text, err := scaffold.ReadDoc(p)
+		if err == nil {
+			text, err = scaffold.Phase0Entry(text, p, entry)
+		}
+		if err != nil {
+			return err
+		}
+		put(rel, text)
+		return nil
+	}
+	if !w.foreign {
+		if err := entry(timingDoc, scaffold.Phase0Timing(r.Started, time.Now(), string(r.Status), blockers)); err != nil {
+			return nil, err
+		}
+	}
+	if passed {
+		if err := entry(progressDoc, st.progressEntryOf(r)); err != nil {
+			return nil, err
+		}
+	}
+	todo := filepath.Join(w.dir, todoDoc)
+	text, err := scaffold.ReadDoc(todo)
+	if err == nil {
+		text, err = scaffold.Phase0Status(text, todo, passed, blockers, scaffold.WrittenByPhase0(todo, []byte(text)))
+	}
+	if err != nil {
+		return nil, err
+	}
+	put(todoDoc, text)
+	if !w.foreign {
+		m, err := scaffold.ManifestAfter(w.dir, owned)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, report.File{Path: filepath.Join(w.dir, scaffold.ManifestName), Data: m})
+	}
+	return out, nil
+}
+
+func paths(files []report.File) []string {
+	out := make([]string, 0, len(files)+1)
+	for _, f := range files {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+// progressEntryOf is the progress.md entry for report r of this run.
+func (st *state) progressEntryOf(r *report.Report) string {
+	w := st.facts.workspace
+	return progressEntry(r, st.facts.analysis.Config, w.spec, filepath.Dir(w.dir), definesFunc(st.weightsModule(), "default_checkpoint"))
+}
+
+// inputsJSON is inputs.json for the record: in, naming report.json (at
+// path, whose bytes are among files) by its sha256.
+func inputsJSON(in *inputsRecord, path string, files []report.File) ([]byte, error) {
+	rec := *in
+	rec.Report = path
+	for _, f := range files {
+		if f.Path == path {
+			rec.ReportSHA256 = sha256Hex(f.Data)
+		}
+	}
+	if rec.ReportSHA256 == "" {
+		return nil, fmt.Errorf("inputs.json: the record has no %s", path)
+	}
+	js, err := json.MarshalIndent(rec, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("inputs.json: %w", err)
+	}
+	return append(js, '\n'), nil
+}
+
+// reportRecorded is the report as the record stage writes it: the run so
+// far, naming where it is being written and what it enters in the folder.
+func (st *state) reportRecorded(rec *recorded) *report.Report {
+	r := st.report()
+	if r.Workspace != nil {
+		w := *r.Workspace
+		w.ReportJSON, w.ReportMD = rec.json, rec.md
+		if st.facts.workspace.foreign {
+			w.Entered = rec.entered
+		}
+		r.Workspace = &w
+	}
+	return r
+}
+
+// blockers lists why Phase 0 failed, for TODO.md's Active blockers.
+func blockers(r *report.Report) []string {
+	var out []string
+	for _, g := range r.Gates.Rows() {
+		if !g.Section.Status.Failed() {
+			continue
+		}
+		for _, f := range g.Section.AllFindings()[:min(5, len(g.Section.AllFindings()))] {
+			out = append(out, g.Title+": "+f)
+		}
+	}
+	for i, b := range out {
+		out[i] = strings.ReplaceAll(b, "\n", " ")
+	}
+	return out
+}
