@@ -103,3 +103,76 @@ func TestFullDiskKeepsTheRecordWhole(t *testing.T) {
 		t.Errorf("exits %v: the levels no longer span a refused record and a complete one", exits)
 	}
 }
+
+// entries lists what dir holds, but the test's filler.
+func entries(t *testing.T, dir string) []string {
+	t.Helper()
+	list, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range list {
+		if e.Name() != ".test-filler" {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// TestNoHalfWrittenWorkspace: a run that creates its workspace (--out-dir)
+// and cannot be evaluated leaves nothing: a name too long for the
+// filesystem is refused before anything is created, and on a real tmpfs
+// filled to each of several levels an exit 2 leaves no lock, no partial
+// workspace, no temporary; a level with room for it all records a PASS.
+func TestNoHalfWrittenWorkspace(t *testing.T) {
+	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
+	model := tiny(t, "qwen3")
+
+	t.Run("a 240-character name", func(t *testing.T) {
+		out := filepath.Join(t.TempDir(), "out")
+		s := settingsFor(t, out)
+		s.OutDir, s.LLMSDir = out, ""
+		s.Name, s.ReferenceSteps = strings.Repeat("n", 240), 0
+		r := Run(context.Background(), s, model, "test")
+		if ExitCode(r) != 2 || !strings.Contains(r.Error, "shorter --name") {
+			t.Fatalf("exit %d, error %q; want 2 asking for a shorter --name", ExitCode(r), r.Error)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("--out-dir %s was created (%v): %v", out, err, entries(t, out))
+		}
+	})
+
+	t.Run("a full disk", func(t *testing.T) {
+		out := testenv.Tmpfs(t, 2<<20)
+		s := settingsFor(t, out)
+		s.Name, s.ReferenceSteps = "new", 0
+		exits := map[int]int{}
+		for _, free := range []int64{0, 24 << 10, 48 << 10, 96 << 10, 192 << 10, 512 << 10, 1536 << 10} {
+			testenv.FillTo(t, out, free)
+			r := Run(context.Background(), s, model, "test")
+			code := ExitCode(r)
+			exits[code]++
+			t.Logf("%d KiB free: exit %d %s", free>>10, code, firstLine(r.Error))
+			switch code {
+			case 2:
+				if left := entries(t, out); len(left) > 0 {
+					t.Errorf("%d KiB free: exit 2 (%s) left %v", free>>10, firstLine(r.Error), left)
+				}
+			case 0:
+				if _, err := os.Stat(filepath.Join(out, "new", "docs", "development_progress", "phase0", "report.json")); err != nil {
+					t.Errorf("%d KiB free: exit 0 without report.json: %v", free>>10, err)
+				}
+				if tmp := temporaries(t, out); len(tmp) > 0 {
+					t.Errorf("%d KiB free: temporaries left: %v", free>>10, tmp)
+				}
+				os.RemoveAll(filepath.Join(out, "new"))
+			default:
+				t.Errorf("%d KiB free: exit %d (%s: %s), want 0 or 2", free>>10, code, r.Status, r.Error)
+			}
+		}
+		if exits[2] < 4 || exits[0] == 0 {
+			t.Errorf("exits %v: the levels no longer span refused workspaces and a complete one", exits)
+		}
+	})
+}

@@ -42,6 +42,7 @@ type state struct {
 
 	client   *ops.Client    // the Python worker, started by the first op a stage runs
 	locks    []*wslock.Lock // workspace locks, held to the end of the run
+	created  []string       // the folders made for the workspace, outermost first: removed if the run ends without a verdict
 	warnings []string
 	stages   []report.Stage
 	err      error // could not evaluate (or interrupted): the chain stopped here
@@ -208,6 +209,9 @@ func runChain(ctx context.Context, s *Settings, command, arg, version string, st
 			break
 		}
 	}
+	if st.err != nil {
+		st.discardCreated()
+	}
 	r := st.report()
 	// From the untruncated start: started is whole seconds, and a reused
 	// verdict's run takes far less than one.
@@ -227,8 +231,24 @@ func (st *state) record(sg report.Stage) {
 	}
 }
 
-// hold keeps a workspace lock to the end of the run.
-func (st *state) hold(l *wslock.Lock) { st.locks = append(st.locks, l) }
+// holdCreated keeps a workspace lock to the end of the run, and the
+// folders the run created for that workspace (outermost first).
+func (st *state) holdCreated(l *wslock.Lock, created []string) {
+	st.locks = append(st.locks, l)
+	st.created = append(st.created, created...)
+}
+
+// discardCreated removes the workspace this run created (and the folders
+// made for it, if empty) when the run ends without a verdict: an exit 2
+// leaves nothing half-written. It runs under the workspace's lock.
+func (st *state) discardCreated() {
+	if len(st.created) == 0 {
+		return
+	}
+	removeCreated(st.created)
+	st.warnings = append(st.warnings, fmt.Sprintf("%s, which this run created, was removed: the run could not be evaluated", st.created[len(st.created)-1]))
+	st.created = nil
+}
 
 // releaseLocks drops the workspace locks at the end of the run.
 func (st *state) releaseLocks() {
