@@ -65,7 +65,7 @@ func hfBaselineStage(ctx context.Context, st *state) (*judge.Baseline, outcome, 
 		}
 		b := judge.NewBaseline()
 		b.Seconds = time.Since(start).Seconds()
-		b.Fail(reasons(err)...)
+		b.Fail(st.explain("hf_baseline", err))
 		return b, outcome{status: b.Status, detail: b.Summary}, nil
 	}
 	b := baselineSection(&res, logits, st.facts.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"phase0/internal/pyenv"
 	"phase0/ops"
@@ -85,12 +86,30 @@ func workerFailure(err error) error {
 	return err
 }
 
-// reasons describes a worker error as gate findings: the cause, then the
-// traceback or the child's last output. Never a Go stack.
+// reasons describes a worker error: the cause, then the traceback or the
+// child's last output. Never a Go stack. Reports take only the first line
+// (explain); the rest is for the run's log.
 func reasons(err error) []string {
 	var we *worker.Error
 	if errors.As(err, &we) {
 		return we.Reasons()
 	}
 	return []string{err.Error()}
+}
+
+// explain is a worker error as one line for the report (a gate finding,
+// the run's error): the cause. Its traceback, or the child's last output,
+// goes to the run's log on stderr, under the stage's name, and the line
+// says so.
+func (st *state) explain(stage string, err error) string {
+	why := reasons(err)
+	line := strings.Join(strings.Fields(why[0]), " ")
+	if len(why) == 1 {
+		return line
+	}
+	if p := st.in.s.Progress; p != nil {
+		fmt.Fprintf(p, "phase0: %s: %s\n%s\n", stage, line, strings.Join(why[1:], "\n"))
+		return line + " (full error on stderr)"
+	}
+	return line
 }

@@ -41,7 +41,7 @@ func pythonWeightsStage(ctx context.Context, st *state) (loaded, outcome, error)
 			return loaded{}, outcome{}, stop
 		}
 		l := weights.NewLoader()
-		l.Raised(reasons(err))
+		l.Raised([]string{st.explain("python_weights", err)})
 		return loaded{loader: l}, outcome{status: l.Status, detail: l.Summary}, nil
 	}
 	l := weights.CheckLoader(st.facts.analysis.Config, &facts.LoaderFacts, st.inv(), src.FS)
@@ -59,9 +59,7 @@ func configFactsStage(ctx context.Context, st *state) (*configgate.Consistency, 
 		if stop := workerFailure(err); stop != nil {
 			return nil, outcome{}, stop
 		}
-		for _, r := range reasons(err) {
-			cc.FailWith("config facts: %s", r)
-		}
+		cc.FailWith("config facts: %s", st.explain("config_facts", err))
 		return cc, outcome{status: cc.Status, detail: cc.Findings[0]}, nil
 	}
 	if facts.Generated == nil || facts.Transformers == nil {
@@ -94,9 +92,7 @@ func (st *state) behaviour(ctx context.Context, cc *configgate.Consistency, modu
 		if stop := workerFailure(err); stop != nil {
 			return stop
 		}
-		for _, r := range reasons(err) {
-			cc.FailWith("behaviour facts of %s: %s", module, r)
-		}
+		cc.FailWith("behaviour facts of %s: %s", module, st.explain("config_facts", err))
 		return nil
 	}
 	cc.Behaviour(st.facts.analysis.Config, b, module)

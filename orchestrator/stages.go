@@ -17,6 +17,7 @@ import (
 // and sections; a stage function reads the state and returns.
 var (
 	stepLLMsDir  = check("llms_dir", llmsDirStage)
+	stepOut      = check("out", outStage)
 	stepReuse    = produce("reuse", reuseStage, func(st *state, r reuseResult) { st.facts.reuse = r })
 	stepPython   = check("python", pythonStage)
 	stepResolve  = produce("resolve", resolveStage, func(st *state, m *resolvedModel) { st.facts.model = m })
@@ -64,7 +65,9 @@ var (
 	// baselineStages are inspect, the memory preflight and gate 2.
 	baselineStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepMemory, stepHFBaseline})
 	// referenceStages are `phase0 reference`: inspect, then the recording.
-	referenceStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepMemory, stepReference})
+	// --out is checked first: a folder that cannot take the recording fails
+	// before seconds of Python work.
+	referenceStages = concat([]stage{stepLLMsDir, stepOut, stepPython}, inspectStages, []stage{stepMemory, stepReference})
 )
 
 func concat(lists ...[]stage) []stage {
