@@ -223,3 +223,61 @@ func blockers(r *report.Report) []string {
 	}
 	return out
 }
+
+// enterStage completes a reused PASS in a mid-deployment folder phase0 did
+// not create: its TODO.md and progress.md are a person's, not reuse inputs
+// (phase0's own workspace stamps them), so after a reuse the folder's
+// Phase 0 entry and tick are brought up to date from the recorded report —
+// the entry the PASS wrote, byte for byte — and nothing else is touched.
+func enterStage(_ context.Context, st *state) (outcome, error) {
+	r := st.facts.reuse.reused
+	w := r.Workspace
+	switch {
+	case r.Status != verdict.Pass || w == nil || r.Config == nil:
+		return pass("nothing to enter"), nil
+	case w.RecordDir == "":
+		return pass(w.Dir + " is phase0's own workspace: its TODO.md and progress.md are reuse inputs, unchanged"), nil
+	case !midDeployment(w.Dir):
+		return pass(w.Dir + " is not mid-deployment (no TODO.md phase checklist and progress.md): left as it is"), nil
+	}
+	// The spec the entry names the model by, as generate built it
+	// (recordCheckpoint: a local folder by its name, never its path).
+	spec := scaffold.Spec{Name: w.Name, ModelID: r.ModelID, OnHub: !filepath.IsAbs(r.ModelID), Revision: r.Revision, Source: r.Source}
+	if !spec.OnHub {
+		spec.ModelID = filepath.Base(r.ModelDir)
+	}
+	module := filepath.Join(w.Dir, w.Name+"_weights.py")
+	entry := progressEntry(r, r.Config, spec, filepath.Dir(w.Dir), definesFunc(module, "default_checkpoint"))
+	var b atomicfile.Batch
+	var changed []string
+	for _, d := range []struct {
+		rel    string
+		update func(text, path string) (string, error)
+	}{
+		{progressDoc, func(text, path string) (string, error) { return scaffold.Phase0Entry(text, path, entry) }},
+		{todoDoc, func(text, path string) (string, error) { return scaffold.Phase0Status(text, path, true, nil, false) }},
+	} {
+		p := filepath.Join(w.Dir, d.rel)
+		text, err := scaffold.ReadDoc(p)
+		if err != nil {
+			b.Abort()
+			return outcome{}, fmt.Errorf("entering the reused PASS in %s: %w", w.Dir, err)
+		}
+		updated, err := d.update(text, p)
+		if err == nil && updated != text {
+			err = b.Add(p, []byte(updated))
+			changed = append(changed, d.rel)
+		}
+		if err != nil {
+			b.Abort()
+			return outcome{}, fmt.Errorf("entering the reused PASS in %s (nothing was written): %w", w.Dir, err)
+		}
+	}
+	if len(changed) == 0 {
+		return pass("the Phase 0 entry and tick in " + w.Dir + " are up to date"), nil
+	}
+	if err := b.Commit(); err != nil {
+		return outcome{}, fmt.Errorf("entering the reused PASS in %s: %w", w.Dir, err)
+	}
+	return pass(fmt.Sprintf("the reused PASS entered in %s: %s (nothing else written there)", w.Dir, strings.Join(changed, ", "))), nil
+}

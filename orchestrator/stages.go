@@ -19,6 +19,7 @@ var (
 	stepLLMsDir  = check("llms_dir", llmsDirStage)
 	stepOut      = check("out", outStage)
 	stepReuse    = produce("reuse", reuseStage, func(st *state, r reuseResult) { st.facts.reuse = r })
+	stepEnter    = check("enter", enterStage).afterAnswering()
 	stepPython   = check("python", pythonStage)
 	stepResolve  = produce("resolve", resolveStage, func(st *state, m *resolvedModel) { st.facts.model = m })
 	stepConfig   = produce("config", configStage, func(st *state, a *model.Analysis) { st.facts.analysis = a })
@@ -60,7 +61,7 @@ var (
 	inspectStages = []stage{stepResolve, stepConfig, stepWeights, stepScan}
 	// runStages are all of Phase 0: inspect, preflight, generate, the
 	// Python facts judged as gates 1 and 3, gate 2, and the record.
-	runStages = concat([]stage{stepLLMsDir, stepReuse, stepPython}, inspectStages, []stage{stepMemory, stepGenerate,
+	runStages = concat([]stage{stepLLMsDir, stepReuse, stepEnter, stepPython}, inspectStages, []stage{stepMemory, stepGenerate,
 		stepPythonWeights, stepConfigFacts, stepHFBaseline, stepReference, stepMachine, stepRecordInputs, stepRecord})
 	// baselineStages are inspect, the memory preflight and gate 2.
 	baselineStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepMemory, stepHFBaseline})
@@ -99,6 +100,13 @@ func check(name string, fn func(context.Context, *state) (outcome, error)) stage
 // onlyIf makes the stage conditional: when says whether it applies.
 func (sg stage) onlyIf(when func(*state) (bool, string)) stage {
 	sg.when = when
+	return sg
+}
+
+// afterAnswering makes the stage complete an answer given early: it runs
+// only when an earlier stage answered the command (a reused verdict).
+func (sg stage) afterAnswering() stage {
+	sg.afterAnswer = true
 	return sg
 }
 

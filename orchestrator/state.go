@@ -174,6 +174,10 @@ type stage struct {
 	when func(*state) (bool, string)
 	run  func(context.Context, *state) (outcome, error)
 	fn   any
+	// afterAnswer marks a stage that completes an answer given early (a
+	// reused verdict): it runs only after a stage answered the command,
+	// and is left out of a chain that runs in full.
+	afterAnswer bool
 }
 
 // runChain runs the stages in order until one errors, the model is
@@ -184,7 +188,11 @@ func runChain(ctx context.Context, s *Settings, command, arg, version string, st
 	st := &state{in: inputs{s: s, command: command, arg: arg, version: version, started: begin.UTC().Truncate(time.Second)}}
 	defer st.releaseLocks()
 	defer st.closeWorker()
+	answered := false
 	for _, sg := range stages {
+		if sg.afterAnswer != answered {
+			continue
+		}
 		if ctx.Err() != nil {
 			st.err = fmt.Errorf("%w before %s: %w", errInterrupted, sg.name, context.Cause(ctx))
 			break
@@ -205,9 +213,10 @@ func runChain(ctx context.Context, s *Settings, command, arg, version string, st
 		}
 		st.warnings = append(st.warnings, out.warnings...)
 		st.record(report.Stage{Name: sg.name, Status: out.status, Seconds: time.Since(begin).Seconds(), Detail: out.detail})
-		if st.err != nil || out.status == verdict.Rejected || out.done {
+		if st.err != nil || out.status == verdict.Rejected {
 			break
 		}
+		answered = answered || out.done
 	}
 	if st.err != nil {
 		st.discardCreated()
@@ -327,7 +336,11 @@ func (st *state) workspaceReport() *report.Workspace {
 // report renders the state as the report object.
 func (st *state) report() *report.Report {
 	if st.facts.reuse.reused != nil {
-		return st.reusedReport()
+		r := st.reusedReport()
+		if st.err != nil { // completing the reused answer failed
+			r.Status, r.Error, r.Interrupted = verdict.Error, st.err.Error(), errors.Is(st.err, errInterrupted)
+		}
+		return r
 	}
 	in := st.in
 	r := &report.Report{Tool: "phase0", Version: in.version, Command: in.command, Model: in.arg, Status: st.status(),
