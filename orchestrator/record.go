@@ -16,14 +16,17 @@ import (
 )
 
 // A record is one commit. report.json, report.md and the chart, Phase 0's
-// section of phase_timing.md, the progress entry (on PASS), the TODO tick,
-// the manifest that owns those documents and inputs.json are all rendered,
-// then written and synced to temporaries beside their paths, and only then
-// renamed into place. A folder that refuses a file or a disk that fills
-// fails before the first rename: the previous record stays whole and the
-// run is "could not evaluate" (exit 2). A rename that fails after others
-// (a path turned into a folder meanwhile) marks report.json ERROR, so a
-// PASS report never stands beside an exit 2, and removes inputs.json.
+// section of phase_timing.md, the progress entry (on PASS), the TODO tick
+// and the manifest that owns those documents are all rendered, then
+// written and synced to temporaries beside their paths, and only then
+// renamed into place, the old inputs.json removed with them. A folder that
+// refuses a file or a disk that fills fails before the first rename: the
+// previous record stays whole and the run is "could not evaluate" (exit
+// 2). The new inputs.json stamps the workspace as the commit left it
+// (sizes, times, inodes cannot be known before), so it is written right
+// after, into the space the old one freed. Any failure from the first
+// rename on marks report.json ERROR and leaves no inputs.json: a PASS
+// report never stands beside an exit 2, nor is an incomplete one reused.
 
 // Paths of the documents the record updates, relative to the workspace.
 var (
@@ -70,26 +73,30 @@ func recordStage(_ context.Context, st *state) (*recorded, outcome, error) {
 			return rec, outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err)
 		}
 	}
-	if in := st.facts.inputs; in != nil {
-		data, err := inputsJSON(in, rec.json, files)
-		if err == nil {
-			err = b.Add(inputs, data)
-		}
-		if err != nil {
-			b.Abort()
-			return rec, outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err)
-		}
-	} else {
-		b.Remove(inputs)
-	}
-	if err := b.Commit(); err != nil {
-		// Renamed in part: the report must not stand as a complete PASS
-		// beside an exit 2, nor be reused. Marking it is best effort; the
-		// error stands.
+	// The old inputs.json goes with the old record; the new one stamps the
+	// workspace as the commit left it (sizes, times, inodes), so it is
+	// written right after, into the space the old one freed.
+	b.Remove(inputs)
+	fail := func(err error) (*recorded, outcome, error) {
+		// Committed in part, or without its inputs: the report must not
+		// stand as a complete PASS beside an exit 2, nor be reused.
+		// Marking it is best effort; the error stands.
 		r.Status, r.Error = verdict.Error, "the record is incomplete: "+err.Error()
 		_ = report.Write(r, dir)
 		_ = os.Remove(inputs)
 		return rec, outcome{}, fmt.Errorf("recording the result: %w", err)
+	}
+	if err := b.Commit(); err != nil {
+		return fail(err)
+	}
+	if in := st.facts.inputs; in != nil {
+		data, err := inputsJSON(in, w.dir, rec.json, files)
+		if err == nil {
+			err = atomicfile.Write(inputs, data)
+		}
+		if err != nil {
+			return fail(err)
+		}
 	}
 	switch {
 	case !w.foreign:
@@ -172,9 +179,10 @@ func (st *state) progressEntryOf(r *report.Report) string {
 	return progressEntry(r, st.facts.analysis.Config, w.spec, filepath.Dir(w.dir), definesFunc(st.weightsModule(), "default_checkpoint"))
 }
 
-// inputsJSON is inputs.json for the record: in, naming report.json (at
-// path, whose bytes are among files) by its sha256.
-func inputsJSON(in *inputsRecord, path string, files []report.File) ([]byte, error) {
+// inputsJSON is inputs.json for the record just committed: in, with the
+// workspace stamped as the record left it, naming report.json (at path,
+// whose bytes are among files) by its sha256.
+func inputsJSON(in *inputsRecord, ws, path string, files []report.File) ([]byte, error) {
 	rec := *in
 	rec.Report = path
 	for _, f := range files {
@@ -185,6 +193,11 @@ func inputsJSON(in *inputsRecord, path string, files []report.File) ([]byte, err
 	if rec.ReportSHA256 == "" {
 		return nil, fmt.Errorf("inputs.json: the record has no %s", path)
 	}
+	stamp, err := stampWorkspace(ws)
+	if err != nil {
+		return nil, fmt.Errorf("inputs.json: %w", err)
+	}
+	rec.Inputs.Workspace = stamp
 	js, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("inputs.json: %w", err)
@@ -230,16 +243,8 @@ func blockers(r *report.Report) []string {
 // Phase 0 entry and tick are brought up to date from the recorded report —
 // the entry the PASS wrote, byte for byte — and nothing else is touched.
 func enterStage(_ context.Context, st *state) (outcome, error) {
-	r := st.facts.reuse.reused
+	r := st.facts.reuse.reused // a PASS of a mid-deployment folder (reusedMidDeployment)
 	w := r.Workspace
-	switch {
-	case r.Status != verdict.Pass || w == nil || r.Config == nil:
-		return pass("nothing to enter"), nil
-	case w.RecordDir == "":
-		return pass(w.Dir + " is phase0's own workspace: its TODO.md and progress.md are reuse inputs, unchanged"), nil
-	case !midDeployment(w.Dir):
-		return pass(w.Dir + " is not mid-deployment (no TODO.md phase checklist and progress.md): left as it is"), nil
-	}
 	// The spec the entry names the model by, as generate built it
 	// (recordCheckpoint: a local folder by its name, never its path).
 	spec := scaffold.Spec{Name: w.Name, ModelID: r.ModelID, OnHub: !filepath.IsAbs(r.ModelID), Revision: r.Revision, Source: r.Source}

@@ -19,7 +19,7 @@ var (
 	stepLLMsDir  = check("llms_dir", llmsDirStage)
 	stepOut      = check("out", outStage)
 	stepReuse    = produce("reuse", reuseStage, func(st *state, r reuseResult) { st.facts.reuse = r })
-	stepEnter    = check("enter", enterStage).afterAnswering()
+	stepEnter    = check("enter", enterStage).onlyIf(reusedMidDeployment).afterAnswering()
 	stepPython   = check("python", pythonStage)
 	stepResolve  = produce("resolve", resolveStage, func(st *state, m *resolvedModel) { st.facts.model = m })
 	stepConfig   = produce("config", configStage, func(st *state, a *model.Analysis) { st.facts.analysis = a })
@@ -108,6 +108,18 @@ func (sg stage) onlyIf(when func(*state) (bool, string)) stage {
 func (sg stage) afterAnswering() stage {
 	sg.afterAnswer = true
 	return sg
+}
+
+// reusedMidDeployment: a reused PASS of a mid-deployment folder phase0 did
+// not create, whose entry and tick enter brings up to date (phase0's own
+// workspace stamps its TODO.md and progress.md: a reuse there finds them
+// as recorded).
+func reusedMidDeployment(st *state) (bool, string) {
+	r := st.facts.reuse.reused
+	if r == nil || r.Status != verdict.Pass || r.Workspace == nil || r.Workspace.RecordDir == "" || r.Config == nil {
+		return false, "not a reused PASS of a folder phase0 did not create"
+	}
+	return midDeployment(r.Workspace.Dir), "the folder is not mid-deployment"
 }
 
 // hasInventory: the scan needs the checkpoint's inventory.

@@ -176,7 +176,8 @@ type stage struct {
 	fn   any
 	// afterAnswer marks a stage that completes an answer given early (a
 	// reused verdict): it runs only after a stage answered the command,
-	// and is left out of a chain that runs in full.
+	// and is left out of a chain that runs in full, or when its condition
+	// says there is nothing to complete.
 	afterAnswer bool
 }
 
@@ -199,7 +200,9 @@ func runChain(ctx context.Context, s *Settings, command, arg, version string, st
 		}
 		if sg.when != nil {
 			if ok, why := sg.when(st); !ok {
-				st.record(report.Stage{Name: sg.name, Status: verdict.Skip, Detail: why})
+				if !sg.afterAnswer { // a completion with nothing to complete is not listed
+					st.record(report.Stage{Name: sg.name, Status: verdict.Skip, Detail: why})
+				}
 				continue
 			}
 		}
