@@ -66,7 +66,7 @@ func hfBaselineStage(ctx context.Context, st *state) (*judge.Baseline, outcome, 
 		}
 		b := judge.NewBaseline()
 		b.Seconds = time.Since(start).Seconds()
-		b.Fail(reasons(err)...)
+		b.Fail(st.explain("hf_baseline", err))
 		return b, outcome{status: b.Status, detail: b.Summary}, nil
 	}
 	if err := runnerIsVerifys(st.in.s, res.RunnerPath); err != nil {

@@ -210,12 +210,10 @@ func TestUnwritableRecordIsAFailedRun(t *testing.T) {
 		if r.Status != verdict.Error || ExitCode(r) != 2 || !strings.Contains(r.Error, "recording the result") || !strings.Contains(r.Error, blocker) {
 			t.Fatalf("status %s, exit %d, error %q; want ERROR, 2, naming %s", r.Status, ExitCode(r), r.Error, blocker)
 		}
-		ws := filepath.Join(llms, "unrecorded")
-		if todo := mustRead(t, filepath.Join(ws, "TODO.md")); bytes.Contains(todo, []byte("- [x] 0:")) {
-			t.Errorf("Phase 0 ticked without a report:\n%s", todo)
-		}
-		if progress := mustRead(t, filepath.Join(ws, "docs/development_progress/progress.md")); bytes.Contains(progress, []byte("Phase 0: Build CPU Reference — PASS")) {
-			t.Errorf("progress.md records a PASS without a report:\n%s", progress)
+		// The workspace this run created goes with it: no TODO.md ticked,
+		// no progress entry without a report, nothing half-written.
+		if _, err := os.Stat(filepath.Join(llms, "unrecorded")); !os.IsNotExist(err) {
+			t.Errorf("the workspace the failed run created is left (%v)", err)
 		}
 	})
 	t.Run("progress.md holds two phase0 entries", func(t *testing.T) {

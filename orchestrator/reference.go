@@ -34,6 +34,24 @@ func referenceApplies(st *state) (bool, string) {
 	return true, ""
 }
 
+// outStage checks, before anything is read or any Python runs, that
+// reference's --out folder can take the recording: a read-only or full
+// filesystem, or a file in the folder's place, fails at once.
+func outStage(_ context.Context, st *state) (outcome, error) {
+	out := st.in.s.ReferenceOut
+	if out == "" {
+		return pass("no --out: the recording goes to the workspace's reference/"), nil
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return outcome{}, fmt.Errorf("--out %s: %w", out, err)
+	}
+	if err := atomicfile.CheckDirWritable(abs); err != nil {
+		return outcome{}, fmt.Errorf("--out %s: %w", out, err)
+	}
+	return pass(abs), nil
+}
+
 // referenceDir is --out, else <workspace>/reference: run's workspace (its
 // generate stage holds the lock), or the one run would write for this model,
 // locked here like run locks it.
@@ -77,23 +95,20 @@ func referenceStage(ctx context.Context, st *state) (*report.Reference, outcome,
 	if r != nil {
 		r.Seconds = time.Since(start).Seconds()
 	}
-	if err != nil && r != nil {
-		r.Status, r.Summary = verdict.Error, reasons(err)[0]
-	}
 	if err != nil {
+		// One line in the report (the error, warnings[], report.md); the
+		// traceback goes to the run's log on stderr only.
+		why := st.explain("reference", err)
+		if r != nil {
+			r.Status, r.Summary = verdict.Error, why
+		}
 		if stop := workerFailure(err); stop != nil || st.in.command == "reference" {
 			if stop == nil {
-				stop = fmt.Errorf("recording the reference: %s", strings.Join(reasons(err), "; "))
+				stop = fmt.Errorf("recording the reference: %s", why)
 			}
 			return r, outcome{}, stop
 		}
-		// One line in the report (warnings[], report.md); the traceback
-		// goes to the run's log on stderr only.
-		why := reasons(err)
-		if p := st.in.s.Progress; len(why) > 1 && p != nil {
-			fmt.Fprintf(p, "phase0: reference not recorded: %s\n", strings.Join(why, "\n"))
-		}
-		return r, outcome{status: verdict.Fail, detail: "not recorded: " + why[0], warnings: []string{"reference not recorded: " + why[0]}}, nil
+		return r, outcome{status: verdict.Fail, detail: "not recorded: " + why, warnings: []string{"reference not recorded: " + why}}, nil
 	}
 	if r.Status != verdict.Pass && st.in.command == "reference" {
 		return r, outcome{}, errors.New(r.Summary)

@@ -21,7 +21,6 @@ import (
 	"phase0/configs"
 	"phase0/fingerprint"
 	"phase0/hfcache"
-	"phase0/internal/atomicfile"
 	"phase0/scaffold"
 	"phase0/verdict"
 )
@@ -295,21 +294,20 @@ func reuseModel(s *Settings, arg string) (*resolvedModel, string) {
 	return &resolvedModel{Dir: res.Dir, Revision: res.Revision, ID: ref.ID}, ""
 }
 
-// recordInputsStage writes inputs.json for a PASS just recorded, so the next
-// run with the same inputs can reuse it; for any other verdict it removes a
-// stale one. Inputs that changed while the run read them are not recorded.
-func recordInputsStage(ctx context.Context, st *state) (outcome, error) {
+// recordInputsStage stamps the inputs of a PASS about to be recorded, so
+// the next run with the same inputs can reuse it: the record stage writes
+// them (inputs.json) with the report, in one commit. For any other verdict
+// it returns nil, and the record removes a stale inputs.json. Inputs that
+// changed while the run read them are not recorded.
+func recordInputsStage(ctx context.Context, st *state) (*inputsRecord, outcome, error) {
 	ws, ref := st.facts.workspace.dir, st.facts.model
 	reports, err := reportDirFor(st.in.s, ws, ref.ID)
 	if err != nil {
-		return outcome{}, err
+		return nil, outcome{}, err
 	}
 	path := filepath.Join(reports, inputsName)
-	forget := func(why string) (outcome, error) {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return outcome{}, fmt.Errorf("removing the stale %s: %w", path, err)
-		}
-		return outcome{status: verdict.Skip, detail: why + "; the next run runs everything"}, nil
+	forget := func(why string) (*inputsRecord, outcome, error) {
+		return nil, outcome{status: verdict.Skip, detail: why + "; the next run runs everything"}, nil
 	}
 	if status := st.status(); status != verdict.Pass {
 		return forget(fmt.Sprintf("verdict %s is not reused", status))
@@ -346,20 +344,8 @@ func recordInputsStage(ctx context.Context, st *state) (outcome, error) {
 		}
 		cur.Reference = &referenceStamp{Dir: r.Dir, KeySHA256: r.KeySHA256, Files: files}
 	}
-	report := filepath.Join(reports, "report.json")
-	data, err := boundedfile.Read(report, maxRecordFile)
-	if err != nil {
-		return forget("the report just written is unreadable: " + err.Error())
-	}
-	rec := inputsRecord{Format: inputsFormat, Recorded: st.in.started, Report: report, ReportSHA256: sha256Hex(data), Inputs: *cur}
-	js, err := json.MarshalIndent(rec, "", "  ")
-	if err != nil {
-		return outcome{}, err
-	}
-	if err := atomicfile.Write(path, append(js, '\n')); err != nil {
-		return outcome{}, fmt.Errorf("recording the inputs: %w", err)
-	}
-	return pass(path), nil
+	// Report and ReportSHA256 are the record stage's: it renders report.json.
+	return &inputsRecord{Format: inputsFormat, Recorded: st.in.started, Inputs: *cur}, pass(path + " (written with the report)"), nil
 }
 
 // reusedReport is the recorded report, marked as reused, with this run's

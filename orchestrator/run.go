@@ -10,13 +10,11 @@ import (
 	"time"
 
 	"phase0/configgate"
-	"phase0/internal/atomicfile"
 	"phase0/internal/boundedfile"
 	"phase0/model"
 	"phase0/ops"
 	"phase0/report"
 	"phase0/scaffold"
-	"phase0/verdict"
 	"phase0/weights"
 )
 
@@ -43,7 +41,7 @@ func pythonWeightsStage(ctx context.Context, st *state) (loaded, outcome, error)
 			return loaded{}, outcome{}, stop
 		}
 		l := weights.NewLoader()
-		l.Raised(reasons(err))
+		l.Raised([]string{st.explain("python_weights", err)})
 		return loaded{loader: l}, outcome{status: l.Status, detail: l.Summary}, nil
 	}
 	l := weights.CheckLoader(st.facts.analysis.Config, &facts.LoaderFacts, st.inv(), src.FS)
@@ -61,9 +59,7 @@ func configFactsStage(ctx context.Context, st *state) (*configgate.Consistency, 
 		if stop := workerFailure(err); stop != nil {
 			return nil, outcome{}, stop
 		}
-		for _, r := range reasons(err) {
-			cc.FailWith("config facts: %s", r)
-		}
+		cc.FailWith("config facts: %s", st.explain("config_facts", err))
 		return cc, outcome{status: cc.Status, detail: cc.Findings[0]}, nil
 	}
 	if facts.Generated == nil || facts.Transformers == nil {
@@ -96,129 +92,11 @@ func (st *state) behaviour(ctx context.Context, cc *configgate.Consistency, modu
 		if stop := workerFailure(err); stop != nil {
 			return stop
 		}
-		for _, r := range reasons(err) {
-			cc.FailWith("behaviour facts of %s: %s", module, r)
-		}
+		cc.FailWith("behaviour facts of %s: %s", module, st.explain("config_facts", err))
 		return nil
 	}
 	cc.Behaviour(st.facts.analysis.Config, b, module)
 	return nil
-}
-
-// blockers lists why Phase 0 failed, for TODO.md's Active blockers.
-func blockers(r *report.Report) []string {
-	var out []string
-	for _, g := range r.Gates.Rows() {
-		if !g.Section.Status.Failed() {
-			continue
-		}
-		for _, f := range g.Section.AllFindings()[:min(5, len(g.Section.AllFindings()))] {
-			out = append(out, g.Title+": "+f)
-		}
-	}
-	for i, b := range out {
-		out[i] = strings.ReplaceAll(b, "\n", " ")
-	}
-	return out
-}
-
-// recordStage writes report.json, report.md and the chart, then Phase 0's
-// section of phase_timing.md, then (on PASS) the progress entry, then the
-// TODO tick. A record that cannot be written is
-// a failed run (exit 2): nothing after the failed write is touched, so a
-// ticked Phase 0 always has its report on disk.
-func recordStage(_ context.Context, st *state) (*recorded, outcome, error) {
-	w, ref := st.facts.workspace, st.facts.model
-	dir, err := reportDirFor(st.in.s, w.dir, ref.ID)
-	if err != nil {
-		return nil, outcome{}, err
-	}
-	rec := &recorded{json: filepath.Join(dir, "report.json"), md: filepath.Join(dir, "report.md")}
-	timing := filepath.Join(w.dir, "docs", "development_progress", scaffold.PhaseTimingName)
-	progress := filepath.Join(w.dir, "docs", "development_progress", "progress.md")
-	todo := filepath.Join(w.dir, "TODO.md")
-	r := st.reportRecorded(rec)
-	if w.foreign {
-		out, err := st.recordOutside(r, dir, progress, todo)
-		return rec, out, err
-	}
-	// One commit: every file the record writes must be writable before the
-	// first is written, so a folder that refuses one (read-only, immutable,
-	// full) leaves the previous record whole rather than a PASS report
-	// beside an exit 2.
-	targets := []string{rec.json, rec.md, filepath.Join(dir, "top10.png"), timing, progress, todo, filepath.Join(w.dir, scaffold.ManifestName)}
-	for _, p := range targets {
-		if err := atomicfile.CheckWritable(p); err != nil {
-			return rec, outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err)
-		}
-	}
-	if err := report.Write(r, dir); err != nil {
-		return rec, outcome{}, fmt.Errorf("recording the result: %w", err)
-	}
-	blockers := withoutLocalPaths(blockers(r), st)
-	err = scaffold.UpsertPhase0Entry(timing, scaffold.Phase0Timing(r.Started, time.Now(), string(r.Status), blockers))
-	if err == nil && r.Status == verdict.Pass {
-		err = scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.facts.analysis.Config, w.spec, filepath.Dir(w.dir), definesFunc(st.weightsModule(), "default_checkpoint")))
-	}
-	if err == nil {
-		err = scaffold.SetPhase0Status(todo, r.Status == verdict.Pass, blockers)
-	}
-	if err != nil {
-		// Checked writable a moment ago, yet a write failed (the disk
-		// filled, a file was locked meanwhile): the report must not stand as
-		// a complete PASS. Marking it is best effort; the error stands.
-		r.Status, r.Error = verdict.Error, "the record is incomplete: "+err.Error()
-		_ = report.Write(r, dir)
-		return rec, outcome{}, fmt.Errorf("recording the result: %w", err)
-	}
-	return rec, pass(rec.md), nil
-}
-
-// reportRecorded is the report as the record stage writes it: the run so
-// far, naming where it is being written.
-func (st *state) reportRecorded(rec *recorded) *report.Report {
-	r := st.report()
-	if r.Workspace != nil {
-		w := *r.Workspace
-		w.ReportJSON, w.ReportMD = rec.json, rec.md
-		r.Workspace = &w
-	}
-	return r
-}
-
-// recordOutside records a run on a folder phase0 did not create: the
-// reports go to dir (outside the folder); the folder gets nothing, except,
-// mid-deployment and on PASS, its Phase 0 entry in progress.md and the
-// tick in TODO.md. Like recordStage, it checks every target first.
-func (st *state) recordOutside(r *report.Report, dir, progress, todo string) (outcome, error) {
-	w := st.facts.workspace
-	targets := []string{r.Workspace.ReportJSON, r.Workspace.ReportMD, filepath.Join(dir, "top10.png")}
-	enter := r.Status == verdict.Pass && midDeployment(w.dir)
-	if enter {
-		targets = append(targets, progress, todo)
-	}
-	for _, p := range targets {
-		if err := atomicfile.CheckWritable(p); err != nil {
-			return outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err)
-		}
-	}
-	if err := report.Write(r, dir); err != nil {
-		return outcome{}, fmt.Errorf("recording the result: %w", err)
-	}
-	detail := r.Workspace.ReportMD + " (outside " + w.dir + ", which is left as it was)"
-	if !enter {
-		return pass(detail), nil
-	}
-	err := scaffold.UpsertPhase0Entry(progress, progressEntry(r, st.facts.analysis.Config, w.spec, filepath.Dir(w.dir), definesFunc(st.weightsModule(), "default_checkpoint")))
-	if err == nil {
-		err = scaffold.SetPhase0Status(todo, true, nil)
-	}
-	if err != nil {
-		r.Status, r.Error = verdict.Error, "the record is incomplete: "+err.Error()
-		_ = report.Write(r, dir)
-		return outcome{}, fmt.Errorf("recording the result: %w", err)
-	}
-	return pass(r.Workspace.ReportMD + " (Phase 0 entered in " + w.dir + "'s progress.md and TODO.md)"), nil
 }
 
 // progressEntry is the Phase 0 entry for progress.md.

@@ -17,7 +17,9 @@ import (
 // and sections; a stage function reads the state and returns.
 var (
 	stepLLMsDir  = check("llms_dir", llmsDirStage)
+	stepOut      = check("out", outStage)
 	stepReuse    = produce("reuse", reuseStage, func(st *state, r reuseResult) { st.facts.reuse = r })
+	stepEnter    = check("enter", enterStage).onlyIf(reusedMidDeployment).afterAnswering()
 	stepPython   = check("python", pythonStage)
 	stepResolve  = produce("resolve", resolveStage, func(st *state, m *resolvedModel) { st.facts.model = m })
 	stepConfig   = produce("config", configStage, func(st *state, a *model.Analysis) { st.facts.analysis = a })
@@ -39,9 +41,10 @@ var (
 		st.sections.reference = r
 	}).onlyIf(referenceApplies)
 	stepMachine = produce("machine", machineStage, func(st *state, p *preflight.Report) { st.sections.machine = p })
-	stepRecord  = produce("record", recordStage, func(st *state, r *recorded) { st.facts.recorded = r })
-
-	stepRecordInputs = check("record_inputs", recordInputsStage)
+	// record_inputs stamps what the verdict depended on; record writes it
+	// (inputs.json) with the report, in one commit (record.go).
+	stepRecordInputs = produce("record_inputs", recordInputsStage, func(st *state, in *inputsRecord) { st.facts.inputs = in })
+	stepRecord       = produce("record", recordStage, func(st *state, r *recorded) { st.facts.recorded = r })
 )
 
 // keepWeights keeps the weights stage's three results: the inventory, gate
@@ -58,12 +61,14 @@ var (
 	inspectStages = []stage{stepResolve, stepConfig, stepWeights, stepScan}
 	// runStages are all of Phase 0: inspect, preflight, generate, the
 	// Python facts judged as gates 1 and 3, gate 2, and the record.
-	runStages = concat([]stage{stepLLMsDir, stepReuse, stepPython}, inspectStages, []stage{stepMemory, stepGenerate,
-		stepPythonWeights, stepConfigFacts, stepHFBaseline, stepReference, stepMachine, stepRecord, stepRecordInputs})
+	runStages = concat([]stage{stepLLMsDir, stepReuse, stepEnter, stepPython}, inspectStages, []stage{stepMemory, stepGenerate,
+		stepPythonWeights, stepConfigFacts, stepHFBaseline, stepReference, stepMachine, stepRecordInputs, stepRecord})
 	// baselineStages are inspect, the memory preflight and gate 2.
 	baselineStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepMemory, stepHFBaseline})
 	// referenceStages are `phase0 reference`: inspect, then the recording.
-	referenceStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepMemory, stepReference})
+	// --out is checked first: a folder that cannot take the recording fails
+	// before seconds of Python work.
+	referenceStages = concat([]stage{stepLLMsDir, stepOut, stepPython}, inspectStages, []stage{stepMemory, stepReference})
 )
 
 func concat(lists ...[]stage) []stage {
@@ -87,7 +92,7 @@ func produce[R any](name string, fn func(context.Context, *state) (R, outcome, e
 }
 
 // check is a stage with no result of its own: it checks the settings or the
-// machine, or writes outside the state (record_inputs).
+// machine.
 func check(name string, fn func(context.Context, *state) (outcome, error)) stage {
 	return stage{name: name, fn: fn, run: fn}
 }
@@ -96,6 +101,25 @@ func check(name string, fn func(context.Context, *state) (outcome, error)) stage
 func (sg stage) onlyIf(when func(*state) (bool, string)) stage {
 	sg.when = when
 	return sg
+}
+
+// afterAnswering makes the stage complete an answer given early: it runs
+// only when an earlier stage answered the command (a reused verdict).
+func (sg stage) afterAnswering() stage {
+	sg.afterAnswer = true
+	return sg
+}
+
+// reusedMidDeployment: a reused PASS of a mid-deployment folder phase0 did
+// not create, whose entry and tick enter brings up to date (phase0's own
+// workspace stamps its TODO.md and progress.md: a reuse there finds them
+// as recorded).
+func reusedMidDeployment(st *state) (bool, string) {
+	r := st.facts.reuse.reused
+	if r == nil || r.Status != verdict.Pass || r.Workspace == nil || r.Workspace.RecordDir == "" || r.Config == nil {
+		return false, "not a reused PASS of a folder phase0 did not create"
+	}
+	return midDeployment(r.Workspace.Dir), "the folder is not mid-deployment"
 }
 
 // hasInventory: the scan needs the checkpoint's inventory.

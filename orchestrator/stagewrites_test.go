@@ -20,7 +20,7 @@ func TestStagesWriteOnlyTheirResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowed := map[string]string{"facts": "stages.go", "sections": "stages.go", "client": "state.go", "locks": "state.go",
+	allowed := map[string]string{"facts": "stages.go", "sections": "stages.go", "client": "state.go", "locks": "state.go", "created": "state.go",
 		"warnings": "state.go", "stages": "state.go", "err": "state.go"}
 	fset := token.NewFileSet()
 	writes := 0

@@ -42,6 +42,7 @@ type state struct {
 
 	client   *ops.Client    // the Python worker, started by the first op a stage runs
 	locks    []*wslock.Lock // workspace locks, held to the end of the run
+	created  []string       // the folders made for the workspace, outermost first: removed if the run ends without a verdict
 	warnings []string
 	stages   []report.Stage
 	err      error // could not evaluate (or interrupted): the chain stopped here
@@ -66,7 +67,8 @@ type facts struct {
 	memory     *memoryVerdict  // memory: the estimate and, when too small, the refusal
 	workspace  *workspace      // generate: <name>/, its spec and what was written
 	tie        *configgate.TieFacts
-	recorded   *recorded // record: where the report was written
+	inputs     *inputsRecord // record_inputs: inputs.json, written with the record (nil: a verdict not to reuse)
+	recorded   *recorded     // record: where the report was written
 }
 
 // sections are the report's judged parts, each the result of one stage.
@@ -106,8 +108,12 @@ type workspace struct {
 	foreign bool // a folder phase0 did not create: its lock and record live outside it (foreign.go)
 }
 
-// recorded is the record stage's result: where the reports went.
-type recorded struct{ json, md string }
+// recorded is the record stage's result: where the reports went, and what
+// it entered in a folder phase0 did not create (workspace-relative).
+type recorded struct {
+	json, md string
+	entered  []string
+}
 
 // inv is the checkpoint's inventory (nil before the weights stage, or when
 // the checkpoint could not be read).
@@ -168,6 +174,11 @@ type stage struct {
 	when func(*state) (bool, string)
 	run  func(context.Context, *state) (outcome, error)
 	fn   any
+	// afterAnswer marks a stage that completes an answer given early (a
+	// reused verdict): it runs only after a stage answered the command,
+	// and is left out of a chain that runs in full, or when its condition
+	// says there is nothing to complete.
+	afterAnswer bool
 }
 
 // runChain runs the stages in order until one errors, the model is
@@ -178,14 +189,20 @@ func runChain(ctx context.Context, s *Settings, command, arg, version string, st
 	st := &state{in: inputs{s: s, command: command, arg: arg, version: version, started: begin.UTC().Truncate(time.Second)}}
 	defer st.releaseLocks()
 	defer st.closeWorker()
+	answered := false
 	for _, sg := range stages {
+		if sg.afterAnswer != answered {
+			continue
+		}
 		if ctx.Err() != nil {
 			st.err = fmt.Errorf("%w before %s: %w", errInterrupted, sg.name, context.Cause(ctx))
 			break
 		}
 		if sg.when != nil {
 			if ok, why := sg.when(st); !ok {
-				st.record(report.Stage{Name: sg.name, Status: verdict.Skip, Detail: why})
+				if !sg.afterAnswer { // a completion with nothing to complete is not listed
+					st.record(report.Stage{Name: sg.name, Status: verdict.Skip, Detail: why})
+				}
 				continue
 			}
 		}
@@ -199,9 +216,13 @@ func runChain(ctx context.Context, s *Settings, command, arg, version string, st
 		}
 		st.warnings = append(st.warnings, out.warnings...)
 		st.record(report.Stage{Name: sg.name, Status: out.status, Seconds: time.Since(begin).Seconds(), Detail: out.detail})
-		if st.err != nil || out.status == verdict.Rejected || out.done {
+		if st.err != nil || out.status == verdict.Rejected {
 			break
 		}
+		answered = answered || out.done
+	}
+	if st.err != nil {
+		st.discardCreated()
 	}
 	r := st.report()
 	// From the untruncated start: started is whole seconds, and a reused
@@ -222,8 +243,24 @@ func (st *state) record(sg report.Stage) {
 	}
 }
 
-// hold keeps a workspace lock to the end of the run.
-func (st *state) hold(l *wslock.Lock) { st.locks = append(st.locks, l) }
+// holdCreated keeps a workspace lock to the end of the run, and the
+// folders the run created for that workspace (outermost first).
+func (st *state) holdCreated(l *wslock.Lock, created []string) {
+	st.locks = append(st.locks, l)
+	st.created = append(st.created, created...)
+}
+
+// discardCreated removes the workspace this run created (and the folders
+// made for it, if empty) when the run ends without a verdict: an exit 2
+// leaves nothing half-written. It runs under the workspace's lock.
+func (st *state) discardCreated() {
+	if len(st.created) == 0 {
+		return
+	}
+	removeCreated(st.created)
+	st.warnings = append(st.warnings, fmt.Sprintf("%s, which this run created, was removed: the run could not be evaluated", st.created[len(st.created)-1]))
+	st.created = nil
+}
 
 // releaseLocks drops the workspace locks at the end of the run.
 func (st *state) releaseLocks() {
@@ -291,6 +328,9 @@ func (st *state) workspaceReport() *report.Workspace {
 	if rec := st.facts.recorded; rec != nil {
 		out := *w.report
 		out.ReportJSON, out.ReportMD = rec.json, rec.md
+		if w.foreign {
+			out.Entered = rec.entered
+		}
 		return &out
 	}
 	return w.report
@@ -299,7 +339,11 @@ func (st *state) workspaceReport() *report.Workspace {
 // report renders the state as the report object.
 func (st *state) report() *report.Report {
 	if st.facts.reuse.reused != nil {
-		return st.reusedReport()
+		r := st.reusedReport()
+		if st.err != nil { // completing the reused answer failed
+			r.Status, r.Error, r.Interrupted = verdict.Error, st.err.Error(), errors.Is(st.err, errInterrupted)
+		}
+		return r
 	}
 	in := st.in
 	r := &report.Report{Tool: "phase0", Version: in.version, Command: in.command, Model: in.arg, Status: st.status(),

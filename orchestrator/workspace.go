@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,6 +53,9 @@ func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) 
 	if err != nil {
 		return nil, outcome{}, err
 	}
+	if err := checkNames(ws, files); err != nil {
+		return nil, outcome{}, err
+	}
 	// Refuse before creating anything (the lock file included) in a folder
 	// that is not this model's workspace.
 	first, err := classify(root, spec, files)
@@ -63,24 +67,33 @@ func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) 
 			return nil, outcome{}, err
 		}
 	}
-	lock, foreign, err := st.lockWorkspace(ws)
+	// A workspace that does not exist yet is generated whole beside its
+	// place and renamed into it: no half-written folder, ever.
+	res, created, err := st.newWorkspace(ws, files)
 	if err != nil {
 		return nil, outcome{}, err
 	}
-	// Decide again under the lock: another run may have changed the folder.
-	mode, err := classify(root, spec, files)
-	if err != nil {
-		return nil, outcome{}, err
-	}
+	mode, foreign := report.ModeGenerated, false
 	module := spec.Name + "_weights.py"
 	var swept, warnings []string
-	var res scaffold.Result
-	if foreign {
+	var lock *wslock.Lock
+	if !created {
+		if lock, foreign, err = st.lockWorkspace(ws); err != nil {
+			return nil, outcome{}, err
+		}
+		// Decide again under the lock: another run may have changed the folder.
+		if mode, err = classify(root, spec, files); err != nil {
+			return nil, outcome{}, err
+		}
+	}
+	switch {
+	case created: // written whole by newWorkspace
+	case foreign:
 		// Nothing is written into, or swept from, a folder phase0 did not create.
 		if mode != report.ModeValidatedExisting {
 			return nil, outcome{}, fmt.Errorf("%s holds no %s and no phase0 manifest; phase0 does not write into it — pass --name to pick another name", ws, module)
 		}
-	} else {
+	default:
 		if swept, err = sweep(st.in.s, ws, lock.Acquired); err != nil {
 			warnings = append(warnings, err.Error())
 		}
@@ -369,16 +382,118 @@ func (st *state) lockWorkspace(ws string) (lock *wslock.Lock, foreign bool, err 
 			return nil, false, fmt.Errorf("creating %s: %w", out, err)
 		}
 		lockPath, foreign = filepath.Join(out, scaffold.LockName), true
-	} else if err := os.MkdirAll(ws, 0o755); err != nil {
-		return nil, false, fmt.Errorf("creating workspace %s: %w", ws, err)
+	}
+	var created []string
+	if !foreign {
+		if err := atomicfile.CheckName(ws); err != nil {
+			return nil, false, fmt.Errorf("workspace %s: %w; pass a shorter --name", ws, err)
+		}
+		if created, err = mkdirTracked(ws); err != nil {
+			return nil, false, fmt.Errorf("creating workspace %s: %w", ws, err)
+		}
 	}
 	lock, err = wslock.Acquire(lockPath, wslock.Self(st.in.started))
-	if errors.Is(err, wslock.ErrHeld) {
-		return nil, false, fmt.Errorf("workspace %s: %w; wait for that run to finish", ws, err)
-	}
 	if err != nil {
+		removeCreated(created)
+		if errors.Is(err, wslock.ErrHeld) {
+			return nil, false, fmt.Errorf("workspace %s: %w; wait for that run to finish", ws, err)
+		}
 		return nil, false, fmt.Errorf("workspace %s: %w", ws, err)
 	}
-	st.hold(lock)
+	st.holdCreated(lock, created)
 	return lock, foreign, nil
+}
+
+// checkNames refuses, before anything is created, a workspace name whose
+// folder or files (or their temporaries) would be too long for the
+// filesystem: a 240-character --name fails with nothing on disk.
+func checkNames(ws string, files []scaffold.File) error {
+	for _, p := range append([]string{ws}, filepathsIn(ws, files)...) {
+		if err := atomicfile.CheckName(p); err != nil {
+			return fmt.Errorf("workspace %s: %w; pass a shorter --name", filepath.Base(ws), err)
+		}
+	}
+	return nil
+}
+
+func filepathsIn(ws string, files []scaffold.File) []string {
+	out := make([]string, 0, len(files))
+	for _, f := range files {
+		out = append(out, filepath.Join(ws, filepath.FromSlash(f.Path)))
+	}
+	return out
+}
+
+// newWorkspace generates a workspace that does not exist yet: into a
+// temporary sibling folder, locked there, then renamed into place with the
+// lock held (a flock follows the file, not its name). A failure removes
+// the sibling and the folders made for it; nothing half-written is left.
+// created is false when ws exists (or appeared meanwhile: another run
+// made it): the caller then locks and writes it as it is.
+func (st *state) newWorkspace(ws string, files []scaffold.File) (res scaffold.Result, created bool, err error) {
+	if _, err := os.Lstat(ws); !errors.Is(err, fs.ErrNotExist) {
+		return res, false, nil
+	}
+	parents, err := mkdirTracked(filepath.Dir(ws))
+	if err != nil {
+		return res, false, fmt.Errorf("creating %s: %w", filepath.Dir(ws), err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(ws), "."+filepath.Base(ws)+".tmp-*")
+	if err != nil {
+		removeCreated(parents)
+		return res, false, fmt.Errorf("creating workspace %s: %w", ws, err)
+	}
+	lock, err := wslock.Acquire(filepath.Join(tmp, scaffold.LockName), wslock.Self(st.in.started))
+	if err == nil {
+		if res, err = scaffold.Write(tmp, files); err == nil {
+			err = os.Rename(tmp, ws)
+		}
+	}
+	if err != nil {
+		_ = lock.Release()
+		os.RemoveAll(tmp)
+		if _, statErr := os.Lstat(ws); statErr == nil {
+			return scaffold.Result{}, false, nil // another run made it first
+		}
+		removeCreated(parents)
+		return scaffold.Result{}, false, fmt.Errorf("creating workspace %s: %w", ws, err)
+	}
+	st.holdCreated(lock, append(parents, ws))
+	return res, true, nil
+}
+
+// mkdirTracked is os.MkdirAll that returns the folders it created,
+// outermost first.
+func mkdirTracked(dir string) ([]string, error) {
+	var missing []string
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
+			break
+		}
+		missing = append([]string{d}, missing...)
+	}
+	for i, d := range missing {
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			removeCreated(missing[:i])
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil { // dir itself exists but is not a folder
+		removeCreated(missing)
+		return nil, err
+	}
+	return missing, nil
+}
+
+// removeCreated removes folders a run created, outermost first in dirs:
+// the innermost whole (the run's own workspace), the others only if empty
+// (another run may have put its own workspace beside it).
+func removeCreated(dirs []string) {
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if i == len(dirs)-1 {
+			os.RemoveAll(dirs[i])
+		} else {
+			os.Remove(dirs[i])
+		}
+	}
 }

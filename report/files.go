@@ -22,29 +22,47 @@ func Write(r *Report, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating report folder: %w", err)
 	}
+	files, err := Files(r, dir)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := atomicfile.Write(f.Path, f.Data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// File is one file of a record: its path and its bytes.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// Files renders what Write writes into dir, without writing it: the chart
+// (when the baseline has a top-10), report.json, report.md. It records
+// their paths in the report's workspace section.
+func Files(r *Report, dir string) ([]File, error) {
 	jsonPath, mdPath := filepath.Join(dir, "report.json"), filepath.Join(dir, "report.md")
 	if r.Workspace != nil {
 		r.Workspace.ReportJSON, r.Workspace.ReportMD = jsonPath, mdPath
 	}
+	var out []File
 	chart := ""
 	if b := r.Gates.HFBaseline; b != nil && len(b.Top10) > 0 {
 		png, err := topChart(b)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if err := atomicfile.Write(filepath.Join(dir, "top10.png"), png); err != nil {
-			return err
-		}
+		out = append(out, File{filepath.Join(dir, "top10.png"), png})
 		chart = "top10.png"
 	}
 	js, err := r.JSON()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := atomicfile.Write(jsonPath, append(js, '\n')); err != nil {
-		return err
-	}
-	return atomicfile.Write(mdPath, []byte(r.Markdown(chart)))
+	return append(out, File{jsonPath, append(js, '\n')}, File{mdPath, []byte(r.Markdown(chart))}), nil
 }
 
 // topChart draws the top-10 next-token probabilities as a PNG bar chart.

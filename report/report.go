@@ -117,9 +117,13 @@ type Workspace struct {
 	HelpersKept []string `json:"helpers_kept"`
 	// RecordDir is where the record of a folder phase0 did not create
 	// lives (its lock, report and reference), outside that folder.
-	RecordDir  string `json:"record_dir,omitempty"`
-	ReportJSON string `json:"report_json,omitempty"`
-	ReportMD   string `json:"report_md,omitempty"`
+	RecordDir string `json:"record_dir,omitempty"`
+	// Entered lists what the record wrote into such a folder (a mid-
+	// deployment one's progress.md entry and TODO.md tick), as paths
+	// relative to it; a folder with none is left as it was.
+	Entered    []string `json:"entered,omitempty"`
+	ReportJSON string   `json:"report_json,omitempty"`
+	ReportMD   string   `json:"report_md,omitempty"`
 }
 
 // ReusedFrom names the recorded verdict a run reused (report.json) and when

@@ -42,7 +42,11 @@ func (r *Report) Text() string {
 		for _, f := range w.Foreign {
 			fmt.Fprintf(&b, "  kept as found: %s\n", f)
 		}
-		if w.RecordDir != "" && w.ReportMD != "" {
+		switch {
+		case w.RecordDir != "" && w.ReportMD != "" && len(w.Entered) > 0:
+			fmt.Fprintf(&b, "  record (outside the folder): %s\n", w.ReportMD)
+			fmt.Fprintf(&b, "  written into the folder: %s (its Phase 0 entry and tick, nothing else)\n", strings.Join(w.Entered, ", "))
+		case w.RecordDir != "" && w.ReportMD != "":
 			fmt.Fprintf(&b, "  record (outside the folder, which phase0 left as it was): %s\n", w.ReportMD)
 		}
 	}

@@ -23,89 +23,122 @@ var ErrTodoLayout = errors.New("TODO.md does not have the expected layout")
 const (
 	blockerPrefix  = "- needs-human-review: "
 	blockersHeader = "## Active blockers"
+	// blockerMark ends every needs-human-review line phase0 writes: an HTML
+	// comment, invisible in rendered Markdown and left alone by formatters,
+	// that tells phase0's lines from a person's (which a PASS must keep).
+	blockerMark = " <!-- phase0 -->"
 )
 
 var phase0Box = regexp.MustCompile(`(?m)^- \[[ xX]\] 0: Build CPU Reference[ \t]*$`)
 
 // UpsertPhase0Entry puts entryMarkdown between the phase0 markers in
-// progress.md: it replaces the previous entry, or appends one. Everything
-// outside the markers is kept byte for byte.
+// progress.md (Phase0Entry) and writes it.
 func UpsertPhase0Entry(progressPath, entryMarkdown string) error {
 	text, err := readText(progressPath)
 	if err != nil {
 		return err
 	}
-	block := Phase0Begin + "\n" + strings.TrimSpace(entryMarkdown) + "\n" + Phase0End + "\n"
-
-	begin := strings.Index(text, Phase0Begin)
-	end := strings.Index(text, Phase0End)
-	var out string
-	switch {
-	case begin < 0 && end < 0:
-		out = text
-		if out != "" {
-			out = strings.TrimRight(out, "\n") + "\n\n"
-		}
-		out += block
-	case begin >= 0 && end > begin:
-		if strings.Count(text, Phase0Begin) > 1 || strings.Count(text, Phase0End) > 1 {
-			return fmt.Errorf("scaffold: %s has more than one phase0 entry; keep one pair of %s / %s markers",
-				progressPath, Phase0Begin, Phase0End)
-		}
-		rest := strings.TrimPrefix(text[end+len(Phase0End):], "\n")
-		out = text[:begin] + block + rest
-	default:
-		return fmt.Errorf("scaffold: %s has unbalanced phase0 markers (%s at %d, %s at %d); fix them by hand",
-			progressPath, Phase0Begin, begin, Phase0End, end)
+	out, err := Phase0Entry(text, progressPath, entryMarkdown)
+	if err != nil {
+		return err
 	}
 	return writeTracked(progressPath, []byte(out))
 }
 
-// SetPhase0Status records the Phase 0 outcome in TODO.md. On pass it ticks
-// "0: Build CPU Reference" and removes the needs-human-review lines an
-// earlier failed run left; on failure it unticks the box and lists one
-// "needs-human-review: <reason>" line per blocker under "## Active blockers"
-// (creating that section when missing). Other lines are kept as they are.
+// Phase0Entry is progress.md's text (read from progressPath, named in
+// errors) with entryMarkdown between the phase0 markers: it replaces the
+// previous entry, or appends one. Everything outside the markers is kept
+// byte for byte.
+func Phase0Entry(text, progressPath, entryMarkdown string) (string, error) {
+	block := Phase0Begin + "\n" + strings.TrimSpace(entryMarkdown) + "\n" + Phase0End + "\n"
+	begin := strings.Index(text, Phase0Begin)
+	end := strings.Index(text, Phase0End)
+	switch {
+	case begin < 0 && end < 0:
+		out := text
+		if out != "" {
+			out = strings.TrimRight(out, "\n") + "\n\n"
+		}
+		return out + block, nil
+	case begin >= 0 && end > begin:
+		if strings.Count(text, Phase0Begin) > 1 || strings.Count(text, Phase0End) > 1 {
+			return "", fmt.Errorf("scaffold: %s has more than one phase0 entry; keep one pair of %s / %s markers",
+				progressPath, Phase0Begin, Phase0End)
+		}
+		rest := strings.TrimPrefix(text[end+len(Phase0End):], "\n")
+		return text[:begin] + block + rest, nil
+	default:
+		return "", fmt.Errorf("scaffold: %s has unbalanced phase0 markers (%s at %d, %s at %d); fix them by hand",
+			progressPath, Phase0Begin, begin, Phase0End, end)
+	}
+}
+
+// SetPhase0Status records the Phase 0 outcome in TODO.md (Phase0Status)
+// and writes it.
 func SetPhase0Status(todoPath string, pass bool, blockers []string) error {
 	text, err := readText(todoPath)
 	if err != nil {
 		return err
 	}
+	out, err := Phase0Status(text, todoPath, pass, blockers, WrittenByPhase0(todoPath, []byte(text)))
+	if err != nil {
+		return err
+	}
+	return writeTracked(todoPath, []byte(out))
+}
+
+// Phase0Status is TODO.md's text (read from todoPath, named in errors) with
+// the Phase 0 outcome recorded. On pass it ticks "0: Build CPU Reference"
+// and removes the needs-human-review lines an earlier failed run left; on
+// failure it unticks the box and lists one "needs-human-review: <reason>"
+// line per blocker under "## Active blockers" (creating that section when
+// missing). Only lines phase0 wrote are removed: they end in blockerMark,
+// or, when ours says the whole file is as phase0 last wrote it (an older
+// phase0 wrote them unmarked), they carry the prefix. A person's
+// needs-human-review line, and every other line, is kept as it is.
+func Phase0Status(text, todoPath string, pass bool, blockers []string, ours bool) (string, error) {
 	if !phase0Box.MatchString(text) {
-		return fmt.Errorf("%w: %s has no \"- [ ] 0: Build CPU Reference\" line", ErrTodoLayout, todoPath)
+		return "", fmt.Errorf("%w: %s has no \"- [ ] 0: Build CPU Reference\" line", ErrTodoLayout, todoPath)
 	}
 	box := "- [ ] 0: Build CPU Reference"
 	if pass {
 		box = "- [x] 0: Build CPU Reference"
 	}
 	text = phase0Box.ReplaceAllLiteralString(text, box)
-
-	text = removeBlockerLines(text)
-
+	text = removeBlockerLines(text, ours)
 	if !pass {
 		if len(blockers) == 0 {
 			blockers = []string{"Phase 0 failed without a recorded reason"}
 		}
 		var lines strings.Builder
 		for _, b := range blockers {
-			lines.WriteString(blockerPrefix + strings.Join(strings.Fields(b), " ") + "\n")
+			lines.WriteString(blockerPrefix + strings.Join(strings.Fields(b), " ") + blockerMark + "\n")
 		}
 		text = insertUnderHeader(text, blockersHeader, lines.String())
 	}
-	return writeTracked(todoPath, []byte(text))
+	return text, nil
+}
+
+// phase0Blocker says whether line is a needs-human-review line phase0
+// wrote: marked, or (legacy: the file is phase0's own) any with the prefix.
+func phase0Blocker(line string, legacy bool) bool {
+	if !strings.HasPrefix(line, blockerPrefix) {
+		return false
+	}
+	return legacy || strings.HasSuffix(strings.TrimRight(line, "\r\n"), blockerMark)
 }
 
 // removeBlockerLines drops the needs-human-review lines phase0 wrote, and
 // the blank line that separated them from the next section.
-func removeBlockerLines(text string) string {
+func removeBlockerLines(text string, legacy bool) string {
 	lines := strings.SplitAfter(text, "\n")
 	var kept []string
 	for i := 0; i < len(lines); i++ {
-		if !strings.HasPrefix(lines[i], blockerPrefix) {
+		if !phase0Blocker(lines[i], legacy) {
 			kept = append(kept, lines[i])
 			continue
 		}
-		lastRemoved := i+1 >= len(lines) || !strings.HasPrefix(lines[i+1], blockerPrefix)
+		lastRemoved := i+1 >= len(lines) || !phase0Blocker(lines[i+1], legacy)
 		if lastRemoved && i+1 < len(lines) && lines[i+1] == "\n" && len(kept) > 0 && kept[len(kept)-1] == "\n" {
 			i++
 		}
@@ -137,6 +170,9 @@ func insertUnderHeader(text, header, lines string) string {
 	}
 	return text[:at] + lines + rest
 }
+
+// ReadDoc is a document's text ("" when it does not exist).
+func ReadDoc(p string) (string, error) { return readText(p) }
 
 func readText(p string) (string, error) {
 	data, err := os.ReadFile(p)

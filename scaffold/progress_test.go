@@ -93,7 +93,7 @@ func TestSetPhase0Status(t *testing.T) {
 		t.Fatal(err)
 	}
 	failed := readWS(t, ws, "TODO.md")
-	wantBlock := "## Active blockers\n\n- needs-human-review: HF baseline: top-1 is NaN\n- needs-human-review: config mismatch: rope_theta\n\n## Phase 2 prerequisites"
+	wantBlock := "## Active blockers\n\n- needs-human-review: HF baseline: top-1 is NaN <!-- phase0 -->\n- needs-human-review: config mismatch: rope_theta <!-- phase0 -->\n\n## Phase 2 prerequisites"
 	if !strings.Contains(failed, wantBlock) || !strings.Contains(failed, "- [ ] 0: Build CPU Reference") {
 		t.Fatalf("after failure:\n%s", failed)
 	}
@@ -131,7 +131,7 @@ func TestSetPhase0StatusKeepsUserBlockersAndAddsSection(t *testing.T) {
 	}
 	got, _ := os.ReadFile(p)
 	want := "# Deployment: x\n\n- [ ] 0: Build CPU Reference\n\n## Active blockers\n\n" +
-		"- needs-human-review: Phase 0 failed without a recorded reason\n- waiting for the NPU driver\n"
+		"- needs-human-review: Phase 0 failed without a recorded reason <!-- phase0 -->\n- waiting for the NPU driver\n"
 	if string(got) != want {
 		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
 	}
@@ -144,7 +144,7 @@ func TestSetPhase0StatusKeepsUserBlockersAndAddsSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, _ = os.ReadFile(p)
-	if want := noSection + "\n## Active blockers\n\n- needs-human-review: weights: missing lm_head\n"; string(got) != want {
+	if want := noSection + "\n## Active blockers\n\n- needs-human-review: weights: missing lm_head <!-- phase0 -->\n"; string(got) != want {
 		t.Fatalf("got:\n%q\nwant:\n%q", got, want)
 	}
 }
@@ -156,5 +156,51 @@ func TestSetPhase0StatusNeedsCheckbox(t *testing.T) {
 	}
 	if err := SetPhase0Status(p, true, nil); !errors.Is(err, ErrTodoLayout) {
 		t.Fatalf("error = %v, want ErrTodoLayout", err)
+	}
+}
+
+// TestPassKeepsAPersonsReviewLine: a PASS removes only the blocker lines
+// phase0 wrote (marked), never a person's line with the same prefix, nor
+// the blank line after it; an older phase0's unmarked lines go only when
+// the file is as phase0 last wrote it.
+func TestPassKeepsAPersonsReviewLine(t *testing.T) {
+	human := "- needs-human-review: RoPE LUT layout differs from llama32_1b (written by a human, keep)\n"
+	text := "# Deployment: m\n\n## Phase status\n- [ ] 0: Build CPU Reference\n- [ ] 1: Kernel Validation\n\n## Active blockers\n\n" +
+		human + "\n## Resolved config (pulled from HF)\n"
+	p := filepath.Join(t.TempDir(), "TODO.md")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetPhase0Status(p, false, []string{"weights: missing lm_head"}); err != nil {
+		t.Fatal(err)
+	}
+	failed, _ := os.ReadFile(p)
+	if !strings.Contains(string(failed), "- needs-human-review: weights: missing lm_head <!-- phase0 -->\n") || !strings.Contains(string(failed), human) {
+		t.Fatalf("after a failure:\n%s", failed)
+	}
+	if err := SetPhase0Status(p, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := os.ReadFile(p)
+	if want := strings.Replace(text, "- [ ] 0:", "- [x] 0:", 1); string(got) != want {
+		t.Fatalf("after a PASS:\n%s\nwant:\n%s", got, want)
+	}
+
+	// Legacy: phase0's own workspace, its TODO.md as phase0 last wrote it
+	// with an unmarked line (an older phase0's): the PASS removes it.
+	ws := scaffoldWorkspace(t)
+	todo := filepath.Join(ws, "TODO.md")
+	legacy := strings.Replace(readWS(t, ws, "TODO.md"), "## Active blockers\n", "## Active blockers\n\n- needs-human-review: old reason\n", 1)
+	if !strings.Contains(legacy, "old reason") {
+		t.Fatalf("the template has no Active blockers section:\n%s", legacy)
+	}
+	if err := writeTracked(todo, []byte(legacy)); err != nil {
+		t.Fatal(err)
+	}
+	if err := SetPhase0Status(todo, true, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := readWS(t, ws, "TODO.md"); strings.Contains(got, "old reason") {
+		t.Errorf("an older phase0's line in phase0's own TODO.md was kept:\n%s", got)
 	}
 }

@@ -179,14 +179,51 @@ func readManifest(workspaceDir string) (manifest, error) {
 }
 
 func writeManifest(workspaceDir string, m manifest) error {
-	data, err := json.MarshalIndent(m, "", "  ")
+	data, err := encodeManifest(m)
 	if err != nil {
-		return fmt.Errorf("scaffold: encode manifest: %w", err)
+		return err
 	}
 	if err := os.MkdirAll(workspaceDir, 0o755); err != nil {
 		return fmt.Errorf("scaffold: create workspace %s: %w", workspaceDir, err)
 	}
-	return atomicfile.Write(filepath.Join(workspaceDir, ManifestName), append(data, '\n'))
+	return atomicfile.Write(filepath.Join(workspaceDir, ManifestName), data)
+}
+
+func encodeManifest(m manifest) ([]byte, error) {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("scaffold: encode manifest: %w", err)
+	}
+	return append(data, '\n'), nil
+}
+
+// ManifestAfter is the manifest of workspaceDir with files (workspace-
+// relative path → content) recorded as phase0's own: what a record that
+// writes those files in one commit writes as the manifest beside them.
+func ManifestAfter(workspaceDir string, files map[string][]byte) ([]byte, error) {
+	m, err := readManifest(workspaceDir)
+	if err != nil {
+		return nil, err
+	}
+	for p, data := range files {
+		rel, err := cleanRel(p)
+		if err != nil {
+			return nil, err
+		}
+		m.Files[rel] = sha256Hex(data)
+	}
+	return encodeManifest(m)
+}
+
+// WrittenByPhase0 says whether data is the content phase0 last recorded for
+// path in its workspace's manifest (false outside a phase0 workspace).
+func WrittenByPhase0(path string, data []byte) bool {
+	ws, rel, ok := findWorkspace(path)
+	if !ok {
+		return false
+	}
+	m, err := readManifest(ws)
+	return err == nil && m.Files[rel] == sha256Hex(data)
 }
 
 func sha256Hex(data []byte) string {

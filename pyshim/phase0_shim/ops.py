@@ -156,7 +156,7 @@ def loader_facts(args: ModuleArgs) -> LoaderFactsResult:
     module, model_dir = Path(str(args["weights_module"])), Path(args["model_dir"])
     what = f"{module.stem}.load_weights"
     try:
-        with progress.reading("python_weights", what, progress.checkpoint_bytes(model_dir)):
+        with progress.reading("python_weights", what, progress.checkpoint_bytes(model_dir), model_dir):
             return facts.loader_facts(module, model_dir)
     finally:
         # The arrays are gone; their pages go back before the HF model loads.

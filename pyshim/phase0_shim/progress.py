@@ -136,19 +136,35 @@ def checkpoint_bytes(model_dir: Path | str) -> int:
     return sum(p.stat().st_size for p in Path(model_dir).glob("*.safetensors") if p.is_file())
 
 
+def maps_under(folder: Path | str) -> bool:
+    """Whether this process has a file under ``folder`` memory-mapped (Linux
+    /proc/self/maps): such a loader reads by page faults, which no read
+    counter sees."""
+    root = os.path.realpath(folder).rstrip("/") + "/"
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            return any(line.rstrip("\n").split(maxsplit=5)[-1].startswith(root) for line in f if line.count(" ") >= 5)
+    except OSError:
+        return False
+
+
 @contextmanager
-def reading(stage: str, what: str, total: int) -> Iterator[None]:
-    """Watch code that reads ``total`` bytes and cannot report by itself (a
-    generated loader): how much the process has read since, and an ETA from
-    it. A loader that maps the files instead of reading them shows the time
-    only."""
+def reading(stage: str, what: str, total: int, folder: Path | str | None = None) -> Iterator[None]:
+    """Watch code that reads ``total`` bytes of ``folder`` and cannot report
+    by itself (a generated loader): how much the process has read since, and
+    an ETA from it. A loader that maps the files instead of reading them
+    (upstream's modules, safetensors' safe_open) shows the time only: the
+    bytes it has read say nothing about how far it is."""
     progress = Progress(stage)
     first = bytes_read()
+    mapped = False
 
     def report() -> None:
+        nonlocal mapped
+        mapped = mapped or (folder is not None and maps_under(folder))
         now = bytes_read()
         done = now - first if now is not None and first is not None else 0
-        if done > 0 and total > 0:
+        if done > 0 and total > 0 and not mapped:
             done = min(done, total)
             progress.update(done, total, f"{what}: {size(done)} of {size(total)} read")
         else:
