@@ -97,7 +97,7 @@ func TestFullDiskKeepsTheRecordWhole(t *testing.T) {
 		if tmp := temporaries(t, out); len(tmp) > 0 {
 			t.Errorf("%d KiB free: temporaries left: %v", free>>10, tmp)
 		}
-		t.Logf("%d KiB free: exit %d %s", free>>10, code, firstLine(r.Error))
+		t.Logf("%d KiB free: exit %d %s", free>>10, code, headLine(r.Error))
 	}
 	if exits[2] == 0 || exits[0] == 0 {
 		t.Errorf("exits %v: the levels no longer span a refused record and a complete one", exits)
@@ -153,11 +153,11 @@ func TestNoHalfWrittenWorkspace(t *testing.T) {
 			r := Run(context.Background(), s, model, "test")
 			code := ExitCode(r)
 			exits[code]++
-			t.Logf("%d KiB free: exit %d %s", free>>10, code, firstLine(r.Error))
+			t.Logf("%d KiB free: exit %d %s", free>>10, code, headLine(r.Error))
 			switch code {
 			case 2:
 				if left := entries(t, out); len(left) > 0 {
-					t.Errorf("%d KiB free: exit 2 (%s) left %v", free>>10, firstLine(r.Error), left)
+					t.Errorf("%d KiB free: exit 2 (%s) left %v", free>>10, headLine(r.Error), left)
 				}
 			case 0:
 				if _, err := os.Stat(filepath.Join(out, "new", "docs", "development_progress", "phase0", "report.json")); err != nil {
@@ -175,4 +175,10 @@ func TestNoHalfWrittenWorkspace(t *testing.T) {
 			t.Errorf("exits %v: the levels no longer span refused workspaces and a complete one", exits)
 		}
 	})
+}
+
+// headLine is the first line of s, for the tests' logs.
+func headLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
