@@ -11,6 +11,7 @@ import (
 
 	"phase0/internal/testenv"
 	"phase0/report"
+	"phase0/reuse"
 	"phase0/verdict"
 )
 
@@ -75,9 +76,9 @@ func TestFullDiskKeepsTheRecordWhole(t *testing.T) {
 		}
 		switch {
 		case code == 0:
-			var in inputsRecord
+			var in reuse.Record
 			if err := json.Unmarshal([]byte(after["docs/development_progress/phase0/inputs.json"]), &in); err != nil ||
-				in.ReportSHA256 != sha256Hex([]byte(after["docs/development_progress/phase0/report.json"])) || onDisk.Status != verdict.Pass {
+				in.ReportSHA256 != reuse.SHA256Hex([]byte(after["docs/development_progress/phase0/report.json"])) || onDisk.Status != verdict.Pass {
 				t.Errorf("%d KiB free: exit 0 but the record is not a whole PASS (report %s, inputs.json %v)", free>>10, onDisk.Status, err)
 			}
 			before = after

@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"phase0/internal/atomicfile"
 	"phase0/report"
+	"phase0/reuse"
 	"phase0/scaffold"
 	"phase0/verdict"
 )
@@ -59,7 +59,7 @@ func recordStage(_ context.Context, st *state) (*recorded, outcome, error) {
 		return rec, outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err)
 	}
 	files = append(files, docs...)
-	inputs := filepath.Join(dir, inputsName)
+	inputs := filepath.Join(dir, reuse.FileName)
 	// Every file must be writable before the first is staged: a clear
 	// message for a read-only or immutable file, a folder in a file's place.
 	for _, p := range append(paths(files), inputs) {
@@ -90,7 +90,7 @@ func recordStage(_ context.Context, st *state) (*recorded, outcome, error) {
 		return fail(err)
 	}
 	if in := st.facts.inputs; in != nil {
-		data, err := inputsJSON(in, w.dir, rec.json, files)
+		data, err := reuse.Encode(in, w.dir, rec.json, files)
 		if err == nil {
 			err = atomicfile.Write(inputs, data)
 		}
@@ -177,32 +177,6 @@ func paths(files []report.File) []string {
 func (st *state) progressEntryOf(r *report.Report) string {
 	w := st.facts.workspace
 	return progressEntry(r, st.facts.analysis.Config, w.spec, filepath.Dir(w.dir), definesFunc(st.weightsModule(), "default_checkpoint"))
-}
-
-// inputsJSON is inputs.json for the record just committed: in, with the
-// workspace stamped as the record left it, naming report.json (at path,
-// whose bytes are among files) by its sha256.
-func inputsJSON(in *inputsRecord, ws, path string, files []report.File) ([]byte, error) {
-	rec := *in
-	rec.Report = path
-	for _, f := range files {
-		if f.Path == path {
-			rec.ReportSHA256 = sha256Hex(f.Data)
-		}
-	}
-	if rec.ReportSHA256 == "" {
-		return nil, fmt.Errorf("inputs.json: the record has no %s", path)
-	}
-	stamp, err := stampWorkspace(ws)
-	if err != nil {
-		return nil, fmt.Errorf("inputs.json: %w", err)
-	}
-	rec.Inputs.Workspace = stamp
-	js, err := json.MarshalIndent(rec, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("inputs.json: %w", err)
-	}
-	return append(js, '\n'), nil
 }
 
 // reportRecorded is the report as the record stage writes it: the run so

@@ -15,6 +15,7 @@ import (
 
 	"phase0/reference"
 	"phase0/report"
+	"phase0/reuse"
 	"phase0/scaffold"
 	"phase0/verdict"
 )
@@ -239,7 +240,7 @@ func (st *state) recordSources(ctx context.Context, dir string) error {
 // was made (nil when none did).
 func sourcesUnchanged(dir string) error {
 	var old fingerprint.Sources
-	if err := readJSONFile(filepath.Join(dir, sourcesName), &old); err != nil {
+	if err := reuse.ReadJSON(filepath.Join(dir, sourcesName), &old); err != nil {
 		return fmt.Errorf("the recording's %s is unreadable (%w)", sourcesName, err)
 	}
 	if why := fingerprint.SourcesChange(old, old.Restamp()); why != "" {

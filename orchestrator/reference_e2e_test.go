@@ -13,6 +13,7 @@ import (
 	"phase0/internal/testenv"
 	"phase0/reference"
 	"phase0/report"
+	"phase0/reuse"
 	"phase0/safetensors"
 	"phase0/verdict"
 )
@@ -264,7 +265,7 @@ HfRunner.decode_step = _broken_decode_step
 	if r.Workspace == nil {
 		t.Fatal("no workspace in the report")
 	}
-	inputs := filepath.Join(r.Workspace.Dir, "docs", "development_progress", "phase0", inputsName)
+	inputs := filepath.Join(r.Workspace.Dir, "docs", "development_progress", "phase0", reuse.FileName)
 	if _, err := os.Stat(inputs); !os.IsNotExist(err) {
 		t.Errorf("%s exists (%v): the next run would reuse a verdict without a reference", inputs, err)
 	}

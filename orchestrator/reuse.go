@@ -1,153 +1,26 @@
 package orchestrator
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"time"
 
-	"phase0/internal/boundedfile"
-	"phase0/report"
-
-	"phase0/configs"
 	"phase0/fingerprint"
 	"phase0/hfcache"
-	"phase0/scaffold"
+	"phase0/report"
+	"phase0/reuse"
 	"phase0/verdict"
 )
 
 // A repeat `run` on unchanged inputs reuses the recorded verdict instead of
-// starting Python (seconds of interpreter start, torch import and model
-// load for an answer that cannot change). The inputs are everything the
-// verdict read, stamped by package fingerprint (size, mtime, ctime, inode,
-// device, HF blob; small files by content): every file of the model folder,
-// every file of the workspace module (whoever wrote it), the verify/ tree,
-// every Python source the worker imported outside the standard library
-// (with the import path's folders and the .pth files, so a new
-// sitecustomize is seen), the environment variables that steer Python and
-// torch, the settings that change a verdict, phase0's build, the
-// interpreter and its installed distributions, and the recorded reference
-// the report names. Only a PASS is reused: a FAIL may come from the machine
-// (memory, a timeout, a crash) and is cheap to recompute anyway. When in
-// doubt (a file that cannot be stamped, a record without a stamp) nothing
-// is reused and the run says which input changed. The import map, the
-// folders submodules were looked up in, the environment rules and the CPU
-// flags are fingerprint.Sources'; the extracted shim is checked against the
-// binary's own copy (shim.go) before it is stamped.
-
-// inputsName is the file, next to report.json, that records the inputs of
-// the verdict in report.json.
-const inputsName = "inputs.json"
-
-// inputsFormat changes when the stamps change meaning; an older record is
-// then simply not reused. 3: the settings are keyed by their YAML key
-// (configs.Table), cpu_helpers.attention_fallback included. 4: the sources
-// carry the import map, the lookup folders and the CPU flags; the built-in
-// shim is stamped.
-const inputsFormat = 4
-
-// maxRecordFile bounds report.json and inputs.json.
-const maxRecordFile = 64 << 20
-
-// runInputs is what a `run` verdict depends on.
-type runInputs struct {
-	Settings settingsInputs          `json:"settings"`
-	Phase0   phase0Inputs            `json:"phase0"`
-	Python   fingerprint.Interpreter `json:"python"`
-	Model    modelInputs             `json:"model"`
-	Verify   []fingerprint.File      `json:"verify"`
-	Shim     []fingerprint.File      `json:"shim"`
-	// Workspace is every file of the workspace module: the manifest, the
-	// files it lists and every .py file there, whoever wrote it.
-	Workspace []fingerprint.File `json:"workspace"`
-	// Sources and Reference are stamped at the end of a run (the worker
-	// reports what it imported; the reference is recorded late).
-	Sources   *fingerprint.Sources `json:"sources,omitempty"`
-	Reference *referenceStamp      `json:"reference,omitempty"`
-	// shimRepaired says why the built-in shim's unpacked copy was unpacked
-	// again while it was stamped ("" when it was intact): not recorded, a
-	// reason not to reuse.
-	shimRepaired string
-}
-
-// referenceStamp is the recorded reference a reused PASS names: it must
-// still be there, byte for byte, for the verdict to be reused.
-type referenceStamp struct {
-	Dir       string             `json:"dir"`
-	KeySHA256 string             `json:"key_sha256"`
-	Files     []fingerprint.File `json:"files"`
-}
-
-// settingsInputs are the settings that can change a verdict or where it is
-// recorded, by YAML key: the command, the model argument, and every setting
-// configs.Table marks Verdict (not fresh, workers or the progress display).
-type settingsInputs map[string]any
-
-// stampSettings reads the verdict's settings from s; a path is made absolute.
-func stampSettings(command, model string, s *Settings) (settingsInputs, error) {
-	in := settingsInputs{"command": command, "model": model}
-	for _, row := range configs.Table {
-		if !row.Verdict {
-			continue
-		}
-		v, err := row.Get(s)
-		if err != nil {
-			return nil, err
-		}
-		switch x := v.(type) {
-		case string:
-			if row.Kind == configs.Path {
-				v = absPath(x)
-			}
-		case time.Duration:
-			v = x.String()
-		}
-		in[row.Key] = v
-	}
-	return in, nil
-}
-
-// absPath is p made absolute ("" stays "").
-func absPath(p string) string {
-	if p == "" {
-		return ""
-	}
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
-}
-
-type phase0Inputs struct {
-	Version    string           `json:"version"`
-	Executable fingerprint.File `json:"executable"`
-}
-
-type modelInputs struct {
-	Dir         string             `json:"dir"`
-	ID          string             `json:"id"`
-	Revision    string             `json:"revision,omitempty"`
-	PromptStyle string             `json:"prompt_style,omitempty"`
-	Files       []fingerprint.File `json:"files"`
-}
-
-// inputsRecord is inputs.json.
-type inputsRecord struct {
-	Format       int       `json:"format"`
-	Recorded     time.Time `json:"recorded"`
-	Report       string    `json:"report"`
-	ReportSHA256 string    `json:"report_sha256"`
-	Inputs       runInputs `json:"inputs"`
-}
+// starting Python; package reuse says what the inputs are and when a
+// recorded PASS stands. Here are the two stages: reuse (stamp, compare, end
+// the chain on a reused PASS) and record_inputs (stamp what the verdict of
+// this run read, for the record to write as inputs.json).
 
 // reuseStage reuses the recorded verdict when none of its inputs changed;
 // otherwise it says why not (SKIPPED) and the chain runs in full. It never
@@ -168,14 +41,14 @@ func reuseStage(_ context.Context, st *state) (reuseResult, outcome, error) {
 // reuseResult is the reuse stage's: the inputs stamped before the run (nil
 // when they could not be), and the recorded verdict when it is reused.
 type reuseResult struct {
-	stamp  *runInputs
+	stamp  *reuse.Inputs
 	reused *report.Report
 }
 
 // reusable returns the recorded report when it can be reused, else why not.
 // Whatever it stamps goes to *stamp, to be compared at the end of a full
 // run; under --fresh it only stamps.
-func (st *state) reusable(stamped **runInputs) (*report.Report, string) {
+func (st *state) reusable(stamped **reuse.Inputs) (*report.Report, string) {
 	s := st.in.s
 	ref, why := reuseModel(s, st.in.arg)
 	if why != "" {
@@ -210,15 +83,9 @@ func (st *state) reusable(stamped **runInputs) (*report.Report, string) {
 	if s.Refresh {
 		return nil, "--refresh (the reference is recorded anew)"
 	}
-	var rec inputsRecord
-	if err := readJSONFile(filepath.Join(reports, inputsName), &rec); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			if _, err := os.Stat(filepath.Join(reports, "report.json")); err == nil {
-				return nil, "the verdict recorded in " + reports + " is not a reusable PASS"
-			}
-			return nil, "no recorded verdict in " + reports
-		}
-		return nil, "the recorded inputs are unreadable: " + err.Error()
+	rec, why := reuse.Recorded(reports)
+	if why != "" {
+		return nil, why
 	}
 	if ref.Dir == "" { // the default model: its folder and stamp are phase0's own conversion
 		ref.Dir, ref.Revision = rec.Inputs.Model.Dir, rec.Inputs.Model.Revision
@@ -226,40 +93,7 @@ func (st *state) reusable(stamped **runInputs) (*report.Report, string) {
 			return nil, why
 		}
 	}
-	if (*stamped).shimRepaired != "" {
-		return nil, (*stamped).shimRepaired
-	}
-	if rec.Format != inputsFormat {
-		return nil, fmt.Sprintf("the recorded inputs are format %d, this phase0 writes %d", rec.Format, inputsFormat)
-	}
-	if why := inputsChange(&rec.Inputs, *stamped); why != "" {
-		return nil, why
-	}
-	data, err := boundedfile.Read(rec.Report, maxRecordFile)
-	if err != nil {
-		return nil, "the recorded report is unreadable: " + err.Error()
-	}
-	if sha256Hex(data) != rec.ReportSHA256 {
-		return nil, rec.Report + " changed since it was recorded"
-	}
-	var r report.Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Sprintf("%s is not a phase0 report: %v", rec.Report, err)
-	}
-	if r.Status != verdict.Pass {
-		return nil, fmt.Sprintf("the recorded verdict is %s; only a PASS is reused", r.Status)
-	}
-	if rec.Inputs.Sources == nil {
-		return nil, "the recorded inputs list no Python sources"
-	}
-	if why := fingerprint.SourcesChange(*rec.Inputs.Sources, rec.Inputs.Sources.Restamp()); why != "" {
-		return nil, why
-	}
-	if why := referenceStillThere(&r, rec.Inputs.Reference); why != "" {
-		return nil, why
-	}
-	r.ReusedFrom = &report.ReusedFrom{Path: rec.Report, Recorded: rec.Recorded}
-	return &r, ""
+	return reuse.Decide(rec, *stamped)
 }
 
 // reuseModel finds the model's id, and its folder, without Python and
@@ -299,14 +133,14 @@ func reuseModel(s *Settings, arg string) (*resolvedModel, string) {
 // them (inputs.json) with the report, in one commit. For any other verdict
 // it returns nil, and the record removes a stale inputs.json. Inputs that
 // changed while the run read them are not recorded.
-func recordInputsStage(ctx context.Context, st *state) (*inputsRecord, outcome, error) {
+func recordInputsStage(ctx context.Context, st *state) (*reuse.Record, outcome, error) {
 	ws, ref := st.facts.workspace.dir, st.facts.model
 	reports, err := reportDirFor(st.in.s, ws, ref.ID)
 	if err != nil {
 		return nil, outcome{}, err
 	}
-	path := filepath.Join(reports, inputsName)
-	forget := func(why string) (*inputsRecord, outcome, error) {
+	path := filepath.Join(reports, reuse.FileName)
+	forget := func(why string) (*reuse.Record, outcome, error) {
 		return nil, outcome{status: verdict.Skip, detail: why + "; the next run runs everything"}, nil
 	}
 	if status := st.status(); status != verdict.Pass {
@@ -324,7 +158,7 @@ func recordInputsStage(ctx context.Context, st *state) (*inputsRecord, outcome, 
 	if stamped := st.facts.reuse.stamp; stamped != nil && stamped.Model.Dir == cur.Model.Dir {
 		before := *stamped
 		before.Workspace = cur.Workspace // the run itself writes them
-		if why := inputsChange(&before, cur); why != "" {
+		if why := reuse.Change(&before, cur); why != "" {
 			return forget(why + " during the run")
 		}
 	}
@@ -342,10 +176,10 @@ func recordInputsStage(ctx context.Context, st *state) (*inputsRecord, outcome, 
 		if err != nil {
 			return forget("the reference just recorded cannot be stamped: " + err.Error())
 		}
-		cur.Reference = &referenceStamp{Dir: r.Dir, KeySHA256: r.KeySHA256, Files: files}
+		cur.Reference = &reuse.ReferenceStamp{Dir: r.Dir, KeySHA256: r.KeySHA256, Files: files}
 	}
 	// Report and ReportSHA256 are the record stage's: it renders report.json.
-	return &inputsRecord{Format: inputsFormat, Recorded: st.in.started, Inputs: *cur}, pass(path + " (written with the report)"), nil
+	return &reuse.Record{Format: reuse.Format, Recorded: st.in.started, Inputs: *cur}, pass(path + " (written with the report)"), nil
 }
 
 // reusedReport is the recorded report, marked as reused, with this run's
@@ -359,7 +193,7 @@ func (st *state) reusedReport() *report.Report {
 }
 
 // currentInputs stamps everything a verdict on ref in workspace ws depends on.
-func (st *state) currentInputs(ref *resolvedModel, ws string) (*runInputs, error) {
+func (st *state) currentInputs(ref *resolvedModel, ws string) (*reuse.Inputs, error) {
 	s := st.in.s
 	py, err := s.python()
 	if err != nil {
@@ -369,14 +203,14 @@ func (st *state) currentInputs(ref *resolvedModel, ws string) (*runInputs, error
 	if err != nil {
 		return nil, fmt.Errorf("finding phase0's own executable: %w", err)
 	}
-	settings, err := stampSettings(st.in.command, st.in.arg, s)
+	settings, err := reuse.StampSettings(st.in.command, st.in.arg, s)
 	if err != nil {
 		return nil, err
 	}
-	in := &runInputs{
+	in := &reuse.Inputs{
 		Settings: settings,
-		Phase0:   phase0Inputs{Version: st.in.version, Executable: stampExecutable(exe)},
-		Model:    modelInputs{Dir: ref.Dir, ID: ref.ID, Revision: ref.Revision, PromptStyle: ref.PromptStyle},
+		Phase0:   reuse.Phase0{Version: st.in.version, Executable: reuse.StampExecutable(exe)},
+		Model:    reuse.ModelInputs{Dir: ref.Dir, ID: ref.ID, Revision: ref.Revision, PromptStyle: ref.PromptStyle},
 	}
 	if in.Python, err = fingerprint.StampInterpreter(py); err != nil {
 		return nil, err
@@ -399,146 +233,23 @@ func (st *state) currentInputs(ref *resolvedModel, ws string) (*runInputs, error
 	if err != nil {
 		return nil, err
 	}
-	in.shimRepaired = repaired
+	in.ShimRepaired = repaired
 	if in.Shim, err = fingerprint.Tree(absPath(shim), fingerprint.TreeOptions{Skip: []string{".mypy_cache", ".pytest_cache"}}); err != nil {
 		return nil, fmt.Errorf("pyshim %s: %w", shim, err)
 	}
-	if in.Workspace, err = stampWorkspace(ws); err != nil {
+	if in.Workspace, err = reuse.StampWorkspace(ws); err != nil {
 		return nil, err
 	}
 	return in, nil
 }
 
-// stampWorkspace stamps the workspace module: the manifest and the files it
-// lists (phase0's), and every .py file of the folder (anyone's: a validated
-// upstream module has no manifest).
-func stampWorkspace(ws string) ([]fingerprint.File, error) {
-	listed, err := scaffold.ManifestFiles(ws)
-	if err != nil {
-		return nil, err
-	}
-	listed = append(listed, scaffold.ManifestName)
-	files, err := fingerprint.Tree(ws, fingerprint.TreeOptions{
-		Skip:  []string{"reference", ".phase0"},
-		Files: func(rel string) bool { return strings.HasSuffix(rel, ".py") || slices.Contains(listed, rel) },
-	})
-	if errors.Is(err, fs.ErrNotExist) {
-		return []fingerprint.File{}, nil // not generated yet: every listed file is new at the end
-	}
-	return files, err
-}
-
-// referenceStillThere says why a recorded PASS cannot be reused because of
-// its reference ("" when it can): a PASS that names a recording needs that
-// recording, unchanged.
-func referenceStillThere(r *report.Report, stamp *referenceStamp) string {
-	if r.Reference == nil || r.Reference.Status != verdict.Pass {
+// absPath is p made absolute ("" stays "").
+func absPath(p string) string {
+	if p == "" {
 		return ""
 	}
-	if stamp == nil || stamp.KeySHA256 != r.Reference.KeySHA256 {
-		return "the recorded inputs do not stamp the reference the report names"
+	if a, err := filepath.Abs(p); err == nil {
+		return a
 	}
-	files, err := fingerprint.Tree(stamp.Dir, fingerprint.TreeOptions{})
-	if errors.Is(err, fs.ErrNotExist) {
-		return "the recorded reference " + stamp.Dir + " is gone (it is recorded again)"
-	}
-	if err != nil {
-		return "the recorded reference cannot be stamped: " + err.Error()
-	}
-	if why := fingerprint.Change("reference file", stamp.Files, files); why != "" {
-		return why + " in " + stamp.Dir + " (it is recorded again)"
-	}
-	return ""
-}
-
-// inputsChange names the first input that differs, or "" when none does.
-func inputsChange(old, cur *runInputs) string {
-	if why := fieldChange("setting", old.Settings, cur.Settings); why != "" {
-		return why
-	}
-	if why := fieldChange("phase0", old.Phase0, cur.Phase0); why != "" {
-		return why
-	}
-	if why := fieldChange("python environment", old.Python, cur.Python); why != "" {
-		return why
-	}
-	if why := fieldChange("model", old.Model, cur.Model); why != "" {
-		return why
-	}
-	for _, l := range []struct {
-		what     string
-		old, cur []fingerprint.File
-	}{{"verify file", old.Verify, cur.Verify}, {"pyshim file", old.Shim, cur.Shim}, {"workspace file", old.Workspace, cur.Workspace}} {
-		if why := fingerprint.Change(l.what, l.old, l.cur); why != "" {
-			return why
-		}
-	}
-	return ""
-}
-
-// fieldChange compares two values by their JSON and names the first
-// top-level field that differs (file lists are named file by file).
-func fieldChange(what string, old, cur any) string {
-	var a, b map[string]json.RawMessage
-	ja, _ := json.Marshal(old)
-	jb, _ := json.Marshal(cur)
-	if bytes.Equal(ja, jb) {
-		return ""
-	}
-	if json.Unmarshal(ja, &a) != nil || json.Unmarshal(jb, &b) != nil {
-		return what + " changed"
-	}
-	keys := slices.Sorted(func(yield func(string) bool) {
-		for k := range a {
-			if !yield(k) {
-				return
-			}
-		}
-		for k := range b {
-			if _, dup := a[k]; !dup && !yield(k) {
-				return
-			}
-		}
-	})
-	for _, k := range keys {
-		if bytes.Equal(a[k], b[k]) {
-			continue
-		}
-		var fa, fb []fingerprint.File
-		if k == "files" && json.Unmarshal(a[k], &fa) == nil && json.Unmarshal(b[k], &fb) == nil {
-			return fingerprint.Change(what+" file", fa, fb)
-		}
-		var da, db []string
-		if k == "dists" && json.Unmarshal(a[k], &da) == nil && json.Unmarshal(b[k], &db) == nil {
-			if i := slices.IndexFunc(db, func(d string) bool { return !slices.Contains(da, d) }); i >= 0 {
-				return fmt.Sprintf("%s: %s was installed", what, db[i])
-			}
-			if i := slices.IndexFunc(da, func(d string) bool { return !slices.Contains(db, d) }); i >= 0 {
-				return fmt.Sprintf("%s: %s was removed", what, da[i])
-			}
-		}
-		return fmt.Sprintf("%s %s changed (%s → %s)", what, k, clip(a[k]), clip(b[k]))
-	}
-	return what + " changed"
-}
-
-func clip(raw json.RawMessage) string {
-	s := string(raw)
-	if len(s) > 80 {
-		s = s[:77] + "..."
-	}
-	return s
-}
-
-func readJSONFile(path string, v any) error {
-	data, err := boundedfile.Read(path, maxRecordFile)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(data, v)
-}
-
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	return p
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"phase0/configs"
+	"phase0/reuse"
 )
 
 // notSettings are the Settings fields no configs.Table row fills: the
@@ -37,7 +38,7 @@ func TestSettingsFieldsAreTableRows(t *testing.T) {
 // a path made absolute and a duration as text.
 func TestReuseInputsAreVerdictSettings(t *testing.T) {
 	s := &Settings{LLMSDir: "rel/llms", Timeout: 90 * time.Second, Workers: 3, Fresh: true, MaxSeq: 64}
-	in, err := stampSettings("run", "m", s)
+	in, err := reuse.StampSettings("run", "m", s)
 	if err != nil {
 		t.Fatal(err)
 	}

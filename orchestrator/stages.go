@@ -8,6 +8,7 @@ import (
 	"phase0/model"
 	"phase0/preflight"
 	"phase0/report"
+	"phase0/reuse"
 	"phase0/verdict"
 	"phase0/weights"
 )
@@ -43,7 +44,7 @@ var (
 	stepMachine = produce("machine", machineStage, func(st *state, p *preflight.Report) { st.sections.machine = p })
 	// record_inputs stamps what the verdict depended on; record writes it
 	// (inputs.json) with the report, in one commit (record.go).
-	stepRecordInputs = produce("record_inputs", recordInputsStage, func(st *state, in *inputsRecord) { st.facts.inputs = in })
+	stepRecordInputs = produce("record_inputs", recordInputsStage, func(st *state, in *reuse.Record) { st.facts.inputs = in })
 	stepRecord       = produce("record", recordStage, func(st *state, r *recorded) { st.facts.recorded = r })
 )
 

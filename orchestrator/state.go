@@ -13,6 +13,7 @@ import (
 	"phase0/ops"
 	"phase0/preflight"
 	"phase0/report"
+	"phase0/reuse"
 	"phase0/safetensors"
 	"phase0/scaffold"
 	"phase0/verdict"
@@ -67,7 +68,7 @@ type facts struct {
 	memory     *memoryVerdict  // memory: the estimate and, when too small, the refusal
 	workspace  *workspace      // generate: <name>/, its spec and what was written
 	tie        *configgate.TieFacts
-	inputs     *inputsRecord // record_inputs: inputs.json, written with the record (nil: a verdict not to reuse)
+	inputs     *reuse.Record // record_inputs: inputs.json, written with the record (nil: a verdict not to reuse)
 	recorded   *recorded     // record: where the report was written
 }
 

@@ -1,4 +1,4 @@
-package orchestrator
+package reuse
 
 import (
 	"os"
@@ -14,7 +14,7 @@ func TestStampExecutable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	orig := stampExecutable(self)
+	orig := StampExecutable(self)
 	if orig.SHA256 == "" || orig.MTime != 0 {
 		t.Fatalf("stamp of the test binary %+v, want its build ID hash", orig)
 	}
@@ -30,14 +30,14 @@ func TestStampExecutable(t *testing.T) {
 	if err := os.Chtimes(copyPath, later, later); err != nil {
 		t.Fatal(err)
 	}
-	if got := stampExecutable(copyPath); got != orig {
+	if got := StampExecutable(copyPath); got != orig {
 		t.Errorf("identical binary with a new mtime: %+v, want %+v", got, orig)
 	}
 	script := filepath.Join(t.TempDir(), "phase0")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho phase0\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got := stampExecutable(script); got.SHA256 != "" || got.MTime == 0 || got == orig {
+	if got := StampExecutable(script); got.SHA256 != "" || got.MTime == 0 || got == orig {
 		t.Errorf("a non-ELF executable: %+v, want a metadata stamp", got)
 	}
 }
