@@ -8,6 +8,7 @@ import (
 	"phase0/configgate"
 	"phase0/internal/gcpause"
 	"phase0/model"
+	"phase0/preflight"
 	"phase0/report"
 	"phase0/safetensors"
 	"phase0/verdict"
@@ -24,6 +25,30 @@ func Inspect(ctx context.Context, s *Settings, modelArg, version string) *report
 	local := *s
 	local.HeadersOnly = true
 	return runChain(ctx, &local, "inspect", modelArg, version, withoutSkippedScan(inspectStages, &local))
+}
+
+// InspectSized is Inspect that also returns the checkpoint's sizes and the
+// estimated peak memory of the Python stages (nil when no headers were
+// read): what a list's triage row shows.
+func InspectSized(ctx context.Context, s *Settings, modelArg, version string) (*report.Report, *preflight.Memory) {
+	local := *s
+	var st state
+	r := runChain(ctx, &local, "inspect", modelArg, version, inspectFor(&local, &st))
+	if inv := st.inv(); inv != nil {
+		m := referenceMemory(inv)
+		return r, &m
+	}
+	return r, nil
+}
+
+// inspectFor is the inspect chain with a last step that hands the state out,
+// so InspectSized can read the inventory.
+func inspectFor(s *Settings, out *state) []stage {
+	s.HeadersOnly = true
+	return append(withoutSkippedScan(inspectStages, s), check("triage", func(_ context.Context, st *state) (outcome, error) {
+		*out = *st
+		return pass(""), nil
+	}))
 }
 
 // withoutSkippedScan drops the scan stage when it was not asked for, so

@@ -25,6 +25,10 @@ func ExitCode(r *report.Report) int {
 	return r.Status.ExitCode()
 }
 
+// ErrInterrupted marks a run stopped by a signal (errors.Is): its report
+// says interrupted, and the exit is 130.
+var ErrInterrupted = errInterrupted
+
 // ErrorReport is the report of an invocation that never reached a model
 // (bad flags or settings): status ERROR, so --json still prints one object.
 func ErrorReport(command, modelArg, version string, err error) *report.Report {

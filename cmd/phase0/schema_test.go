@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"phase0/compare"
-	"phase0/orchestrator"
+	"phase0/listrun"
 	"phase0/preflight"
 	"phase0/report"
 )
@@ -25,8 +25,8 @@ var schemaTypes = map[string]reflect.Type{
 	"report":       reflect.TypeFor[report.Report](),
 	"section":      nil, // included by the others only
 	"preflight":    reflect.TypeFor[preflight.Report](),
-	"run-list":     reflect.TypeFor[orchestrator.Batch](),
-	"inspect-list": reflect.TypeFor[orchestrator.Triage](),
+	"run-list":     reflect.TypeFor[listrun.Batch](),
+	"inspect-list": reflect.TypeFor[listrun.Triage](),
 	"compare":      reflect.TypeFor[compare.Result](),
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"phase0/internal/testenv"
+	"phase0/listrun"
 	"phase0/modellist"
 	"phase0/orchestrator"
 	"phase0/verdict"
@@ -49,7 +50,7 @@ func (b *bench) triage() error {
 	run := func() (time.Duration, int, error) {
 		before := len(hub.Requests())
 		start := time.Now()
-		t := orchestrator.InspectMany(context.Background(), s, entries, "bench", triageWorkers)
+		t := listrun.InspectMany(context.Background(), s, entries, "bench", triageWorkers)
 		wall := time.Since(start)
 		for i, m := range models {
 			if got := verdictOf(t.Models[i].Report); got != m.Want {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"phase0/compare"
+	"phase0/listrun"
 	"phase0/orchestrator"
 	"phase0/verdict"
 )
@@ -64,7 +65,7 @@ func newInspectCmd(inv *invocation) *cobra.Command {
 			if err != nil {
 				return nil, err
 			}
-			t := orchestrator.InspectMany(ctx, s, entries, inv.version, inspectParallel)
+			t := listrun.InspectMany(ctx, s, entries, inv.version, inspectParallel)
 			t.Shard, t.Listed = f.shard.String(), listed(args)
 			return &outcome{code: t.ExitCode(), report: t, after: func() error {
 				return f.writeJUnit("inspect", inv.version, started, time.Since(started).Seconds(), triageCases(t))

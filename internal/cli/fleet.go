@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"phase0/internal/atomicfile"
+	"phase0/listrun"
 	"phase0/modellist"
-	"phase0/orchestrator"
 	"phase0/report"
 	"phase0/report/junit"
 )
@@ -71,7 +71,7 @@ func (f fleet) writeJUnit(command, version string, started time.Time, seconds fl
 		Hostname: host, Started: started, Seconds: seconds, Cases: cases})
 }
 
-func batchCases(b *orchestrator.Batch) []junit.Case {
+func batchCases(b *listrun.Batch) []junit.Case {
 	var out []junit.Case
 	for _, m := range b.Models {
 		out = append(out, junit.Case{Report: m.Report, ListedAt: m.ListedAt})
@@ -79,7 +79,7 @@ func batchCases(b *orchestrator.Batch) []junit.Case {
 	return out
 }
 
-func triageCases(t *orchestrator.Triage) []junit.Case {
+func triageCases(t *listrun.Triage) []junit.Case {
 	var out []junit.Case
 	for _, m := range t.Models {
 		out = append(out, junit.Case{Report: m.Report, ListedAt: m.Source})

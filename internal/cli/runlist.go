@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"phase0/listrun"
 	"phase0/modellist"
 	"phase0/orchestrator"
 )
@@ -22,15 +23,15 @@ func isList(args []string) bool {
 // runList is `phase0 run @hf_models.txt` (or several MODEL arguments): each
 // model in turn. A setting that names one model's files (--name,
 // --report-dir) is refused before anything runs.
-func (inv *invocation) runList(ctx context.Context, cmd *cobra.Command, s *orchestrator.Settings, args []string, f fleet) (*orchestrator.Batch, error) {
-	if key, value, why := orchestrator.ListConflict(s); key != "" {
+func (inv *invocation) runList(ctx context.Context, cmd *cobra.Command, s *orchestrator.Settings, args []string, f fleet) (*listrun.Batch, error) {
+	if key, value, why := listrun.ListConflict(s); key != "" {
 		return nil, fmt.Errorf("%s %q does not apply to a model list: %s; drop it, or run that model on its own", inv.origins.of(key), value, why)
 	}
 	entries, err := f.entries(args)
 	if err != nil {
 		return nil, err
 	}
-	b, err := orchestrator.RunMany(ctx, s, entries, inv.version)
+	b, err := listrun.RunMany(ctx, s, entries, inv.version)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,7 @@
-package orchestrator
+// Package listrun runs a command over a list of models (`phase0 run @FILE`,
+// `phase0 inspect @FILE`): one orchestrator run per model, the rows in list
+// order, and the list's overall status. The tables are report's.
+package listrun
 
 import (
 	"context"
@@ -7,6 +10,7 @@ import (
 	"time"
 
 	"phase0/modellist"
+	"phase0/orchestrator"
 	"phase0/report"
 	"phase0/verdict"
 )
@@ -42,7 +46,7 @@ type BatchRow struct {
 // its value and why: each names one model's files, so every model would
 // write to (and reuse its verdict from) the same place. key is "" when
 // there is none.
-func ListConflict(s *Settings) (key, value, why string) {
+func ListConflict(s *orchestrator.Settings) (key, value, why string) {
 	switch {
 	case s.Name != "":
 		return "name", s.Name, "each model of a list gets its own workspace (named from its id, or the tree's folder that names it)"
@@ -57,7 +61,7 @@ func ListConflict(s *Settings) (key, value, why string) {
 // recorded PASS when its inputs are unchanged. A row that is rejected or
 // cannot be evaluated does not stop the list; an interrupt does, and the
 // rows not reached say so.
-func RunMany(ctx context.Context, s *Settings, entries []modellist.Entry, version string) (*Batch, error) {
+func RunMany(ctx context.Context, s *orchestrator.Settings, entries []modellist.Entry, version string) (*Batch, error) {
 	if key, value, why := ListConflict(s); key != "" {
 		return nil, fmt.Errorf("%w: %s is %q: %s", ErrListSetting, key, value, why)
 	}
@@ -66,13 +70,13 @@ func RunMany(ctx context.Context, s *Settings, entries []modellist.Entry, versio
 	for i, e := range entries {
 		var r *report.Report
 		if ctx.Err() != nil {
-			r = ErrorReport("run", e.Arg, version, fmt.Errorf("not run: %w before it started", errInterrupted))
+			r = orchestrator.ErrorReport("run", e.Arg, version, fmt.Errorf("not run: %w before it started", orchestrator.ErrInterrupted))
 		} else {
 			if s.Progress != nil {
 				fmt.Fprintf(s.Progress, "phase0: [%d/%d] %s (%s)\n", i+1, len(entries), e.Arg, e.Source)
 			}
 			row := *s // stages may adjust their copy; the next model starts from the given settings
-			r = Run(ctx, &row, e.Arg, version)
+			r = orchestrator.Run(ctx, &row, e.Arg, version)
 			if s.Progress != nil {
 				fmt.Fprintf(s.Progress, "phase0: [%d/%d] %s: %s in %.1fs\n", i+1, len(entries), e.Arg, r.Status, r.Seconds)
 			}
@@ -89,7 +93,7 @@ func RunMany(ctx context.Context, s *Settings, entries []modellist.Entry, versio
 func (b *Batch) ExitCode() int {
 	code := 0
 	for _, m := range b.Models {
-		code = max(code, ExitCode(m.Report))
+		code = max(code, orchestrator.ExitCode(m.Report))
 	}
 	return code
 }
@@ -102,10 +106,4 @@ func (b *Batch) Text() string {
 		rows[i] = report.ListRow{Report: m.Report, ListedAt: m.ListedAt}
 	}
 	return report.RunListText(rows, report.ListTotals{Status: b.Status, Interrupted: b.Interrupted, Seconds: b.Seconds, Shard: b.Shard, Listed: b.Listed})
-}
-
-// reason is why a row did not pass, in one line (report.Reason).
-func reason(r *report.Report) string {
-	why, _ := report.Reason(r)
-	return why.Message
 }

@@ -1,4 +1,4 @@
-package orchestrator
+package listrun
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"phase0/internal/parallel"
 	"phase0/modellist"
+	"phase0/orchestrator"
 	"phase0/report"
 	"phase0/verdict"
 )
@@ -37,16 +38,14 @@ type TriageRow struct {
 }
 
 // InspectMany inspects entries concurrently, at most limit at once.
-func InspectMany(ctx context.Context, s *Settings, entries []modellist.Entry, version string, limit int) *Triage {
+func InspectMany(ctx context.Context, s *orchestrator.Settings, entries []modellist.Entry, version string, limit int) *Triage {
 	rows, _ := parallel.Map(ctx, entries, max(limit, 1), func(ctx context.Context, _ int, e modellist.Entry) *TriageRow {
 		quiet := *s
 		quiet.Progress = nil // interleaved stage lines from parallel models would be unreadable
 		quiet.ProgressBars = false
-		st := &state{}
-		r := runChain(ctx, &quiet, "inspect", e.Arg, version, inspectFor(&quiet, st))
+		r, m := orchestrator.InspectSized(ctx, &quiet, e.Arg, version)
 		row := &TriageRow{Report: r, Source: e.Source, LaterPhases: []string{}}
-		if inv := st.inv(); inv != nil {
-			m := referenceMemory(inv)
+		if m != nil {
 			row.Parameters, row.BF16Bytes, row.ReferenceBytes = m.Parameters, m.Weights, m.Peak
 		}
 		row.LaterPhases = laterPhases(r)
@@ -55,22 +54,12 @@ func InspectMany(ctx context.Context, s *Settings, entries []modellist.Entry, ve
 	t := &Triage{Tool: "phase0", Version: version, Status: verdict.Pass, Models: []*TriageRow{}}
 	for i, row := range rows {
 		if row == nil { // not started: the context ended first
-			row = &TriageRow{Report: ErrorReport("inspect", entries[i].Arg, version, fmt.Errorf("%w before it started", errInterrupted)), Source: entries[i].Source, LaterPhases: []string{}}
+			row = &TriageRow{Report: orchestrator.ErrorReport("inspect", entries[i].Arg, version, fmt.Errorf("%w before it started", orchestrator.ErrInterrupted)), Source: entries[i].Source, LaterPhases: []string{}}
 		}
 		t.Models = append(t.Models, row)
 		t.Status = verdict.Worst(t.Status, row.Status)
 	}
 	return t
-}
-
-// inspectFor is the inspect chain with a last step that hands the state out,
-// so the triage row can read the inventory.
-func inspectFor(s *Settings, out *state) []stage {
-	s.HeadersOnly = true
-	return append(withoutSkippedScan(inspectStages, s), check("triage", func(_ context.Context, st *state) (outcome, error) {
-		*out = *st
-		return pass(""), nil
-	}))
 }
 
 // laterPhases lists what Phases 1–7 will meet for a model that passed the
@@ -115,7 +104,7 @@ func laterPhases(r *report.Report) []string {
 func (t *Triage) ExitCode() int {
 	code := 0
 	for _, m := range t.Models {
-		code = max(code, ExitCode(m.Report))
+		code = max(code, orchestrator.ExitCode(m.Report))
 	}
 	return code
 }

@@ -1,4 +1,4 @@
-package orchestrator
+package orchestrator_test
 
 import (
 	"context"
@@ -15,7 +15,9 @@ import (
 	"testing"
 
 	"phase0/internal/testenv"
+	"phase0/listrun"
 	"phase0/modellist"
+	"phase0/orchestrator"
 	"phase0/report"
 	"phase0/verdict"
 )
@@ -26,6 +28,23 @@ const (
 	awqID = "amd/Llama-3.2-1B-Instruct-awq-uint4-asym-g128-bf16-lmhead"
 	vlaID = "lerobot/smolvla_base"
 )
+
+// The package's test helpers (export_test.go), for these tests of the
+// list runs, which import listrun (and so cannot be in package orchestrator).
+var (
+	isolated     = orchestrator.Isolated
+	settingsFor  = orchestrator.SettingsFor
+	stageNames   = orchestrator.StageNames
+	tiny         = orchestrator.Tiny
+	upstreamTree = orchestrator.UpstreamTree
+	writeFile    = orchestrator.WriteFile
+)
+
+// reason is why a row did not pass, in one line (report.Reason).
+func reason(r *report.Report) string {
+	why, _ := report.Reason(r)
+	return why.Message
+}
 
 // seedHFCache writes a snapshot of id into an HF hub cache the way
 // huggingface_hub lays it out (refs/main, blobs, snapshot links), as the
@@ -130,7 +149,7 @@ func TestRunManyList(t *testing.T) {
 
 	var progress strings.Builder
 	s.Progress = &progress
-	check := func(t *testing.T, b *Batch, reused bool) {
+	check := func(t *testing.T, b *listrun.Batch, reused bool) {
 		t.Helper()
 		if len(b.Models) != len(want) {
 			t.Fatalf("%d rows, want %d:\n%s", len(b.Models), len(want), b.Text())
@@ -180,7 +199,7 @@ func TestRunManyList(t *testing.T) {
 		progress.Reset()
 	}
 
-	first, err := RunMany(context.Background(), s, entries, "test")
+	first, err := listrun.RunMany(context.Background(), s, entries, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +222,7 @@ func TestRunManyList(t *testing.T) {
 		}
 	}
 
-	again, err := RunMany(context.Background(), s, entries, "test")
+	again, err := listrun.RunMany(context.Background(), s, entries, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +284,7 @@ func TestRunManyInterrupted(t *testing.T) {
 	entries := []modellist.Entry{{Arg: vision, Source: "argument 1"}, {Arg: tiny(t, "qwen3"), Source: "argument 2"}, {Arg: vision, Source: "argument 3"}}
 	w := &cancelOnWrite{mark: "[2/3]", cancel: cancel}
 	s.Progress = w
-	b, err := RunMany(ctx, s, entries, "test")
+	b, err := listrun.RunMany(ctx, s, entries, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,32 +304,5 @@ func TestRunManyInterrupted(t *testing.T) {
 	}
 	if !strings.Contains(b.Text(), "ERROR (interrupted)") {
 		t.Errorf("table does not say interrupted:\n%s", b.Text())
-	}
-}
-
-// TestRunManyRefusesOneModelSettings: --name and --report-dir name one
-// model's files; a list refuses them before anything runs.
-func TestRunManyRefusesOneModelSettings(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		set  func(*Settings)
-		want string
-	}{
-		{"name", func(s *Settings) { s.Name = "mine" }, `name is "mine"`},
-		{"report dir", func(s *Settings) { s.ReportDir = "/tmp/reports" }, `report_dir is "/tmp/reports"`},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			s := &Settings{MaxSeq: 64}
-			tt.set(s)
-			var progress strings.Builder
-			s.Progress = &progress
-			b, err := RunMany(context.Background(), s, []modellist.Entry{{Arg: "/no/such/model", Source: "argument 1"}}, "test")
-			if b != nil || !errors.Is(err, ErrListSetting) || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("batch %v, error %v; want ErrListSetting naming %q", b, err, tt.want)
-			}
-			if progress.Len() != 0 {
-				t.Errorf("something ran: %s", progress.String())
-			}
-		})
 	}
 }

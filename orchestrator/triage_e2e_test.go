@@ -1,4 +1,4 @@
-package orchestrator
+package orchestrator_test
 
 import (
 	"context"
@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"phase0/internal/testenv"
+	"phase0/listrun"
 	"phase0/modellist"
+	"phase0/orchestrator"
 	"phase0/verdict"
 )
 
@@ -47,9 +49,9 @@ func TestTriageMixedList(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"HF_ENDPOINT": hub.URL(), "HF_HOME": t.TempDir(), "HF_HUB_CACHE": t.TempDir()}
-	s := &Settings{MaxSeq: 64, CacheDir: t.TempDir(), Env: func(k string) string { return env[k] }}
+	s := &orchestrator.Settings{MaxSeq: 64, CacheDir: t.TempDir(), Env: func(k string) string { return env[k] }}
 
-	tr := InspectMany(context.Background(), s, entries, "test", 4)
+	tr := listrun.InspectMany(context.Background(), s, entries, "test", 4)
 	want := []struct {
 		status verdict.Status
 		detail string
@@ -89,7 +91,7 @@ func TestTriageMixedList(t *testing.T) {
 	}
 
 	before := len(hub.Requests())
-	again := InspectMany(context.Background(), s, entries[:3], "test", 4)
+	again := listrun.InspectMany(context.Background(), s, entries[:3], "test", 4)
 	if again.Status != verdict.Rejected {
 		t.Errorf("second run: %s", again.Status)
 	}
@@ -99,7 +101,7 @@ func TestTriageMixedList(t *testing.T) {
 
 	// --scan cannot read tensor bytes of a remote model: a usage-level error.
 	s.Scan = true
-	r := Inspect(context.Background(), s, pass, "test")
+	r := orchestrator.Inspect(context.Background(), s, pass, "test")
 	if r.Status != verdict.Error || !strings.Contains(r.Error, "--scan") {
 		t.Errorf("remote --scan: %s %q", r.Status, r.Error)
 	}
