@@ -20,6 +20,7 @@ import (
 	"phase0/report"
 	"phase0/scaffold"
 	"phase0/verdict"
+	"phase0/warm"
 	"phase0/worker"
 )
 
@@ -40,7 +41,7 @@ func TestMain(m *testing.M) {
 // once per session, not once per run. Tests that need a worker of their own
 // (a session time-out, a crash, a changed environment) set
 // Settings.Sessions to nil.
-var testSessions = NewSessions(2)
+var testSessions = warm.New(2)
 
 func settingsFor(t *testing.T, llms string) *Settings {
 	t.Helper()

@@ -11,6 +11,7 @@ import (
 
 	"phase0/internal/pyenv"
 	"phase0/ops"
+	"phase0/warm"
 	"phase0/worker"
 )
 
@@ -58,7 +59,15 @@ func (s *Settings) startWorker(ctx context.Context) (*worker.Session, error) {
 func (s *Settings) opsClient() *ops.Client {
 	return ops.New(func(ctx context.Context) (ops.Session, error) {
 		if s.Sessions != nil {
-			return s.Sessions.borrow(ctx, s)
+			py, shim, err := s.workerTarget()
+			if err != nil {
+				return nil, err
+			}
+			l, err := s.Sessions.Borrow(ctx, py, shim, s.Progress)
+			if errors.Is(err, warm.ErrWaiting) {
+				return nil, fmt.Errorf("%w: %w", errInterrupted, err)
+			}
+			return l, err
 		}
 		sess, err := s.startWorker(ctx)
 		if err != nil {

@@ -4,6 +4,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"phase0/warm"
 )
 
 // Settings are the resolved configuration of one phase0 invocation.
@@ -57,8 +59,8 @@ type Settings struct {
 	// (reuse.go) and run everything. Setting fresh / PHASE0_FRESH / --fresh.
 	Fresh bool
 	// Sessions, when set, lends the run a warm Python session instead of
-	// starting one (sessions.go); nil starts a fresh session per run.
-	Sessions *Sessions
+	// starting one (package warm); nil starts a fresh session per run.
+	Sessions *warm.Sessions
 }
 
 // getenv reads an environment variable through the settings (os.Getenv when

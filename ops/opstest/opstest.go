@@ -1,7 +1,7 @@
 // Package opstest gives a test binary one warm Python session of
 // phase0_shim.ops, shared by its tests: torch and transformers are imported
 // once per test package, not once per request (the orchestrator's tests
-// share sessions the same way, through orchestrator.Sessions).
+// share sessions the same way, through warm.Sessions).
 //
 // A test package using it runs its TestMain through Main:
 //

@@ -1,4 +1,6 @@
-package orchestrator
+// Package warm lends runs live Python worker sessions, so a process that
+// runs many models starts torch once per session instead of once per run.
+package warm
 
 import (
 	"context"
@@ -13,13 +15,13 @@ import (
 
 // Sessions lends runs warm Python sessions, so a process that runs many models
 // (the tests; a program embedding the orchestrator) starts torch once per
-// session instead of once per run. A run given Settings.Sessions borrows a
+// session instead of once per run. A run given orchestrator's Settings.Sessions borrows a
 // session at its first Python stage, resets it (op reset_session: the
 // modules it imported from outside the interpreter's own folders are
 // forgotten, sys.path is restored) and has it to itself until the run ends;
 // a session whose child died, timed out or was cancelled is closed instead
 // of going back. Lent sessions have no whole-session time limit
-// (Settings.Timeout does not apply); the run's context ending kills the
+// (orchestrator's Settings.Timeout does not apply); the run's context ending kills the
 // session. Safe for concurrent runs: each gets its own session, and at most
 // n sessions exist at once.
 type Sessions struct {
@@ -38,8 +40,8 @@ type lentSession struct {
 	stop   func() bool // unregisters the kill on the borrower's context
 }
 
-// NewSessions returns a lender of at most n concurrent sessions (at least 1).
-func NewSessions(n int) *Sessions {
+// New returns a lender of at most n concurrent sessions (at least 1).
+func New(n int) *Sessions {
 	return &Sessions{loans: make(chan struct{}, max(n, 1))}
 }
 
@@ -54,17 +56,19 @@ func (w *Sessions) Close() {
 	}
 }
 
-// borrow hands the run a reset session for s's interpreter and shim, starting
-// one when none is idle; it waits while n sessions are out on loan.
-func (w *Sessions) borrow(ctx context.Context, s *Settings) (*lentSession, error) {
-	py, shim, err := s.workerTarget()
-	if err != nil {
-		return nil, err
-	}
+// ErrWaiting marks a borrower whose context ended while it waited for a
+// session (errors.Is).
+var ErrWaiting = errors.New("waiting for a Python session")
+
+// Borrow hands the run a reset session for interpreter py and shim folder
+// shim, starting one when none is idle; it waits while n sessions are out
+// on loan. The session's output goes to progress while the loan lasts; its
+// Close ends the loan.
+func (w *Sessions) Borrow(ctx context.Context, py, shim string, progress io.Writer) (ops.Session, error) {
 	select {
 	case w.loans <- struct{}{}:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: waiting for a Python session: %w", errInterrupted, context.Cause(ctx))
+		return nil, fmt.Errorf("%w: %w", ErrWaiting, context.Cause(ctx))
 	}
 	for {
 		l := w.takeIdle(py, shim)
@@ -76,24 +80,25 @@ func (w *Sessions) borrow(ctx context.Context, s *Settings) (*lentSession, error
 			l.sess.Close()
 			continue
 		}
-		w.lend(ctx, l, s)
+		w.lend(ctx, l, progress)
 		return l, nil
 	}
 	l := &lentSession{owner: w, python: py, shim: shim, stderr: &switchWriter{}}
 	// Not the run's context: the session outlives the run (lend ties the
 	// two while the loan lasts).
+	var err error
 	l.sess, err = worker.Start(context.Background(), worker.Options{Python: py, ExtraPath: []string{shim}, Stderr: l.stderr}, ops.Module)
 	if err != nil {
 		<-w.loans
 		return nil, err
 	}
-	w.lend(ctx, l, s)
+	w.lend(ctx, l, progress)
 	return l, nil
 }
 
-func (w *Sessions) lend(ctx context.Context, l *lentSession, s *Settings) {
+func (w *Sessions) lend(ctx context.Context, l *lentSession, progress io.Writer) {
 	l.broken = false
-	l.stderr.set(s.Progress)
+	l.stderr.set(progress)
 	l.stop = context.AfterFunc(ctx, func() { l.sess.Close() })
 }
 
