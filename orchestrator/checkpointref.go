@@ -29,15 +29,6 @@ func recordCheckpoint(spec *scaffold.Spec, ref *resolvedModel, ws string) error 
 	return nil
 }
 
-// runnerShown is the runner's path as progress.md shows it: relative to the
-// llms folder for upstream's runner, the file name for the bundled one.
-func runnerShown(path, llms string) string {
-	if rel, err := filepath.Rel(llms, path); err == nil && filepath.IsLocal(rel) {
-		return filepath.ToSlash(rel)
-	}
-	return filepath.Base(path)
-}
-
 // withoutLocalPaths rewrites the blockers that go into TODO.md and
 // phase_timing.md (files meant to be committed) so that they name the
 // checkpoint, the workspace and the llms folder instead of their absolute

@@ -34,7 +34,7 @@ func TestProgressEntryNamesOnlyWhatTheModuleDefines(t *testing.T) {
 		}
 		r := &report.Report{Workspace: &report.Workspace{Name: "qwen3_0_6b", Mode: report.ModeValidatedExisting}}
 		r.Gates = report.Gates{Weights: weights.NewResult(), ConfigConsistency: configgate.New(), HFBaseline: judge.NewBaseline()}
-		entry := progressEntry(r, &model.Config{}, scaffold.Spec{Name: "qwen3_0_6b", ModelID: "tiny-qwen3"}, dir, defines)
+		entry := report.ProgressEntry(r, &model.Config{}, scaffold.Spec{Name: "qwen3_0_6b", ModelID: "tiny-qwen3"}, dir, defines, DefaultModel)
 		if !strings.Contains(entry, "- Local checkpoint: `tiny-qwen3`") || strings.Contains(entry, "default_checkpoint()") != tc.want {
 			t.Errorf("%s: entry\n%s", filepath.Base(tc.module), entry)
 		}

@@ -117,7 +117,7 @@ func (st *state) recordDocs(r *report.Report, passed bool) ([]report.File, error
 	if w.foreign && len(r.Workspace.Entered) == 0 {
 		return nil, nil
 	}
-	blockers := withoutLocalPaths(blockers(r), st)
+	blockers := withoutLocalPaths(report.Blockers(r), st)
 	var out []report.File
 	owned := map[string][]byte{}
 	put := func(rel, text string) {
@@ -176,7 +176,7 @@ func paths(files []report.File) []string {
 // progressEntryOf is the progress.md entry for report r of this run.
 func (st *state) progressEntryOf(r *report.Report) string {
 	w := st.facts.workspace
-	return progressEntry(r, st.facts.analysis.Config, w.spec, filepath.Dir(w.dir), definesFunc(st.weightsModule(), "default_checkpoint"))
+	return report.ProgressEntry(r, st.facts.analysis.Config, w.spec, filepath.Dir(w.dir), definesFunc(st.weightsModule(), "default_checkpoint"), DefaultModel)
 }
 
 // reportRecorded is the report as the record stage writes it: the run so
@@ -194,23 +194,6 @@ func (st *state) reportRecorded(rec *recorded) *report.Report {
 	return r
 }
 
-// blockers lists why Phase 0 failed, for TODO.md's Active blockers.
-func blockers(r *report.Report) []string {
-	var out []string
-	for _, g := range r.Gates.Rows() {
-		if !g.Section.Status.Failed() {
-			continue
-		}
-		for _, f := range g.Section.AllFindings()[:min(5, len(g.Section.AllFindings()))] {
-			out = append(out, g.Title+": "+f)
-		}
-	}
-	for i, b := range out {
-		out[i] = strings.ReplaceAll(b, "\n", " ")
-	}
-	return out
-}
-
 // enterStage completes a reused PASS in a mid-deployment folder phase0 did
 // not create: its TODO.md and progress.md are a person's, not reuse inputs
 // (phase0's own workspace stamps them), so after a reuse the folder's
@@ -226,7 +209,7 @@ func enterStage(_ context.Context, st *state) (outcome, error) {
 		spec.ModelID = filepath.Base(r.ModelDir)
 	}
 	module := filepath.Join(w.Dir, w.Name+"_weights.py")
-	entry := progressEntry(r, r.Config, spec, filepath.Dir(w.Dir), definesFunc(module, "default_checkpoint"))
+	entry := report.ProgressEntry(r, r.Config, spec, filepath.Dir(w.Dir), definesFunc(module, "default_checkpoint"), DefaultModel)
 	var b atomicfile.Batch
 	var changed []string
 	for _, d := range []struct {

@@ -278,18 +278,3 @@ func ReferenceRun(ctx context.Context, s *Settings, modelArg, version string) *r
 	}
 	return runChain(ctx, &local, "reference", modelArg, version, withoutSkippedScan(referenceStages, &local))
 }
-
-// progressLine is the progress.md line naming the reference ("" when none
-// was made). progress.md is committed, so it names the folder relative to
-// the workspace, never by its absolute path.
-func referenceProgressLine(r *report.Reference, outside bool) string {
-	if r == nil || r.Status != verdict.Pass {
-		return ""
-	}
-	if outside {
-		return fmt.Sprintf("- Reference for the later phases: recorded outside this folder, in phase0's record of it (%s; key `%s`; `phase0 run` prints where)\n",
-			r.Describe(), r.KeySHA256[:12])
-	}
-	return fmt.Sprintf("- Reference for the later phases: `reference/` (%s; key `%s`); judge a runner with `phase0 compare <workspace>/reference CANDIDATE`\n",
-		r.Describe(), r.KeySHA256[:12])
-}

@@ -7,14 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"phase0/configgate"
 	"phase0/internal/boundedfile"
-	"phase0/model"
 	"phase0/ops"
 	"phase0/report"
-	"phase0/scaffold"
 	"phase0/weights"
 )
 
@@ -97,67 +94,6 @@ func (st *state) behaviour(ctx context.Context, cc *configgate.Consistency, modu
 	}
 	cc.Behaviour(st.facts.analysis.Config, b, module)
 	return nil
-}
-
-// progressEntry is the Phase 0 entry for progress.md.
-// It names the model as the generated files do (spec), never by a local path;
-// findsCheckpoint says whether the weights module defines default_checkpoint()
-// (phase0's do; upstream's hand-written ones do not).
-func progressEntry(r *report.Report, c *model.Config, spec scaffold.Spec, llms string, findsCheckpoint bool) string {
-	b := r.Gates.HFBaseline
-	var sb strings.Builder
-	fmt.Fprintf(&sb, "## Phase 0: Build CPU Reference — PASS (%s)\n\n", r.Started.Format("2006-01-02"))
-	if spec.OnHub {
-		fmt.Fprintf(&sb, "- HF model: `%s`", spec.ModelID)
-		if r.Model != spec.ModelID && r.Model != DefaultModel && !strings.HasPrefix(r.Model, spec.ModelID+"@") {
-			fmt.Fprintf(&sb, " (given as `%s`)", r.Model)
-		}
-	} else {
-		fmt.Fprintf(&sb, "- Local checkpoint: `%s`", spec.ModelID)
-		if findsCheckpoint {
-			fmt.Fprintf(&sb, " (`default_checkpoint()` in `%s_weights.py` finds it)", spec.Name)
-		}
-	}
-	if spec.Revision != "" {
-		fmt.Fprintf(&sb, " at revision `%s`", spec.Revision)
-	}
-	if spec.Source != "" {
-		fmt.Fprintf(&sb, ", validated weights: %s", spec.Source)
-	}
-	fmt.Fprintf(&sb, " (%s, %s family)\n", r.Architecture, r.Family)
-	fmt.Fprintf(&sb, "- Resolved config: n_layers=%d, emb_dim=%d, n_heads=%d, n_kv_heads=%d, head_dim=%d, hidden_dim=%d, vocab_size=%d, rope_base=%g, tie_word_embeddings=%v\n",
-		c.NLayers, c.EmbDim, c.NHeads, c.NKVHeads, c.HeadDim, c.HiddenDim, c.VocabSize, c.RopeBase, c.TieWordEmbeddings)
-	rs := "none (plain RoPE)"
-	if c.RopeScaling != nil {
-		rs = fmt.Sprintf("%s, factor %g", c.RopeScaling.RopeType, c.RopeScaling.Factor)
-		if c.RopeScaling.RopeType == "llama3" {
-			rs += fmt.Sprintf(", low_freq_factor %g, high_freq_factor %g, original_max_position_embeddings %d", c.RopeScaling.LowFreqFactor, c.RopeScaling.HighFreqFactor, c.RopeScaling.OriginalMaxPositionEmbeddings)
-		}
-	}
-	fmt.Fprintf(&sb, "- rms_norm_eps=%g, rope scaling: %s, qkv_bias=%v, qk_norm=%v\n", c.RMSNormEps, rs, c.QKVBias, c.QKNorm)
-	if len(r.Defaulted) > 0 {
-		var d []string
-		for _, x := range r.Defaulted {
-			d = append(d, fmt.Sprintf("%s=%v (%s)", x.Field, x.Value, x.Source))
-		}
-		fmt.Fprintf(&sb, "- Defaulted (absent from config.json): %s\n", strings.Join(d, "; "))
-	}
-	if r.Workspace.Mode == report.ModeValidatedExisting {
-		fmt.Fprintf(&sb, "- Workspace: validated existing `%s_weights.py` (not written by phase0; nothing generated over it)\n", r.Workspace.Name)
-	} else {
-		fmt.Fprintf(&sb, "- cpu_helpers kept: %s\n", strings.Join(r.Workspace.HelpersKept, ", "))
-	}
-	fmt.Fprintf(&sb, "- Gates: weights %s (%d tensors), config consistency %s (%d checks), HF bf16 baseline %s\n",
-		r.Gates.Weights.Status, r.Gates.Weights.Tensors, r.Gates.ConfigConsistency.Status, len(r.Gates.ConfigConsistency.Checked), b.Status)
-	fmt.Fprintf(&sb, "- Canonical prompt (%s, %s runner `%s`): %q → token ids %v\n", b.PromptStyle, b.Runner, runnerShown(b.RunnerPath, llms), b.Prompt, b.Tokens)
-	fmt.Fprintf(&sb, "- Top-1: id %d %q (p=%.4f); logits OK: n=%d, NaN=%d, Inf=%d, min=%.3f, max=%.3f, mean=%.3f, std=%.3f, entropy=%.3f nats\n",
-		b.Top1Token, b.Top1Text, b.Logits.Top1Prob, b.Logits.N, b.Logits.NaN, b.Logits.Inf, b.Logits.Min, b.Logits.Max, b.Logits.Mean, b.Logits.Std, b.Logits.Entropy)
-	if b.Calibration != nil {
-		fmt.Fprintf(&sb, "- %s\n", report.CalibrationLine(b.Calibration))
-	}
-	fmt.Fprintf(&sb, "- Tool: phase0 %s (torch %s, transformers %s), %s\n", r.Version, b.Torch, b.Transformers, r.Started.Format(time.RFC3339))
-	sb.WriteString(referenceProgressLine(r.Reference, r.Workspace != nil && r.Workspace.RecordDir != ""))
-	return sb.String()
 }
 
 // definesFunc reports whether the Python module at path defines a top-level
