@@ -2,20 +2,17 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path/filepath"
-	"phase0/fingerprint"
-	"phase0/internal/atomicfile"
-	"phase0/ops"
 	"strings"
 	"time"
 
+	"phase0/fingerprint"
+	"phase0/internal/atomicfile"
+	"phase0/ops"
 	"phase0/reference"
 	"phase0/report"
-	"phase0/reuse"
 	"phase0/scaffold"
 	"phase0/verdict"
 )
@@ -150,26 +147,15 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 
 	if s.Refresh {
 		r.Refreshed = true
-	} else if old, err := reference.ReadMeta(dir); err == nil {
-		if old.KeySHA256 == r.KeySHA256 {
-			rec, err := reference.Read(dir)
-			if err == nil {
-				err = sourcesUnchanged(dir)
-			}
-			if err == nil {
-				r.Reused = true
-				fillReference(r, rec)
-				r.Summary = fmt.Sprintf("reused %s (key %s matches): %s", dir, r.KeySHA256[:12], r.Describe())
-				return r, nil
-			}
-			r.Why = append(r.Why, err.Error())
-		} else if old.Key != nil {
-			r.Why = append(r.Why, old.Key.Diff(key)...)
-		} else {
-			r.Why = append(r.Why, "the recording has no key")
+	} else {
+		rec, why := reference.Reusable(dir, key, r.KeySHA256)
+		if rec != nil {
+			r.Reused = true
+			fillReference(r, rec)
+			r.Summary = fmt.Sprintf("reused %s (key %s matches): %s", dir, r.KeySHA256[:12], r.Describe())
+			return r, nil
 		}
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		r.Why = append(r.Why, err.Error())
+		r.Why = append(r.Why, why...)
 	}
 
 	rec := ops.RecordReferenceArgs{BaselineArgs: args, Steps: r.Steps, TopK: r.TopK, Dtype: r.Dtype, OutDir: dir,
@@ -188,16 +174,8 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 		return r, err
 	}
 	fillReference(r, got)
-	if got.Meta.KeySHA256 != r.KeySHA256 {
-		r.FailWith("the recording's key %s is not the key it was asked for (%s)", got.Meta.KeySHA256, r.KeySHA256)
-	}
-	for i, p := range got.Prompts {
-		for s, n := range p.Nonfinite {
-			if n > 0 {
-				r.FailWith("prompt %d %q: %d non-finite logits at step %d", i, p.Text, n, s)
-				break
-			}
-		}
+	for _, f := range reference.Findings(got, r.KeySHA256) {
+		r.FailWith("%s", f)
 	}
 	if r.Status != verdict.Pass {
 		r.Summary = r.Findings[0]
@@ -213,40 +191,14 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 	return r, nil
 }
 
-// sourcesName is the file, in a reference folder, that stamps the Python
-// code the recording ran (the runner, what it imports, the workspace
-// module, the installed packages): a recording whose key matches is reused
-// only while all of it is unchanged.
-const sourcesName = "sources.json"
-
 // recordSources stamps what the worker has imported so far — everything the
-// recording ran — into the reference folder.
+// recording ran — into the reference folder (reference.SourcesFile).
 func (st *state) recordSources(ctx context.Context, dir string) error {
 	im, err := st.py().PythonSources(ctx)
 	if err != nil {
 		return fmt.Errorf("listing the Python the recording ran: %w", err)
 	}
-	js, err := json.MarshalIndent(fingerprint.StampSources(im), "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := atomicfile.Write(filepath.Join(dir, sourcesName), append(js, '\n')); err != nil {
-		return fmt.Errorf("recording the reference's sources: %w", err)
-	}
-	return nil
-}
-
-// sourcesUnchanged says why a recording's Python sources changed since it
-// was made (nil when none did).
-func sourcesUnchanged(dir string) error {
-	var old fingerprint.Sources
-	if err := reuse.ReadJSON(filepath.Join(dir, sourcesName), &old); err != nil {
-		return fmt.Errorf("the recording's %s is unreadable (%w)", sourcesName, err)
-	}
-	if why := fingerprint.SourcesChange(old, old.Restamp()); why != "" {
-		return errors.New(why)
-	}
-	return nil
+	return reference.WriteSources(dir, fingerprint.StampSources(im))
 }
 
 // interpreterDigest stamps the run's Python and its installed packages.
