@@ -9,10 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
 
 	"phase0/configgate"
-	"phase0/hfcache"
 	"phase0/internal/atomicfile"
 	"phase0/internal/wslock"
 	"phase0/llmstree"
@@ -20,12 +18,8 @@ import (
 	"phase0/report"
 	"phase0/scaffold"
 	"phase0/verdict"
+	"phase0/wsfolder"
 )
-
-// staleAge is how old a temporary file in a report folder outside the
-// workspace must be before a run removes it: that folder is not under the
-// workspace lock, so a younger one may belong to a live run.
-const staleAge = time.Minute
 
 // weightsModule is <name>_weights.py of this run: the generated one, or the
 // existing one being validated.
@@ -53,12 +47,12 @@ func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) 
 	if err != nil {
 		return nil, outcome{}, err
 	}
-	if err := checkNames(ws, files); err != nil {
+	if err := wsfolder.CheckNames(ws, files); err != nil {
 		return nil, outcome{}, err
 	}
 	// Refuse before creating anything (the lock file included) in a folder
 	// that is not this model's workspace.
-	first, err := classify(root, spec, files)
+	first, err := wsfolder.Classify(root, spec, files)
 	if err != nil {
 		return nil, outcome{}, err
 	}
@@ -82,7 +76,7 @@ func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) 
 			return nil, outcome{}, err
 		}
 		// Decide again under the lock: another run may have changed the folder.
-		if mode, err = classify(root, spec, files); err != nil {
+		if mode, err = wsfolder.Classify(root, spec, files); err != nil {
 			return nil, outcome{}, err
 		}
 	}
@@ -94,11 +88,11 @@ func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) 
 			return nil, outcome{}, fmt.Errorf("%s holds no %s and no phase0 manifest; phase0 does not write into it — pass --name to pick another name", ws, module)
 		}
 	default:
-		if swept, err = sweep(st.in.s, ws, lock.Acquired); err != nil {
+		if swept, err = wsfolder.Sweep(st.in.s.ReportDir, ws, lock.Acquired); err != nil {
 			warnings = append(warnings, err.Error())
 		}
 		if mode == report.ModeValidatedExisting {
-			files = documentsOnly(files)
+			files = wsfolder.DocumentsOnly(files)
 		}
 		if res, err = scaffold.Write(ws, files); err != nil {
 			// The sweep's warning stands in the report of the failed run.
@@ -141,75 +135,6 @@ func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) 
 	return &workspace{dir: ws, spec: spec, report: w, foreign: foreign}, outcome{status: verdict.Pass, detail: detail, warnings: warnings}, nil
 }
 
-// classify decides the workspace mode: validated_existing when
-// <name>_weights.py exists and its bytes are not phase0's, else generated.
-// It refuses a folder of the tree that is not a model workspace and a
-// module (phase0's or not) written for another model.
-func classify(root string, spec scaffold.Spec, files []scaffold.File) (string, error) {
-	if err := scaffold.CheckFolder(root, spec.Name); err != nil {
-		return "", err
-	}
-	if err := checkNamedModel(root, spec); err != nil {
-		return "", err
-	}
-	ws := filepath.Join(root, spec.Name)
-	own, err := scaffold.Owner(ws, spec.Name+"_weights.py")
-	if err != nil || own == scaffold.Absent {
-		return report.ModeGenerated, err
-	}
-	// Even phase0's own module, if written for another model, is that
-	// model's workspace: regenerating it would strand its TODO and progress.
-	if err := checkSameModel(filepath.Join(ws, spec.Name+"_weights.py"), scaffold.ModelIDOf(files, spec), spec.Name); err != nil {
-		return "", err
-	}
-	if own == scaffold.Ours {
-		return report.ModeGenerated, nil
-	}
-	return report.ModeValidatedExisting, nil
-}
-
-// checkSameModel refuses to validate a weights module written for another
-// model: its MODEL_ID (read as text, never imported) names a different id
-// than the one this run would write. A module without MODEL_ID (upstream's
-// hand-written ones) cannot be told apart and is validated.
-func checkSameModel(path, want, name string) error {
-	have, err := scaffold.ModelIDIn(path)
-	if err != nil {
-		return err
-	}
-	if have == "" || want == "" || strings.EqualFold(have, want) {
-		return nil
-	}
-	return fmt.Errorf("workspace name collision: %s belongs to another model (MODEL_ID %q, this run is %q); pass --name to give this model its own workspace (e.g. --name %s_2)",
-		path, have, want, name)
-}
-
-// checkNamedModel refuses a folder of the tree whose verify_adapter.py or
-// *_inference.py names hub ids other than this run's: it belongs to that
-// model, whatever its weights module looks like. A local checkpoint names
-// no hub id; generateStage compares it with the module's Config instead.
-func checkNamedModel(root string, spec scaffold.Spec) error {
-	if !spec.OnHub || !isHubID(spec.ModelID) {
-		return nil
-	}
-	dir := filepath.Join(root, spec.Name)
-	f, err := llmstree.ReadFolder(dir, spec.Name)
-	if err != nil {
-		return err
-	}
-	if len(f.IDs) == 0 || f.Names(spec.ModelID) {
-		return nil
-	}
-	hint := "pass --name to give this model its own workspace (e.g. --name " + suggestName(spec) + ")"
-	if folders, err := llmstree.Scan(root, scaffold.ReservedNames); err == nil {
-		if own, err := llmstree.Lookup(folders, spec.ModelID); err == nil && own != "" {
-			hint = fmt.Sprintf("the tree's folder for %s is %s: drop --name, or pass --name %s", spec.ModelID, own, own)
-		}
-	}
-	return fmt.Errorf("workspace name collision: %s is the folder of %s (named in %s), not of %s; %s",
-		dir, strings.Join(f.IDs, ", "), strings.Join(f.Files, ", "), spec.ModelID, hint)
-}
-
 // checkLocalModel refuses to validate someone else's module against a local
 // checkpoint it was not written for. A local folder names no hub id, so the
 // module's LlamaConfig() (imported by the worker; nothing is written yet)
@@ -229,48 +154,7 @@ func (st *state) checkLocalModel(ctx context.Context, spec scaffold.Spec, module
 		return err
 	}
 	return fmt.Errorf("workspace name collision: %s describes another model than the local checkpoint %s (%s); pass --name to give this model its own workspace (e.g. --name %s)",
-		module, spec.ModelID, strings.Join(differ, ", "), suggestName(spec))
-}
-
-// suggestName is a workspace name for spec's model that is not spec.Name.
-func suggestName(spec scaffold.Spec) string {
-	if d := scaffold.DeriveName(spec.ModelID); d != "" && d != spec.Name {
-		return d
-	}
-	return spec.Name + "_2"
-}
-
-// documentsOnly keeps the documents (TODO.md, progress.md …): validating an
-// existing module adds no generated code next to it.
-func documentsOnly(files []scaffold.File) []scaffold.File {
-	var out []scaffold.File
-	for _, f := range files {
-		if f.KeepExisting {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// sweep removes temporaries a killed run left: all of them inside the
-// workspace ws (this run holds its lock), and in a report folder outside it
-// only those older than staleAge before the lock was taken.
-func sweep(s *Settings, ws string, locked time.Time) ([]string, error) {
-	swept, err := atomicfile.SweepStale(ws, locked, 4)
-	if dir := s.ReportDir; dir != "" {
-		abs, absErr := filepath.Abs(dir)
-		if rel, relErr := filepath.Rel(ws, abs); absErr == nil && (relErr != nil || strings.HasPrefix(rel, "..")) {
-			more, moreErr := atomicfile.SweepStale(abs, locked.Add(-staleAge), 0)
-			swept = append(swept, more...)
-			if err == nil {
-				err = moreErr
-			}
-		}
-	}
-	if err != nil {
-		err = fmt.Errorf("sweeping stale temporary files: %w", err)
-	}
-	return swept, err
+		module, spec.ModelID, strings.Join(differ, ", "), wsfolder.SuggestName(spec))
 }
 
 func nonNil(list []string) []string {
@@ -338,7 +222,7 @@ func workspaceName(s *Settings, modelID string) (string, error) {
 // id modelID, or "" when there is no tree, the model is not a hub id, or no
 // folder names it.
 func treeFolderFor(s *Settings, modelID string) (string, error) {
-	if s.LLMSDir == "" || !isHubID(modelID) {
+	if s.LLMSDir == "" || !wsfolder.IsHubID(modelID) {
 		return "", nil
 	}
 	folders, err := llmstree.Scan(s.LLMSDir, scaffold.ReservedNames)
@@ -346,13 +230,6 @@ func treeFolderFor(s *Settings, modelID string) (string, error) {
 		return "", err
 	}
 	return llmstree.Lookup(folders, modelID)
-}
-
-// isHubID reports whether id is an "org/name" hub id (a local model's id is
-// its absolute path).
-func isHubID(id string) bool {
-	ref, err := hfcache.ParseID(id)
-	return err == nil && ref.Org != ""
 }
 
 // reportDirFor is where run records report.json for a workspace: the
@@ -402,26 +279,6 @@ func (st *state) lockWorkspace(ws string) (lock *wslock.Lock, foreign bool, err 
 	}
 	st.holdCreated(lock, created)
 	return lock, foreign, nil
-}
-
-// checkNames refuses, before anything is created, a workspace name whose
-// folder or files (or their temporaries) would be too long for the
-// filesystem: a 240-character --name fails with nothing on disk.
-func checkNames(ws string, files []scaffold.File) error {
-	for _, p := range append([]string{ws}, filepathsIn(ws, files)...) {
-		if err := atomicfile.CheckName(p); err != nil {
-			return fmt.Errorf("workspace %s: %w; pass a shorter --name", filepath.Base(ws), err)
-		}
-	}
-	return nil
-}
-
-func filepathsIn(ws string, files []scaffold.File) []string {
-	out := make([]string, 0, len(files))
-	for _, f := range files {
-		out = append(out, filepath.Join(ws, filepath.FromSlash(f.Path)))
-	}
-	return out
 }
 
 // newWorkspace generates a workspace that does not exist yet: into a

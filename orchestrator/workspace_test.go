@@ -2,53 +2,14 @@ package orchestrator
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"phase0/scaffold"
 	"phase0/verdict"
 )
-
-// In the workspace (under its lock) every stale temporary goes; in a report
-// folder outside it only those older than staleAge, since another run may
-// be writing there.
-func TestSweepWorkspaceAndOutsideReportDir(t *testing.T) {
-	ws := filepath.Join(t.TempDir(), "model")
-	reports := t.TempDir()
-	now := time.Now()
-	mk := func(p string, age time.Duration) string {
-		writeFile(t, p, "half")
-		if err := os.Chtimes(p, now.Add(-age), now.Add(-age)); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	wsFresh := mk(filepath.Join(ws, ".TODO.md.tmp-1"), 0)
-	wsDeep := mk(filepath.Join(ws, "docs", "development_progress", "phase0", ".report.md.tmp-2"), time.Hour)
-	repOld := mk(filepath.Join(reports, ".report.json.tmp-3"), time.Hour)
-	repFresh := mk(filepath.Join(reports, ".report.json.tmp-4"), 0)
-	user := mk(filepath.Join(ws, ".notes.tmp-draft"), time.Hour)
-
-	swept, err := sweep(&Settings{ReportDir: reports}, ws, now.Add(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(swept)
-	want := []string{wsFresh, wsDeep, repOld}
-	slices.Sort(want)
-	if !slices.Equal(swept, want) {
-		t.Fatalf("swept %v, want %v", swept, want)
-	}
-	for _, p := range []string{repFresh, user} {
-		if _, err := os.Stat(p); err != nil {
-			t.Errorf("%s was removed: %v", p, err)
-		}
-	}
-}
 
 // TestTreeDecidesTheFolder: without --name, a hub id goes to the folder of
 // the llms tree that names it (base or instruct), else to the derived name;

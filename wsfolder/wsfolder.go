@@ -1,0 +1,162 @@
+// Package wsfolder decides, without writing anything, where a model's
+// workspace folder may go and how phase0 treats it: the mode (generate, or
+// validate an existing module), the names that collide with another model,
+// the names too long for the filesystem, and the temporaries a killed run
+// left there.
+package wsfolder
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"phase0/hfcache"
+	"phase0/internal/atomicfile"
+	"phase0/llmstree"
+	"phase0/report"
+	"phase0/scaffold"
+)
+
+// staleAge is how old a temporary file in a report folder outside the
+// workspace must be before a run removes it: that folder is not under the
+// workspace lock, so a younger one may belong to a live run.
+const staleAge = time.Minute
+
+// Classify decides the workspace mode: validated_existing when
+// <name>_weights.py exists and its bytes are not phase0's, else generated.
+// It refuses a folder of the tree that is not a model workspace and a
+// module (phase0's or not) written for another model.
+func Classify(root string, spec scaffold.Spec, files []scaffold.File) (string, error) {
+	if err := scaffold.CheckFolder(root, spec.Name); err != nil {
+		return "", err
+	}
+	if err := checkNamedModel(root, spec); err != nil {
+		return "", err
+	}
+	ws := filepath.Join(root, spec.Name)
+	own, err := scaffold.Owner(ws, spec.Name+"_weights.py")
+	if err != nil || own == scaffold.Absent {
+		return report.ModeGenerated, err
+	}
+	// Even phase0's own module, if written for another model, is that
+	// model's workspace: regenerating it would strand its TODO and progress.
+	if err := checkSameModel(filepath.Join(ws, spec.Name+"_weights.py"), scaffold.ModelIDOf(files, spec), spec.Name); err != nil {
+		return "", err
+	}
+	if own == scaffold.Ours {
+		return report.ModeGenerated, nil
+	}
+	return report.ModeValidatedExisting, nil
+}
+
+// checkSameModel refuses to validate a weights module written for another
+// model: its MODEL_ID (read as text, never imported) names a different id
+// than the one this run would write. A module without MODEL_ID (upstream's
+// hand-written ones) cannot be told apart and is validated.
+func checkSameModel(path, want, name string) error {
+	have, err := scaffold.ModelIDIn(path)
+	if err != nil {
+		return err
+	}
+	if have == "" || want == "" || strings.EqualFold(have, want) {
+		return nil
+	}
+	return fmt.Errorf("workspace name collision: %s belongs to another model (MODEL_ID %q, this run is %q); pass --name to give this model its own workspace (e.g. --name %s_2)",
+		path, have, want, name)
+}
+
+// checkNamedModel refuses a folder of the tree whose verify_adapter.py or
+// *_inference.py names hub ids other than this run's: it belongs to that
+// model, whatever its weights module looks like. A local checkpoint names
+// no hub id; orchestrator's generate stage compares it with the module's
+// Config instead.
+func checkNamedModel(root string, spec scaffold.Spec) error {
+	if !spec.OnHub || !IsHubID(spec.ModelID) {
+		return nil
+	}
+	dir := filepath.Join(root, spec.Name)
+	f, err := llmstree.ReadFolder(dir, spec.Name)
+	if err != nil {
+		return err
+	}
+	if len(f.IDs) == 0 || f.Names(spec.ModelID) {
+		return nil
+	}
+	hint := "pass --name to give this model its own workspace (e.g. --name " + SuggestName(spec) + ")"
+	if folders, err := llmstree.Scan(root, scaffold.ReservedNames); err == nil {
+		if own, err := llmstree.Lookup(folders, spec.ModelID); err == nil && own != "" {
+			hint = fmt.Sprintf("the tree's folder for %s is %s: drop --name, or pass --name %s", spec.ModelID, own, own)
+		}
+	}
+	return fmt.Errorf("workspace name collision: %s is the folder of %s (named in %s), not of %s; %s",
+		dir, strings.Join(f.IDs, ", "), strings.Join(f.Files, ", "), spec.ModelID, hint)
+}
+
+// SuggestName is a workspace name for spec's model that is not spec.Name.
+func SuggestName(spec scaffold.Spec) string {
+	if d := scaffold.DeriveName(spec.ModelID); d != "" && d != spec.Name {
+		return d
+	}
+	return spec.Name + "_2"
+}
+
+// DocumentsOnly keeps the documents (TODO.md, progress.md …): validating an
+// existing module adds no generated code next to it.
+func DocumentsOnly(files []scaffold.File) []scaffold.File {
+	var out []scaffold.File
+	for _, f := range files {
+		if f.KeepExisting {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Sweep removes temporaries a killed run left: all of them inside the
+// workspace ws (this run holds its lock), and in reportDir when outside it
+// only those older than staleAge before the lock was taken.
+func Sweep(reportDir, ws string, locked time.Time) ([]string, error) {
+	swept, err := atomicfile.SweepStale(ws, locked, 4)
+	if dir := reportDir; dir != "" {
+		abs, absErr := filepath.Abs(dir)
+		if rel, relErr := filepath.Rel(ws, abs); absErr == nil && (relErr != nil || strings.HasPrefix(rel, "..")) {
+			more, moreErr := atomicfile.SweepStale(abs, locked.Add(-staleAge), 0)
+			swept = append(swept, more...)
+			if err == nil {
+				err = moreErr
+			}
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("sweeping stale temporary files: %w", err)
+	}
+	return swept, err
+}
+
+// IsHubID reports whether id is an "org/name" hub id (a local model's id is
+// its absolute path).
+func IsHubID(id string) bool {
+	ref, err := hfcache.ParseID(id)
+	return err == nil && ref.Org != ""
+}
+
+// CheckNames refuses, before anything is created, a workspace name whose
+// folder or files (or their temporaries) would be too long for the
+// filesystem: a 240-character --name fails with nothing on disk.
+func CheckNames(ws string, files []scaffold.File) error {
+	for _, p := range append([]string{ws}, filepathsIn(ws, files)...) {
+		if err := atomicfile.CheckName(p); err != nil {
+			return fmt.Errorf("workspace %s: %w; pass a shorter --name", filepath.Base(ws), err)
+		}
+	}
+	return nil
+}
+
+func filepathsIn(ws string, files []scaffold.File) []string {
+	out := make([]string, 0, len(files))
+	for _, f := range files {
+		out = append(out, filepath.Join(ws, filepath.FromSlash(f.Path)))
+	}
+	return out
+}
