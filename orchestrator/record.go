@@ -11,6 +11,7 @@ import (
 	"phase0/reuse"
 	"phase0/scaffold"
 	"phase0/verdict"
+	"phase0/wsfolder"
 )
 
 // recordStage records the run as one commit (package record). In a folder
@@ -25,7 +26,7 @@ func recordStage(_ context.Context, st *state) (*recorded, outcome, error) {
 	}
 	rec := &recorded{json: filepath.Join(dir, "report.json"), md: filepath.Join(dir, "report.md")}
 	passed := st.status() == verdict.Pass
-	if !w.foreign || passed && midDeployment(w.dir) {
+	if !w.foreign || passed && wsfolder.MidDeployment(w.dir) {
 		rec.entered = []string{record.ProgressDoc, record.TODODoc}
 	}
 	r := st.reportRecorded(rec)

@@ -11,6 +11,7 @@ import (
 	"phase0/reuse"
 	"phase0/verdict"
 	"phase0/weights"
+	"phase0/wsfolder"
 )
 
 // The stage table: each stage's name, when it applies, its function, and
@@ -120,7 +121,7 @@ func reusedMidDeployment(st *state) (bool, string) {
 	if r == nil || r.Status != verdict.Pass || r.Workspace == nil || r.Workspace.RecordDir == "" || r.Config == nil {
 		return false, "not a reused PASS of a folder phase0 did not create"
 	}
-	return midDeployment(r.Workspace.Dir), "the folder is not mid-deployment"
+	return wsfolder.MidDeployment(r.Workspace.Dir), "the folder is not mid-deployment"
 }
 
 // hasInventory: the scan needs the checkpoint's inventory.

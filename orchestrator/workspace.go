@@ -239,7 +239,7 @@ func reportDirFor(s *Settings, ws, modelID string) (string, error) {
 	if s.ReportDir != "" {
 		return filepath.Abs(s.ReportDir)
 	}
-	if foreignFolder(ws) {
+	if wsfolder.Foreign(ws) {
 		return s.outsideRecordDir(ws, modelID)
 	}
 	return filepath.Join(ws, "docs", "development_progress", "phase0"), nil
@@ -250,7 +250,7 @@ func reportDirFor(s *Settings, ws, modelID string) (string, error) {
 // phase0 did not create (foreign) is locked from outside (foreign.go).
 func (st *state) lockWorkspace(ws string) (lock *wslock.Lock, foreign bool, err error) {
 	lockPath := filepath.Join(ws, scaffold.LockName)
-	if foreignFolder(ws) {
+	if wsfolder.Foreign(ws) {
 		out, err := st.in.s.outsideDir(ws)
 		if err != nil {
 			return nil, false, err
