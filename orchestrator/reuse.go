@@ -2,9 +2,7 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -199,45 +197,16 @@ func (st *state) currentInputs(ref *resolvedModel, ws string) (*reuse.Inputs, er
 	if err != nil {
 		return nil, err
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("finding phase0's own executable: %w", err)
-	}
 	settings, err := reuse.StampSettings(st.in.command, st.in.arg, s)
 	if err != nil {
 		return nil, err
 	}
 	in := &reuse.Inputs{
 		Settings: settings,
-		Phase0:   reuse.Phase0{Version: st.in.version, Executable: reuse.StampExecutable(exe)},
+		Phase0:   reuse.Phase0{Version: st.in.version},
 		Model:    reuse.ModelInputs{Dir: ref.Dir, ID: ref.ID, Revision: ref.Revision, PromptStyle: ref.PromptStyle},
 	}
-	if in.Python, err = fingerprint.StampInterpreter(py); err != nil {
-		return nil, err
-	}
-	if in.Model.Files, err = fingerprint.Tree(ref.Dir, fingerprint.TreeOptions{}); err != nil {
-		return nil, fmt.Errorf("model folder: %w", err)
-	}
-	if s.LLMSDir != "" {
-		// The whole verify/ tree: the runner, its prompts, and whatever the
-		// runner reads or imports from sub-folders.
-		in.Verify, err = fingerprint.Tree(filepath.Join(absPath(s.LLMSDir), "verify"), fingerprint.TreeOptions{})
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("verify: %w", err)
-		}
-	}
-	// Every file of the shim the worker will run: a working copy as it is,
-	// the built-in copy once checked against the binary (and unpacked
-	// again when it was altered, which is then the reason not to reuse).
-	shim, repaired, err := s.verifiedShim()
-	if err != nil {
-		return nil, err
-	}
-	in.ShimRepaired = repaired
-	if in.Shim, err = fingerprint.Tree(absPath(shim), fingerprint.TreeOptions{Skip: []string{".mypy_cache", ".pytest_cache"}}); err != nil {
-		return nil, fmt.Errorf("pyshim %s: %w", shim, err)
-	}
-	if in.Workspace, err = reuse.StampWorkspace(ws); err != nil {
+	if err := reuse.Stamp(in, reuse.Where{Python: py, LLMSDir: absPath(s.LLMSDir), Shim: s.verifiedShim, Workspace: ws}); err != nil {
 		return nil, err
 	}
 	return in, nil

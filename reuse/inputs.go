@@ -5,6 +5,10 @@
 package reuse
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -135,4 +139,50 @@ type Record struct {
 	Report       string    `json:"report"`
 	ReportSHA256 string    `json:"report_sha256"`
 	Inputs       Inputs    `json:"inputs"`
+}
+
+// Where says where what a verdict read lives.
+type Where struct {
+	Python  string // the interpreter
+	LLMSDir string // the llms tree, absolute ("" when there is none)
+	// Shim is the folder of phase0_shim the worker runs, and why it was
+	// unpacked again ("" when it was not): a working copy as it is, the
+	// built-in copy once checked against the binary.
+	Shim      func() (dir, repaired string, err error)
+	Workspace string // the workspace module's folder
+}
+
+// Stamp completes in (its settings, phase0's version and the model named)
+// with the stamps of everything at w and of phase0's own executable. A
+// shim unpacked again is a reason not to reuse (Inputs.ShimRepaired).
+func Stamp(in *Inputs, w Where) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding phase0's own executable: %w", err)
+	}
+	in.Phase0.Executable = StampExecutable(exe)
+	if in.Python, err = fingerprint.StampInterpreter(w.Python); err != nil {
+		return err
+	}
+	if in.Model.Files, err = fingerprint.Tree(in.Model.Dir, fingerprint.TreeOptions{}); err != nil {
+		return fmt.Errorf("model folder: %w", err)
+	}
+	if w.LLMSDir != "" {
+		// The whole verify/ tree: the runner, its prompts, and whatever the
+		// runner reads or imports from sub-folders.
+		in.Verify, err = fingerprint.Tree(filepath.Join(w.LLMSDir, "verify"), fingerprint.TreeOptions{})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("verify: %w", err)
+		}
+	}
+	shim, repaired, err := w.Shim()
+	if err != nil {
+		return err
+	}
+	in.ShimRepaired = repaired
+	if in.Shim, err = fingerprint.Tree(absPath(shim), fingerprint.TreeOptions{Skip: []string{".mypy_cache", ".pytest_cache"}}); err != nil {
+		return fmt.Errorf("pyshim %s: %w", shim, err)
+	}
+	in.Workspace, err = StampWorkspace(w.Workspace)
+	return err
 }
