@@ -37,7 +37,7 @@ func resolveHub(ctx context.Context, s *Settings, arg string) (*resolvedModel, e
 	if s.HeadersOnly {
 		return resolveRemote(ctx, s, ref)
 	}
-	if s.offline() {
+	if hfcache.Offline(s.getenv) {
 		return nil, fmt.Errorf("%w: %s is %s (%s) and the hub is switched off (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE); download it first or unset them", ErrHub, ref.ID, why, cache)
 	}
 	fmt.Fprintf(s.Progress, "phase0: %s is %s; downloading safetensors, config and tokenizer through huggingface_hub\n", ref.ID, why)
@@ -62,20 +62,6 @@ func resolveHub(ctx context.Context, s *Settings, arg string) (*resolvedModel, e
 	return &resolvedModel{Dir: after.Dir, Revision: after.Revision, ID: ref.ID}, nil
 }
 
-// offline reads the switch as huggingface_hub does: HF_HUB_OFFLINE, else
-// TRANSFORMERS_OFFLINE, true only for 1/ON/YES/TRUE (any case).
-func (s *Settings) offline() bool {
-	v := s.getenv("HF_HUB_OFFLINE")
-	if v == "" {
-		v = s.getenv("TRANSFORMERS_OFFLINE")
-	}
-	switch strings.ToUpper(v) {
-	case "1", "ON", "YES", "TRUE":
-		return true
-	}
-	return false
-}
-
 func nilIfEmpty(s string) *string {
 	if s == "" {
 		return nil
@@ -98,7 +84,7 @@ func resolveRemote(ctx context.Context, s *Settings, ref hfcache.Ref) (*resolved
 	if err != nil {
 		return nil, err
 	}
-	c, err := hubmeta.New(hubmeta.Options{Endpoint: s.getenv("HF_ENDPOINT"), Token: s.hfToken(), Offline: s.offline(), CacheDir: cache})
+	c, err := hubmeta.New(hubmeta.Options{Endpoint: s.getenv("HF_ENDPOINT"), Token: s.hfToken(), Offline: hfcache.Offline(s.getenv), CacheDir: cache})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrHub, err)
 	}

@@ -35,7 +35,7 @@ func InspectSized(ctx context.Context, s *Settings, modelArg, version string) (*
 	var st state
 	r := runChain(ctx, &local, "inspect", modelArg, version, inspectFor(&local, &st))
 	if inv := st.inv(); inv != nil {
-		m := referenceMemory(inv)
+		m := preflight.CheckpointMemory(inv)
 		return r, &m
 	}
 	return r, nil

@@ -3,32 +3,11 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"iter"
-	"runtime"
 
 	"phase0/judge"
 	"phase0/preflight"
-	"phase0/safetensors"
 	"phase0/verdict"
 )
-
-// referenceMemory estimates the Python worker's peak memory for the
-// checkpoint: the larger of the generated loader's arrays and the HF bf16
-// model, which never coexist (see preflight.EstimateMemory).
-func referenceMemory(inv *safetensors.Inventory) preflight.Memory {
-	return preflight.EstimateMemory(inventoryShapes(inv), runtime.NumCPU())
-}
-
-// inventoryShapes yields every checkpoint tensor's name and shape.
-func inventoryShapes(inv *safetensors.Inventory) iter.Seq2[string, []int64] {
-	return func(yield func(string, []int64) bool) {
-		for _, t := range inv.Tensors() {
-			if !yield(t.Name, t.Shape) {
-				return
-			}
-		}
-	}
-}
 
 // pythonReady says whether the Python stages apply: a checkpoint that failed
 // the native weights gate is not loaded, because transformers would fill
@@ -46,7 +25,7 @@ func pythonReady(st *state) (bool, string) {
 // memoryStage refuses, politely, a model the machine cannot hold in bf16
 // (or warns with --force); the refusal stands as the baseline's FAIL.
 func memoryStage(_ context.Context, st *state) (*memoryVerdict, outcome, error) {
-	m := &memoryVerdict{need: referenceMemory(st.inv())}
+	m := &memoryVerdict{need: preflight.CheckpointMemory(st.inv())}
 	avail := memAvailable()
 	detail := fmt.Sprintf("%s; %.1f GiB available", m.need.Describe(), gib(avail))
 	if avail == 0 || m.need.Peak <= avail {

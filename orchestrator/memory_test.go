@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"phase0/internal/sttest"
+	"phase0/preflight"
 	"phase0/safetensors"
 	"phase0/verdict"
 )
@@ -40,7 +41,7 @@ func TestMemoryPreflight(t *testing.T) {
 }
 
 func TestReferenceMemoryFromInventory(t *testing.T) {
-	m := referenceMemory(writeInventory(t))
+	m := preflight.CheckpointMemory(writeInventory(t))
 	// Parameters are counted from the shapes, whatever the stored dtype: the
 	// worker holds every one of them in bf16.
 	if m.Parameters != 3*4+2 || m.Weights != (3*4+2)*2 {
@@ -59,7 +60,7 @@ func TestMemoryPreflightJudgesThePeak(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	need := referenceMemory(inv)
+	need := preflight.CheckpointMemory(inv)
 	if need.Peak >= need.Loader+need.HF {
 		t.Fatalf("peak %d is the sum of the stages (%d + %d)", need.Peak, need.Loader, need.HF)
 	}

@@ -48,7 +48,7 @@ func machineStage(ctx context.Context, st *state) (*preflight.Report, outcome, e
 		return nil, outcome{}, fmt.Errorf("%w in the machine check: %w", errInterrupted, ctx.Err())
 	}
 	if inv := st.inv(); inv != nil {
-		in.NeedRAM = referenceMemory(inv).Peak
+		in.NeedRAM = preflight.CheckpointMemory(inv).Peak
 	}
 	p := preflight.Run(in)
 	// Informational: a machine that is not ready for the later phases is a

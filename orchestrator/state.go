@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"phase0/configgate"
+	"phase0/internal/atomicfile"
 	"phase0/internal/wslock"
 	"phase0/judge"
 	"phase0/model"
@@ -258,7 +259,7 @@ func (st *state) discardCreated() {
 	if len(st.created) == 0 {
 		return
 	}
-	removeCreated(st.created)
+	atomicfile.RemoveCreated(st.created)
 	st.warnings = append(st.warnings, fmt.Sprintf("%s, which this run created, was removed: the run could not be evaluated", st.created[len(st.created)-1]))
 	st.created = nil
 }

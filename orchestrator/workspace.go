@@ -265,13 +265,13 @@ func (st *state) lockWorkspace(ws string) (lock *wslock.Lock, foreign bool, err 
 		if err := atomicfile.CheckName(ws); err != nil {
 			return nil, false, fmt.Errorf("workspace %s: %w; pass a shorter --name", ws, err)
 		}
-		if created, err = mkdirTracked(ws); err != nil {
+		if created, err = atomicfile.MkdirTracked(ws); err != nil {
 			return nil, false, fmt.Errorf("creating workspace %s: %w", ws, err)
 		}
 	}
 	lock, err = wslock.Acquire(lockPath, wslock.Self(st.in.started))
 	if err != nil {
-		removeCreated(created)
+		atomicfile.RemoveCreated(created)
 		if errors.Is(err, wslock.ErrHeld) {
 			return nil, false, fmt.Errorf("workspace %s: %w; wait for that run to finish", ws, err)
 		}
@@ -291,13 +291,13 @@ func (st *state) newWorkspace(ws string, files []scaffold.File) (res scaffold.Re
 	if _, err := os.Lstat(ws); !errors.Is(err, fs.ErrNotExist) {
 		return res, false, nil
 	}
-	parents, err := mkdirTracked(filepath.Dir(ws))
+	parents, err := atomicfile.MkdirTracked(filepath.Dir(ws))
 	if err != nil {
 		return res, false, fmt.Errorf("creating %s: %w", filepath.Dir(ws), err)
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(ws), "."+filepath.Base(ws)+".tmp-*")
 	if err != nil {
-		removeCreated(parents)
+		atomicfile.RemoveCreated(parents)
 		return res, false, fmt.Errorf("creating workspace %s: %w", ws, err)
 	}
 	lock, err := wslock.Acquire(filepath.Join(tmp, scaffold.LockName), wslock.Self(st.in.started))
@@ -312,45 +312,9 @@ func (st *state) newWorkspace(ws string, files []scaffold.File) (res scaffold.Re
 		if _, statErr := os.Lstat(ws); statErr == nil {
 			return scaffold.Result{}, false, nil // another run made it first
 		}
-		removeCreated(parents)
+		atomicfile.RemoveCreated(parents)
 		return scaffold.Result{}, false, fmt.Errorf("creating workspace %s: %w", ws, err)
 	}
 	st.holdCreated(lock, append(parents, ws))
 	return res, true, nil
-}
-
-// mkdirTracked is os.MkdirAll that returns the folders it created,
-// outermost first.
-func mkdirTracked(dir string) ([]string, error) {
-	var missing []string
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Lstat(d); err == nil || filepath.Dir(d) == d {
-			break
-		}
-		missing = append([]string{d}, missing...)
-	}
-	for i, d := range missing {
-		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			removeCreated(missing[:i])
-			return nil, err
-		}
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil { // dir itself exists but is not a folder
-		removeCreated(missing)
-		return nil, err
-	}
-	return missing, nil
-}
-
-// removeCreated removes folders a run created, outermost first in dirs:
-// the innermost whole (the run's own workspace), the others only if empty
-// (another run may have put its own workspace beside it).
-func removeCreated(dirs []string) {
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if i == len(dirs)-1 {
-			os.RemoveAll(dirs[i])
-		} else {
-			os.Remove(dirs[i])
-		}
-	}
 }

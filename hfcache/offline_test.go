@@ -1,8 +1,11 @@
-package orchestrator
+package hfcache
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
-// offline must agree with huggingface_hub, or Go and Python would disagree on
+// Offline must agree with huggingface_hub, or Go and Python would disagree on
 // whether the hub may be contacted.
 func TestOfflineMatchesHuggingFaceHub(t *testing.T) {
 	tests := []struct {
@@ -23,7 +26,7 @@ func TestOfflineMatchesHuggingFaceHub(t *testing.T) {
 	for _, tt := range tests {
 		t.Setenv("HF_HUB_OFFLINE", tt.hub)
 		t.Setenv("TRANSFORMERS_OFFLINE", tt.transformers)
-		if got := (&Settings{}).offline(); got != tt.want {
+		if got := Offline(os.Getenv); got != tt.want {
 			t.Errorf("HF_HUB_OFFLINE=%q TRANSFORMERS_OFFLINE=%q: offline %v, want %v", tt.hub, tt.transformers, got, tt.want)
 		}
 	}
