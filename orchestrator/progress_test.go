@@ -28,9 +28,9 @@ func TestProgressEntryNamesOnlyWhatTheModuleDefines(t *testing.T) {
 		module string
 		want   bool
 	}{{upstreamStyle, false}, {ours, true}, {nested, false}, {filepath.Join(dir, "absent_weights.py"), false}} {
-		defines := definesFunc(tc.module, "default_checkpoint")
+		defines := scaffold.DefinesFunc(tc.module, "default_checkpoint")
 		if defines != tc.want {
-			t.Errorf("definesFunc(%s) = %v, want %v", filepath.Base(tc.module), defines, tc.want)
+			t.Errorf("scaffold.DefinesFunc(%s) = %v, want %v", filepath.Base(tc.module), defines, tc.want)
 		}
 		r := &report.Report{Workspace: &report.Workspace{Name: "qwen3_0_6b", Mode: report.ModeValidatedExisting}}
 		r.Gates = report.Gates{Weights: weights.NewResult(), ConfigConsistency: configgate.New(), HFBaseline: judge.NewBaseline()}

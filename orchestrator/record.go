@@ -31,7 +31,7 @@ func recordStage(_ context.Context, st *state) (*recorded, outcome, error) {
 	}
 	r := st.reportRecorded(rec)
 	entry := func() string { return st.progressEntryOf(r) }
-	docs, err := record.Docs(r, w.dir, !w.foreign, passed, entry, withoutLocalPaths(report.Blockers(r), st))
+	docs, err := record.Docs(r, w.dir, !w.foreign, passed, entry, record.WithoutLocalPaths(report.Blockers(r), ref.Dir, w.dir))
 	if err != nil {
 		return rec, outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err)
 	}
@@ -54,7 +54,7 @@ func recordStage(_ context.Context, st *state) (*recorded, outcome, error) {
 // progressEntryOf is the progress.md entry for report r of this run.
 func (st *state) progressEntryOf(r *report.Report) string {
 	w := st.facts.workspace
-	return report.ProgressEntry(r, st.facts.analysis.Config, w.spec, filepath.Dir(w.dir), definesFunc(st.weightsModule(), "default_checkpoint"), DefaultModel)
+	return report.ProgressEntry(r, st.facts.analysis.Config, w.spec, filepath.Dir(w.dir), scaffold.DefinesFunc(st.weightsModule(), "default_checkpoint"), DefaultModel)
 }
 
 // reportRecorded is the report as the record stage writes it: the run so
@@ -87,7 +87,7 @@ func enterStage(_ context.Context, st *state) (outcome, error) {
 		spec.ModelID = filepath.Base(r.ModelDir)
 	}
 	module := filepath.Join(w.Dir, w.Name+"_weights.py")
-	entry := report.ProgressEntry(r, r.Config, spec, filepath.Dir(w.Dir), definesFunc(module, "default_checkpoint"), DefaultModel)
+	entry := report.ProgressEntry(r, r.Config, spec, filepath.Dir(w.Dir), scaffold.DefinesFunc(module, "default_checkpoint"), DefaultModel)
 	changed, err := record.Enter(w.Dir, entry)
 	if err != nil {
 		return outcome{}, err

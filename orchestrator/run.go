@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 
 	"phase0/configgate"
-	"phase0/internal/boundedfile"
 	"phase0/ops"
+	"phase0/preflight"
 	"phase0/report"
 	"phase0/weights"
 )
@@ -96,38 +94,5 @@ func (st *state) behaviour(ctx context.Context, cc *configgate.Consistency, modu
 	return nil
 }
 
-// definesFunc reports whether the Python module at path defines a top-level
-// function name, read as text (bounded; never imported here).
-func definesFunc(path, name string) bool {
-	b, err := boundedfile.Read(path, maxModuleBytes)
-	if err != nil {
-		return false
-	}
-	for line := range strings.Lines(string(b)) {
-		if strings.HasPrefix(line, "def "+name+"(") {
-			return true
-		}
-	}
-	return false
-}
-
-// maxModuleBytes bounds a weights module read as text (phase0's are ~30 KiB).
-const maxModuleBytes = 16 << 20
-
 // memAvailable is how much memory the machine can give the reference; tests replace it.
-var memAvailable = procMemAvailable
-
-// procMemAvailable reads MemAvailable from /proc/meminfo (0 when unknown).
-func procMemAvailable() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		var kb int64
-		if n, _ := fmt.Sscanf(line, "MemAvailable: %d kB", &kb); n == 1 {
-			return kb << 10
-		}
-	}
-	return 0
-}
+var memAvailable = preflight.MemAvailable

@@ -201,6 +201,13 @@ func judgeSpace(what string, have, need int64, fix string) verdict.Section {
 
 func gib(b int64) float64 { return float64(b) / (1 << 30) }
 
+// MemAvailable is how much memory this machine can give a process now
+// (/proc/meminfo's MemAvailable; 0 when unknown).
+func MemAvailable() int64 {
+	b, _ := memAvailable("/proc/meminfo")
+	return b
+}
+
 // memAvailable reads MemAvailable (kB) from a meminfo file.
 func memAvailable(path string) (int64, error) {
 	f, err := os.Open(path)

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	"phase0/internal/atomicfile"
@@ -183,4 +185,36 @@ func Enter(ws, entry string) (changed []string, err error) {
 		return nil, fmt.Errorf("entering the reused PASS in %s: %w", ws, err)
 	}
 	return changed, nil
+}
+
+// WithoutLocalPaths rewrites the blockers that go into TODO.md and
+// phase_timing.md (files meant to be committed) so that they name the
+// checkpoint, the workspace and the llms folder instead of their absolute
+// paths, which error messages from the loader and the runner carry;
+// checkpoint or ws "" when there is none.
+func WithoutLocalPaths(lines []string, checkpoint, ws string) []string {
+	names := map[string]string{}
+	if checkpoint != "" {
+		names[checkpoint] = "<checkpoint>"
+	}
+	if ws != "" {
+		names[ws] = "<workspace>"
+		names[filepath.Dir(ws)] = "<llms>"
+	}
+	paths := make([]string, 0, len(names))
+	for p := range names {
+		if filepath.IsAbs(p) && p != "/" {
+			paths = append(paths, p)
+		}
+	}
+	// Longest first: the workspace lies inside the llms folder.
+	sort.Slice(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		for _, p := range paths {
+			l = strings.ReplaceAll(l, p, names[p])
+		}
+		out[i] = l
+	}
+	return out
 }

@@ -80,6 +80,21 @@ func ModelIDIn(path string) (string, error) {
 	return "", nil
 }
 
+// DefinesFunc reports whether the Python module at path defines a top-level
+// function name, read as text (bounded; never imported here).
+func DefinesFunc(path, name string) bool {
+	b, err := boundedfile.Read(path, maxOwnedFile)
+	if err != nil {
+		return false
+	}
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, "def "+name+"(") {
+			return true
+		}
+	}
+	return false
+}
+
 // ModelIDOf is the MODEL_ID the rendered weights module among files assigns.
 func ModelIDOf(files []File, spec Spec) string {
 	for _, f := range files {

@@ -1,4 +1,4 @@
-package orchestrator
+package record
 
 import (
 	"slices"
@@ -6,12 +6,11 @@ import (
 )
 
 func TestWithoutLocalPaths(t *testing.T) {
-	st := &state{facts: facts{model: &resolvedModel{Dir: "/data/it/Tiny-Base"}, workspace: &workspace{dir: "/repo/llms/tiny_base"}}}
-	got := withoutLocalPaths([]string{
+	got := WithoutLocalPaths([]string{
 		"python weights: /data/it/Tiny-Base/model.safetensors: header length 99 does not fit",
 		"hf baseline: /repo/llms/tiny_base/tiny_base_weights.py raised; runner /repo/llms/verify/runners/hf_runner.py",
 		"plain finding",
-	}, st)
+	}, "/data/it/Tiny-Base", "/repo/llms/tiny_base")
 	want := []string{
 		"python weights: <checkpoint>/model.safetensors: header length 99 does not fit",
 		"hf baseline: <workspace>/tiny_base_weights.py raised; runner <llms>/verify/runners/hf_runner.py",
