@@ -25,34 +25,6 @@ func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weights
 	}
 }
 
-// baselineSection hands the runner's facts and logits to gate 2 (judge.Gate2)
-// and records the runner's descriptive facts in the section. vocab is the
-// checkpoint's vocab_size (config.json, as Go extracted it): the logits come
-// from the HF model, whatever a module's Config says.
-func baselineSection(res *ops.BaselineResult, logits []float32, vocab int, seconds, maxPerplexityRatio float64) *judge.Baseline {
-	b := judge.NewBaseline()
-	b.Seconds = seconds
-	b.RunnerPath, b.Prompt, b.PromptStyle = res.RunnerPath, res.Prompt, res.PromptStyle
-	b.Tokens = append(b.Tokens, res.Tokens...)
-	b.SecondsLoad, b.SecondsPrefill, b.SecondsCalibration = res.SecondsLoad, res.SecondsPrefill, res.SecondsCalib
-	b.Torch, b.Transformers = res.Torch, res.Transformers
-	f := judge.Facts{
-		Prefill: judge.Input{
-			Logits: logits, RunnerTop1: res.Top1Token, VocabSize: vocab, TokenizerSize: res.TokenizerSize,
-			PadID: res.Special.Pad, UnkID: res.Special.Unk, EOSIDs: res.Special.EOS, Described: ops.Described(res.Top),
-		},
-		Runner: res.Runner,
-	}
-	if d := res.Decode; d != nil {
-		f.Decode = &judge.Continuation{IDs: d.IDs, Text: d.Text}
-	}
-	if p := res.Calibration; p != nil {
-		f.Passage = &judge.PassageInput{Passage: p.Passage, Tokens: p.Tokens, NLL: p.NLL, VocabSize: vocab, MaxRatio: maxPerplexityRatio}
-	}
-	judge.Gate2(b, f)
-	return b
-}
-
 // hfBaselineStage runs gate 2: the canonical prompt through the reference
 // HfRunner in the Python worker (with the generated LlamaConfig when the
 // run generated one), judged by judge.Gate2.
@@ -72,7 +44,7 @@ func hfBaselineStage(ctx context.Context, st *state) (*judge.Baseline, outcome, 
 	if err := runnerIsVerifys(st.in.s, res.RunnerPath); err != nil {
 		return nil, outcome{}, err
 	}
-	b := baselineSection(&res, logits, st.facts.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
+	b := ops.BaselineSection(&res, logits, st.facts.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
 	return b, outcome{status: b.Status, detail: b.Summary}, nil
 }
 

@@ -42,7 +42,7 @@ func TestBaselinePerplexityRuleInEveryFormat(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, logits := passageResult(512, tc.nll...)
-			b := baselineSection(res, logits, 512, 1, tc.ratio)
+			b := ops.BaselineSection(res, logits, 512, 1, tc.ratio)
 			if b.Status != tc.status {
 				t.Fatalf("status %s, want %s; reasons %q", b.Status, tc.status, b.Reasons)
 			}
@@ -89,7 +89,7 @@ func TestBaselinePerplexityRuleInEveryFormat(t *testing.T) {
 func TestBaselineWithoutPassageFactsFails(t *testing.T) {
 	res, logits := passageResult(512, 1)
 	res.Calibration = nil
-	b := baselineSection(res, logits, 512, 1, 0)
+	b := ops.BaselineSection(res, logits, 512, 1, 0)
 	if b.Status != verdict.Fail || !strings.Contains(b.Summary, "no calibration passage facts") {
 		t.Errorf("status %s, summary %q", b.Status, b.Summary)
 	}
@@ -101,7 +101,7 @@ func TestBaselineWithoutPassageFactsFails(t *testing.T) {
 func TestPerplexityLimitUsesTheCheckpointsVocab(t *testing.T) {
 	res, logits := passageResult(512, math.Log(600), math.Log(600))
 	res.VocabSize = 151936 // what the module's LlamaConfig() said
-	b := baselineSection(res, logits, 512, 1, 0)
+	b := ops.BaselineSection(res, logits, 512, 1, 0)
 	if b.Status != verdict.Fail || b.Calibration == nil || b.Calibration.VocabSize != 512 || !strings.Contains(b.Summary, "exceeds the limit 51.2") {
 		t.Errorf("status %s, calibration %+v, summary %q", b.Status, b.Calibration, b.Summary)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"phase0/hfcache"
 	"phase0/hubmeta"
+	"phase0/model"
 	"phase0/ops"
 )
 
@@ -24,7 +26,7 @@ func resolveHub(ctx context.Context, s *Settings, arg string) (*resolvedModel, e
 	}
 	cache := hfcache.CacheDir(s.getenv)
 	res, err := hfcache.Resolve(cache, ref)
-	if err == nil && (res.Complete() || refusedSnapshot(res.Dir)) {
+	if err == nil && (res.Complete() || model.RefusedIn(os.DirFS(res.Dir))) {
 		return &resolvedModel{Dir: res.Dir, Revision: res.Revision, ID: ref.ID}, nil
 	}
 	if errors.Is(err, hfcache.ErrBadRevision) {

@@ -105,25 +105,11 @@ func reuseModel(s *Settings, arg string) (*resolvedModel, string) {
 		}
 		return &resolvedModel{ID: defaultModelID, PromptStyle: defaultPromptStyle}, ""
 	}
-	if fi, err := os.Stat(arg); err == nil {
-		if !fi.IsDir() {
-			return nil, arg + " is not a folder"
-		}
-		abs, err := filepath.Abs(arg)
-		if err != nil {
-			return nil, err.Error()
-		}
-		return &resolvedModel{Dir: abs, ID: abs}, ""
+	m, why := reuse.Locate(arg, hfcache.CacheDir(s.getenv))
+	if why != "" {
+		return nil, why
 	}
-	ref, err := hfcache.ParseID(arg)
-	if err != nil {
-		return nil, "no such folder or hub id " + arg
-	}
-	res, err := hfcache.Resolve(hfcache.CacheDir(s.getenv), ref)
-	if err != nil || !res.Complete() {
-		return nil, ref.ID + " is not complete in the HF cache"
-	}
-	return &resolvedModel{Dir: res.Dir, Revision: res.Revision, ID: ref.ID}, ""
+	return &resolvedModel{Dir: m.Dir, Revision: m.Revision, ID: m.ID}, ""
 }
 
 // recordInputsStage stamps the inputs of a PASS about to be recorded, so

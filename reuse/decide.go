@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"phase0/fingerprint"
+	"phase0/hfcache"
 	"phase0/internal/boundedfile"
 	"phase0/report"
 	"phase0/scaffold"
@@ -75,6 +76,32 @@ func Decide(rec *Record, cur *Inputs) (*report.Report, string) {
 	}
 	r.ReusedFrom = &report.ReusedFrom{Path: rec.Report, Recorded: rec.Recorded}
 	return &r, ""
+}
+
+// Locate finds a model's id, and its folder, without Python and without
+// the network: a local folder, or a hub id complete in the HF cache at
+// cache. why says when the argument cannot be found that way; the full run
+// then resolves it.
+func Locate(arg, cache string) (ModelInputs, string) {
+	if fi, err := os.Stat(arg); err == nil {
+		if !fi.IsDir() {
+			return ModelInputs{}, arg + " is not a folder"
+		}
+		abs, err := filepath.Abs(arg)
+		if err != nil {
+			return ModelInputs{}, err.Error()
+		}
+		return ModelInputs{Dir: abs, ID: abs}, ""
+	}
+	ref, err := hfcache.ParseID(arg)
+	if err != nil {
+		return ModelInputs{}, "no such folder or hub id " + arg
+	}
+	res, err := hfcache.Resolve(cache, ref)
+	if err != nil || !res.Complete() {
+		return ModelInputs{}, ref.ID + " is not complete in the HF cache"
+	}
+	return ModelInputs{Dir: res.Dir, Revision: res.Revision, ID: ref.ID}, ""
 }
 
 // StampWorkspace stamps the workspace module: the manifest and the files it

@@ -6,6 +6,8 @@
 package wsfolder
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -193,4 +195,19 @@ func MidDeployment(ws string) bool {
 	}
 	ok, err := scaffold.HasPhaseChecklist(filepath.Join(ws, "TODO.md"))
 	return err == nil && ok
+}
+
+// OutsideDir is where the lock and record of a folder phase0 did not create
+// live: <cache>/validated/<name>-<hash of the folder's path>.
+func OutsideDir(cache, ws string) string {
+	sum := sha256.Sum256([]byte(ws))
+	return filepath.Join(cache, "validated", filepath.Base(ws)+"-"+hex.EncodeToString(sum[:])[:12])
+}
+
+// OutsideRecordDir is where one model's record of such a folder lives: a
+// folder of its own under OutsideDir, so that the base and the instruct id
+// an upstream folder serves keep separate verdicts.
+func OutsideRecordDir(cache, ws, modelID string) string {
+	sum := sha256.Sum256([]byte(modelID))
+	return filepath.Join(OutsideDir(cache, ws), scaffold.DeriveName(modelID)+"-"+hex.EncodeToString(sum[:])[:8])
 }
