@@ -33,7 +33,7 @@ import (
 // is reused and the run says which input changed. The import map, the
 // folders submodules were looked up in, the environment rules and the CPU
 // flags are fingerprint.Sources'; the extracted shim is checked against the
-// binary's own copy (shim.go) before it is stamped.
+// binary's own copy (pyshim.Unpacked) before it is stamped.
 
 // FileName is the file, next to report.json, that records the inputs of
 // the verdict in report.json.
