@@ -172,7 +172,7 @@ func workspaceFor(st *state, version string) (string, scaffold.Spec, error) {
 	if err != nil {
 		return "", scaffold.Spec{}, err
 	}
-	name, err := workspaceName(s, ref.ID)
+	name, err := wsfolder.Name(s.Name, s.LLMSDir, ref.ID)
 	if err != nil {
 		return "", scaffold.Spec{}, err
 	}
@@ -196,40 +196,11 @@ func workspaceDir(s *Settings, modelID string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	name, err := workspaceName(s, modelID)
+	name, err := wsfolder.Name(s.Name, s.LLMSDir, modelID)
 	if err != nil {
 		return "", err
 	}
 	return filepath.Join(root, name), nil
-}
-
-// workspaceName is the name setting; else, in an llms tree, the folder whose
-// verify_adapter.py or *_inference.py names the hub id (upstream's folder
-// names follow no one rule: Qwen/Qwen2.5-0.5B lives in qwen25_0_5b); else
-// the name derived from the id.
-func workspaceName(s *Settings, modelID string) (string, error) {
-	if s.Name != "" {
-		return s.Name, nil
-	}
-	folder, err := treeFolderFor(s, modelID)
-	if err != nil || folder != "" {
-		return folder, err
-	}
-	return scaffold.DeriveName(modelID), nil
-}
-
-// treeFolderFor is the Phase 0 folder of the llms tree that names the hub
-// id modelID, or "" when there is no tree, the model is not a hub id, or no
-// folder names it.
-func treeFolderFor(s *Settings, modelID string) (string, error) {
-	if s.LLMSDir == "" || !wsfolder.IsHubID(modelID) {
-		return "", nil
-	}
-	folders, err := llmstree.Scan(s.LLMSDir, scaffold.ReservedNames)
-	if err != nil {
-		return "", err
-	}
-	return llmstree.Lookup(folders, modelID)
 }
 
 // reportDirFor is where run records report.json for a workspace: the

@@ -9,6 +9,7 @@ import (
 
 	"phase0/scaffold"
 	"phase0/verdict"
+	"phase0/wsfolder"
 )
 
 // TestTreeDecidesTheFolder: without --name, a hub id goes to the folder of
@@ -30,14 +31,13 @@ func TestTreeDecidesTheFolder(t *testing.T) {
 		{"Qwen/Qwen2.5-0.5B", "mine", "mine", ""},
 		{filepath.Join(t.TempDir(), "Qwen2.5-0.5B"), "", "qwen2_5_0_5b", ""}, // a local folder names no hub id
 	} {
-		s := &Settings{LLMSDir: llms, Name: tc.name}
-		got, err := workspaceName(s, tc.id)
+		got, err := wsfolder.Name(tc.name, llms, tc.id)
 		if got != tc.want || (err == nil) != (tc.err == "") || err != nil && !strings.Contains(err.Error(), tc.err) {
-			t.Errorf("workspaceName(%s, --name %q) = %q, %v; want %q, %q", tc.id, tc.name, got, err, tc.want, tc.err)
+			t.Errorf("wsfolder.Name(%s, --name %q) = %q, %v; want %q, %q", tc.id, tc.name, got, err, tc.want, tc.err)
 		}
 	}
 	// Without an llms tree the name is derived, as before.
-	if got, err := workspaceName(&Settings{OutDir: llms}, "Qwen/Qwen2.5-0.5B"); got != "qwen2_5_0_5b" || err != nil {
+	if got, err := wsfolder.Name("", "", "Qwen/Qwen2.5-0.5B"); got != "qwen2_5_0_5b" || err != nil {
 		t.Errorf("without a tree: %q, %v", got, err)
 	}
 }

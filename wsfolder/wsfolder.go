@@ -211,3 +211,33 @@ func OutsideRecordDir(cache, ws, modelID string) string {
 	sum := sha256.Sum256([]byte(modelID))
 	return filepath.Join(OutsideDir(cache, ws), scaffold.DeriveName(modelID)+"-"+hex.EncodeToString(sum[:])[:8])
 }
+
+// Name is the workspace name for modelID: name when given; else, in the
+// llms tree llms (when there is one), the folder whose
+// verify_adapter.py or *_inference.py names the hub id (upstream's folder
+// names follow no one rule: Qwen/Qwen2.5-0.5B lives in qwen25_0_5b); else
+// the name derived from the id.
+func Name(name, llms, modelID string) (string, error) {
+	if name != "" {
+		return name, nil
+	}
+	folder, err := treeFolder(llms, modelID)
+	if err != nil || folder != "" {
+		return folder, err
+	}
+	return scaffold.DeriveName(modelID), nil
+}
+
+// treeFolder is the Phase 0 folder of the llms tree that names the hub
+// id modelID, or "" when there is no tree, the model is not a hub id, or no
+// folder names it.
+func treeFolder(llms, modelID string) (string, error) {
+	if llms == "" || !IsHubID(modelID) {
+		return "", nil
+	}
+	folders, err := llmstree.Scan(llms, scaffold.ReservedNames)
+	if err != nil {
+		return "", err
+	}
+	return llmstree.Lookup(folders, modelID)
+}
