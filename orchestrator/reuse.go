@@ -10,6 +10,7 @@ import (
 	"phase0/fingerprint"
 	"phase0/hfcache"
 	"phase0/report"
+	"phase0/resolve"
 	"phase0/reuse"
 	"phase0/verdict"
 )
@@ -103,7 +104,7 @@ func reuseModel(s *Settings, arg string) (*resolvedModel, string) {
 		if _, err := os.Stat(arg); err == nil {
 			return nil, "MODEL default is ambiguous here"
 		}
-		return &resolvedModel{ID: defaultModelID, PromptStyle: defaultPromptStyle}, ""
+		return &resolvedModel{ID: resolve.DefaultID, PromptStyle: resolve.DefaultPromptStyle}, ""
 	}
 	m, why := reuse.Locate(arg, hfcache.CacheDir(s.getenv))
 	if why != "" {

@@ -178,7 +178,7 @@ func Elide(s string, n int) string {
 }
 
 // notInCache is the error of a hub id that is not in the HF cache while the
-// hub is switched off (orchestrator's resolveHub).
+// hub is switched off (package resolve).
 var notInCache = regexp.MustCompile(`^model not available from the hub: (\S+) is not in the cache \((.*)\) and the hub is switched off \(([^)]*)\)`)
 
 // Causes is why each row that did not pass did not, one entry per cause:

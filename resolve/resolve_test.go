@@ -1,0 +1,35 @@
+package resolve
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestArgWithoutPython: what needs neither Python nor the hub is decided
+// here; each refusal is ErrNoModel and says why.
+func TestArgWithoutPython(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "config.json")
+	if err := os.WriteFile(file, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := &Options{Getenv: func(string) string { return "" }}
+	m, err := Arg(context.Background(), o, dir)
+	if err != nil || m.Dir != dir || m.ID != dir || !m.Local {
+		t.Errorf("a folder: %+v, %v", m, err)
+	}
+	for _, tc := range []struct{ arg, want string }{
+		{"", "no MODEL given"},
+		{file, "is a file"},
+		{"/no/such/model", "no such folder"},
+		{"a/b/c", "no such folder"},
+	} {
+		if _, err := Arg(context.Background(), o, tc.arg); !errors.Is(err, ErrNoModel) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want ErrNoModel saying %q", tc.arg, err, tc.want)
+		}
+	}
+}
