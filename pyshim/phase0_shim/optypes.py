@@ -246,3 +246,66 @@ class RecordReferenceArgs(BaselineArgs):
     dtype: str
     out_dir: str
     meta: dict[str, Any] | None
+
+
+class QuantBound(TypedDict):
+    """A format's own error bound, per group of ``group`` input elements:
+    ``step = (max - min) / levels`` (affine) or ``absmax / levels``
+    (symmetric); an element is beyond the bound when its error exceeds
+    ``step / 2 + slack * absmax`` (the bf16 rounding of scales, offsets and
+    the dequantized value)."""
+
+    group: int
+    levels: int
+    symmetric: bool
+    slack: float
+
+
+class QuantArgs(TypedDict):
+    weights_module: str
+    source: str
+    reference_dir: str
+    n_layers: int
+    bound: QuantBound
+
+
+class QuantStats(TypedDict):
+    """Sufficient statistics of x (the loader's tensor) against y."""
+
+    n: int
+    sum_x: float
+    sum_y: float
+    sum_xx: float
+    sum_yy: float
+    sum_xy: float
+    sum_dd: float
+    max_abs_diff: float
+    beyond_bound: int
+
+
+class QuantTensorBase(TypedDict):
+    layer: int
+    field: str
+    reference: str
+    shape: list[int]
+    reference_shape: list[int]
+
+
+class QuantTensor(QuantTensorBase, total=False):
+    stats: QuantStats
+    confusions: dict[str, QuantStats]
+    differing: int
+    problem: str
+
+
+class QuantImportFailure(TypedDict):
+    module: str
+    missing_paths: list[str]
+    message: str
+
+
+class QuantFactsResult(TypedDict):
+    loader: str
+    layers_loaded: int
+    tensors: list[QuantTensor]
+    import_failure: QuantImportFailure | None

@@ -1,0 +1,307 @@
+"""Quantized gate 1 facts: a quantized folder's own loader, tensor by tensor,
+against the bf16 reference checkpoint.
+
+The loader is found by what the module defines: a ``load_*weights*``
+function returning the bf16 loaders' ``LlamaWeights`` structure, else a
+class with ``layer_weights(k)`` / ``layer_rms(k)`` / ``embed_norm_lmhead()``
+(read one layer at a time). For every tensor the op reports sufficient
+statistics of the loader's values against the reference's in the same
+(in, out) layout, the same against the obvious confusions (the transposed
+tensor, the partner projection, even/odd rows swapped), and for every
+tensor a bitwise comparison with the reference. Go computes the metrics
+and judges; nothing here decides PASS or FAIL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from phase0_shim import heap, progress
+from phase0_shim.config import import_module_from_path
+from phase0_shim.opargs import op
+from phase0_shim.optypes import QuantArgs, QuantBound, QuantFactsResult, QuantImportFailure, QuantStats, QuantTensor
+
+STAGE = "quant_weights"
+# Rows of the reference processed at once: bounds the float64 temporaries.
+CHUNK_ROWS = 512
+
+# Projection fields (LlamaWeights' names, the classes' dict keys) and their HF tensors.
+PROJECTIONS = {
+    "wq": ("q", "self_attn.q_proj"),
+    "wk": ("k", "self_attn.k_proj"),
+    "wv": ("v", "self_attn.v_proj"),
+    "wo": ("o", "self_attn.o_proj"),
+    "w_gate": ("gate", "mlp.gate_proj"),
+    "w_up": ("up", "mlp.up_proj"),
+    "w_down": ("down", "mlp.down_proj"),
+}
+# The projection each one is most easily confused with (same shape by design).
+PARTNERS = {"w_gate": "w_up", "w_up": "w_gate", "wk": "wv", "wv": "wk", "wq": "wo", "wo": "wq"}
+KEPT = {
+    "attn_norm": "input_layernorm",
+    "ffn_norm": "post_attention_layernorm",
+    "q_norm": "self_attn.q_norm",
+    "k_norm": "self_attn.k_norm",
+    "bq": "self_attn.q_proj.bias",
+    "bk": "self_attn.k_proj.bias",
+    "bv": "self_attn.v_proj.bias",
+}
+_DTYPES = {"F32": np.float32, "F16": np.float16}
+
+
+class Reference:
+    """The bf16 reference checkpoint's tensors, memory-mapped (one file or an index's shards)."""
+
+    def __init__(self, model_dir: Path) -> None:
+        import ml_dtypes
+
+        self._dtypes: dict[str, Any] = {**_DTYPES, "BF16": ml_dtypes.bfloat16}
+        index = model_dir / "model.safetensors.index.json"
+        if index.is_file():
+            weight_map = json.loads(index.read_text())["weight_map"]
+            files = sorted(set(weight_map.values()))
+        else:
+            files = ["model.safetensors"]
+        self._where: dict[str, tuple[np.memmap, int, dict[str, Any]]] = {}
+        for rel in files:
+            path = (model_dir / rel).resolve()
+            if model_dir.resolve() not in path.parents:
+                raise ValueError(f"shard {rel} of {model_dir} is outside the folder")
+            mm = np.memmap(path, dtype=np.uint8, mode="r")
+            n = int(np.frombuffer(mm[:8].tobytes(), dtype="<u8")[0])
+            header = json.loads(mm[8 : 8 + n].tobytes())
+            for name, entry in header.items():
+                if name != "__metadata__":
+                    self._where[name] = (mm, 8 + n, entry)
+
+    def shape(self, name: str) -> list[int]:
+        return list(self._where[name][2]["shape"])
+
+    def has(self, name: str) -> bool:
+        return name in self._where
+
+    def get(self, name: str) -> np.ndarray:
+        """The tensor as stored (bf16 stays bf16), shaped."""
+        mm, base, entry = self._where[name]
+        dtype = self._dtypes.get(entry["dtype"])
+        if dtype is None:
+            raise ValueError(f"reference tensor {name} has dtype {entry['dtype']}; expected BF16, F16 or F32")
+        o0, o1 = entry["data_offsets"]
+        return np.frombuffer(mm[base + o0 : base + o1], dtype=dtype).reshape(entry["shape"])
+
+
+def _stats(x_oi: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None) -> QuantStats:
+    """Sums of x (loader) against y (reference), both [out, in]; groups of the
+    bound run along the input dimension."""
+    n = 0
+    sx = sy = sxx = syy = sxy = sdd = 0.0
+    maxd = 0.0
+    beyond = 0
+    g = bound["group"] if bound else 0
+    for r in range(0, y_oi.shape[0], CHUNK_ROWS):
+        x = np.asarray(x_oi[r : r + CHUNK_ROWS], dtype=np.float64)
+        y = np.asarray(y_oi[r : r + CHUNK_ROWS], dtype=np.float64)
+        d = x - y
+        n += x.size
+        sx += float(x.sum())
+        sy += float(y.sum())
+        sxx += float(np.einsum("ij,ij->", x, x))
+        syy += float(np.einsum("ij,ij->", y, y))
+        sxy += float(np.einsum("ij,ij->", x, y))
+        sdd += float(np.einsum("ij,ij->", d, d))
+        if d.size:
+            maxd = max(maxd, float(np.abs(d).max()))
+        if bound and g > 0 and y.shape[1] % g == 0:
+            yg = y.reshape(y.shape[0], -1, g)
+            absmax = np.abs(yg).max(axis=2)
+            if bound["symmetric"]:
+                step = absmax / bound["levels"]
+            else:
+                step = (yg.max(axis=2) - yg.min(axis=2)) / bound["levels"]
+            limit = 0.5 * step + bound["slack"] * absmax
+            beyond += int((np.abs(d).reshape(yg.shape) > limit[:, :, None]).sum())
+    return {"n": n, "sum_x": sx, "sum_y": sy, "sum_xx": sxx, "sum_yy": syy, "sum_xy": sxy, "sum_dd": sdd, "max_abs_diff": maxd, "beyond_bound": beyond}
+
+
+def _differing(x: np.ndarray, y: np.ndarray) -> int:
+    """Elements whose bf16 bits differ (x and y brought to bf16; a float32
+    copy of a bf16 tensor converts back exactly)."""
+    import ml_dtypes
+
+    xb = np.ascontiguousarray(x).astype(ml_dtypes.bfloat16).view(np.uint16)
+    yb = np.ascontiguousarray(y).astype(ml_dtypes.bfloat16).view(np.uint16)
+    return int((xb.ravel() != yb.ravel()).sum())
+
+
+def _swap_row_pairs(y: np.ndarray) -> np.ndarray:
+    """y with rows 2k and 2k+1 exchanged: a wrong nibble order within a byte."""
+    out = y.copy()
+    out[0::2], out[1::2] = y[1::2], y[0::2]
+    return out
+
+
+def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, partner: str | None, bound: QuantBound) -> QuantTensor:
+    """One projection: the loader's x [in, out] against the reference's [out, in]."""
+    y = ref.get(hf)
+    x = np.asarray(x)
+    fact: QuantTensor = {"layer": layer, "field": field, "reference": hf, "shape": list(x.shape), "reference_shape": list(y.shape)}
+    confusions: dict[str, QuantStats] = {}
+    if x.ndim != 2 or y.ndim != 2:
+        fact["problem"] = f"{x.ndim}-D array, expected 2-D (in, out)"
+        return fact
+    if x.shape == (y.shape[1], y.shape[0]):
+        fact["stats"] = _stats(x.T, y, bound)
+        if x.shape[0] == x.shape[1]:
+            confusions["transposed"] = _stats(x, y, None)
+        if y.shape[0] % 2 == 0:
+            confusions["row_pairs_swapped"] = _stats(x.T, _swap_row_pairs(y), None)
+        if partner is not None and ref.has(partner):
+            py = ref.get(partner)
+            if py.shape == y.shape:
+                confusions["partner"] = _stats(x.T, py, None)
+    elif x.shape == y.shape:
+        confusions["transposed"] = _stats(x, y, None)
+    else:
+        fact["problem"] = f"shape {list(x.shape)}, expected {[y.shape[1], y.shape[0]]} (in, out) for reference {list(y.shape)}"
+    if confusions:
+        fact["confusions"] = confusions
+    return fact
+
+
+def kept_facts(layer: int, field: str, x: Any, ref: Reference, hf: str) -> QuantTensor:
+    """A tensor kept in bf16: compared bit for bit."""
+    y = ref.get(hf)
+    x = np.asarray(x)
+    fact: QuantTensor = {"layer": layer, "field": field, "reference": hf, "shape": list(x.shape), "reference_shape": list(y.shape)}
+    if x.size != y.size:
+        fact["problem"] = f"shape {list(x.shape)}, expected {list(y.shape)}"
+        return fact
+    fact["differing"] = _differing(x.reshape(y.shape), y)
+    if fact["differing"]:
+        rows = y.shape[0] if y.ndim > 1 else 1
+        fact["stats"] = _stats(x.reshape(rows, -1), y.reshape(rows, -1), None)
+    return fact
+
+
+def find_loader(module: Any, source: str, n_layers: int, ref: Reference) -> tuple[str, Iterator[tuple[int, str, Any]]]:
+    """The loader's name and its tensors, one layer at a time where its API
+    allows: (layer, LlamaWeights field, array), layer -1 for the whole-model arrays."""
+    funcs = sorted(n for n in vars(module) if re.fullmatch(r"load_\w*weights\w*", n) and callable(getattr(module, n)))
+    if funcs:
+        return f"{funcs[0]}()", _from_function(getattr(module, funcs[0]), source)
+    for name, value in vars(module).items():
+        if isinstance(value, type) and callable(getattr(value, "layer_weights", None)):
+            return f"class {name}", _from_class(value, source, n_layers, ref)
+    raise AttributeError(f"{module.__file__} defines no load_*weights* function and no class with layer_weights(k)")
+
+
+def _from_function(fn: Any, source: str) -> Iterator[tuple[int, str, Any]]:
+    with contextlib.redirect_stdout(sys.stderr):
+        w = fn(source)
+    for field in ("embed_table", "final_norm", "lm_head"):
+        yield -1, field, getattr(w, field, None)
+    for k, layer in enumerate(w.layers):
+        for field in (*PROJECTIONS, *KEPT):
+            value = getattr(layer, field, None)
+            if value is not None:
+                yield k, field, value
+
+
+def _from_class(cls: Any, source: str, n_layers: int, ref: Reference) -> Iterator[tuple[int, str, Any]]:
+    import inspect
+
+    # layer_weights(k, dims=None) defaults to the module's own model's dims;
+    # an I8 header does not carry them, so they come from the reference.
+    takes_dims = "dims" in inspect.signature(cls.layer_weights).parameters
+    with contextlib.redirect_stdout(sys.stderr):
+        model = cls(source)
+        embed, norm, lm_head = model.embed_norm_lmhead()
+    yield -1, "embed_table", embed
+    yield -1, "final_norm", norm
+    yield -1, "lm_head", lm_head
+    del embed, norm, lm_head
+    by_key = {key: field for field, (key, _) in PROJECTIONS.items()}
+    for k in range(n_layers):
+        dims = {key: tuple(ref.shape(f"model.layers.{k}.{hf}.weight")) for key, hf in PROJECTIONS.values()}
+        with contextlib.redirect_stdout(sys.stderr):
+            w = model.layer_weights(k, dims) if takes_dims else model.layer_weights(k)
+        for key, value in w.items():
+            if key in by_key:
+                yield k, by_key[key], value
+        del w
+        attn_norm, ffn_norm = model.layer_rms(k)
+        yield k, "attn_norm", attn_norm
+        yield k, "ffn_norm", ffn_norm
+        if callable(getattr(model, "layer_qk_norm", None)):
+            qn, kn = model.layer_qk_norm(k)
+            yield k, "q_norm", qn
+            yield k, "k_norm", kn
+        bias = getattr(model, "layer_qkv_bias", None) or getattr(model, "layer_bias", None)
+        if callable(bias):
+            for field, value in zip(("bq", "bk", "bv"), bias(k)):
+                yield k, field, value
+
+
+def _import(module_path: Path) -> tuple[Any, QuantImportFailure | None]:
+    """The module, or why it could not be imported when what it imports is
+    missing (a --llms-dir holding an extracted llms/ without the folders
+    beside it: ../../fused_decode, matrix_vector_multiplication/int4_awq)."""
+    before = list(sys.path)
+    try:
+        return import_module_from_path(module_path), None
+    except ModuleNotFoundError as e:
+        added = [p for p in sys.path if p not in before]
+        missing = [p for p in added if not Path(p).is_dir()]
+        return None, {"module": e.name or "", "missing_paths": missing, "message": str(e)}
+
+
+def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
+    module, failure = _import(Path(args["weights_module"]))
+    if failure is not None:
+        return {"loader": "", "layers_loaded": 0, "tensors": [], "import_failure": failure}
+    ref = Reference(Path(args["reference_dir"]))
+    bound = args["bound"]
+    loader, layers = find_loader(module, args["source"], int(args["n_layers"]), ref)
+    tensors: list[QuantTensor] = []
+    loaded = set()
+    for layer, field, value in layers:
+        if value is None:
+            continue
+        if layer < 0:
+            hf = {"embed_table": "model.embed_tokens.weight", "final_norm": "model.norm.weight", "lm_head": "lm_head.weight"}[field]
+            if field == "lm_head" and not ref.has(hf):
+                hf = "model.embed_tokens.weight"  # tied: the head is the embedding
+            fact = kept_facts(layer, field, value, ref, hf)
+            if field == "lm_head" and fact.get("differing"):
+                fact = projection_facts(layer, field, np.asarray(value).T, ref, hf, None, bound)
+            tensors.append(fact)
+            continue
+        loaded.add(layer)
+        if field in PROJECTIONS:
+            prefix = f"model.layers.{layer}."
+            partner = PARTNERS.get(field)
+            tensors.append(
+                projection_facts(layer, field, value, ref, prefix + PROJECTIONS[field][1] + ".weight", prefix + PROJECTIONS[partner][1] + ".weight" if partner else None, bound)
+            )
+        elif field in KEPT:
+            suffix = KEPT[field] if KEPT[field].endswith(".bias") else KEPT[field] + ".weight"
+            tensors.append(kept_facts(layer, field, value, ref, f"model.layers.{layer}.{suffix}"))
+    return {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
+
+
+@op("quant_facts", QuantArgs, QuantFactsResult, nonempty=("weights_module", "source", "reference_dir"))
+def quant_facts(args: QuantArgs) -> QuantFactsResult:
+    """Quantized gate 1 facts: the folder's own loader, every tensor against the reference."""
+    try:
+        with progress.heartbeat(STAGE, f"{Path(args['weights_module']).name}: dequantizing and comparing every tensor"):
+            return quant_facts_of(args)
+    finally:
+        heap.release()
