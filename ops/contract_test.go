@@ -12,6 +12,7 @@ import (
 
 	"phase0/configgate"
 	"phase0/internal/testenv"
+	"phase0/quant"
 	"phase0/worker"
 )
 
@@ -38,6 +39,7 @@ var signatures = map[string][2]reflect.Type{
 	opRecordReference: {reflect.TypeFor[RecordReferenceArgs](), reflect.TypeFor[NoResult]()},
 	opPythonSources:   {reflect.TypeFor[NoArgs](), reflect.TypeFor[Imports]()},
 	opResetSession:    {reflect.TypeFor[NoArgs](), reflect.TypeFor[ResetResult]()},
+	opQuantFacts:      {reflect.TypeFor[QuantArgs](), reflect.TypeFor[quant.Facts]()},
 }
 
 // fieldSchema mirrors phase0_shim.contract.FieldSchema.

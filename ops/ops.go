@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"phase0/configgate"
+	"phase0/quant"
 )
 
 // Module is the Python module whose functions are the ops.
@@ -32,6 +33,7 @@ const (
 	opRecordReference = "record_reference"
 	opPythonSources   = "python_sources"
 	opResetSession    = "reset_session"
+	opQuantFacts      = "quant_facts"
 )
 
 // Session runs one op at a time in a worker child (*worker.Session).
@@ -109,6 +111,13 @@ func (c *Client) DefaultModel(ctx context.Context, args DefaultModelArgs) (Defau
 // LoaderFacts runs the module's load_weights on the checkpoint (gate 1).
 func (c *Client) LoaderFacts(ctx context.Context, args ModuleArgs) (LoaderFactsResult, error) {
 	r, _, err := call[LoaderFactsResult](ctx, c, opLoaderFacts, args)
+	return r, err
+}
+
+// QuantFacts runs a quantized folder's own loader and reports every
+// tensor's statistics against the bf16 reference (quantized gate 1).
+func (c *Client) QuantFacts(ctx context.Context, args QuantArgs) (quant.Facts, error) {
+	r, _, err := call[quant.Facts](ctx, c, opQuantFacts, args)
 	return r, err
 }
 

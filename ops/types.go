@@ -5,6 +5,7 @@ import (
 	"phase0/fingerprint"
 	"phase0/judge"
 	"phase0/model"
+	"phase0/quant"
 	"phase0/weights"
 )
 
@@ -77,6 +78,17 @@ type SourceStamp struct {
 type ModuleArgs struct {
 	WeightsModule string `json:"weights_module"` // "" for none (config_facts only)
 	ModelDir      string `json:"model_dir"`
+}
+
+// QuantArgs name a quantized folder's weights module, what its loader
+// reads (the bundle, or the reference it quantizes on load), the bf16
+// reference checkpoint, its layer count and the format's error bound.
+type QuantArgs struct {
+	WeightsModule string      `json:"weights_module"`
+	Source        string      `json:"source"`
+	ReferenceDir  string      `json:"reference_dir"`
+	NLayers       int         `json:"n_layers"`
+	Bound         quant.Bound `json:"bound"`
 }
 
 // LoaderFactsResult is what the module's load_weights returned.
