@@ -22,6 +22,13 @@ import (
 
 // Run is all of Phase 0 for one model.
 func Run(ctx context.Context, s *Settings, modelArg, version string) *report.Report {
+	uses, err := quantizedUses(s, modelArg)
+	if err != nil {
+		return runWith(ctx, inputs{s: s, command: "run", arg: modelArg, version: version, routeErr: err}, []stage{stepRoute})
+	}
+	if len(uses) > 0 {
+		return runQuantized(ctx, s, modelArg, version, uses)
+	}
 	return runChain(ctx, s, "run", modelArg, version, withoutSkippedScan(runStages, s))
 }
 
@@ -129,7 +136,11 @@ func blockers(r *report.Report) []string {
 // ticked Phase 0 always has its report on disk.
 func recordStage(_ context.Context, st *state) (*recorded, outcome, error) {
 	w, ref := st.facts.workspace, st.facts.model
-	dir, err := reportDirFor(st.in.s, w.dir, ref.ID)
+	id := ref.ID
+	if q := st.in.quant; q != nil {
+		id = q.Key + "=" + ref.ID // one record per MODEL_CHOICES key
+	}
+	dir, err := reportDirFor(st.in.s, w.dir, id)
 	if err != nil {
 		return nil, outcome{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"phase0/judge"
 	"phase0/model"
 	"phase0/preflight"
+	"phase0/quant"
 	"phase0/report"
 	"phase0/verdict"
 	"phase0/weights"
@@ -42,6 +43,15 @@ var (
 	stepRecord  = produce("record", recordStage, func(st *state, r *recorded) { st.facts.recorded = r })
 
 	stepRecordInputs = check("record_inputs", recordInputsStage)
+
+	// A quantized folder's key (quant.go).
+	stepRoute       = check("route", routeStage)
+	stepQuantFolder = produce("quant_folder", quantFolderStage, func(st *state, r quantResult) {
+		st.facts.quant, st.facts.workspace = r.folder, r.ws
+	})
+	stepQuantWeights = produce("quant_weights", quantWeightsStage, func(st *state, w *quant.Weights) { st.sections.quantWeights = w })
+	stepQuantConfig  = produce("quant_config", quantConfigStage, func(st *state, c *quant.Constants) { st.sections.quantConfig = c })
+	stepPairing      = produce("pairing", pairingStage, func(st *state, p *quant.Pairing) { st.sections.pairing = p })
 )
 
 // keepWeights keeps the weights stage's three results: the inventory, gate
@@ -62,6 +72,12 @@ var (
 		stepPythonWeights, stepConfigFacts, stepHFBaseline, stepReference, stepMachine, stepRecord, stepRecordInputs})
 	// baselineStages are inspect, the memory preflight and gate 2.
 	baselineStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepMemory, stepHFBaseline})
+	// quantStages validate one MODEL_CHOICES key of a quantized folder:
+	// the reference is inspected as for a bf16 run (its config, its
+	// checkpoint), then the folder's own loader against it (gate 1), its
+	// constants (gate 3), the pairing, and the reference's baseline (gate 2).
+	quantStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepQuantFolder,
+		stepQuantWeights.onlyIf(pythonReady), stepQuantConfig, stepPairing, stepMemory, stepHFBaseline, stepMachine, stepRecord})
 	// referenceStages are `phase0 reference`: inspect, then the recording.
 	referenceStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepMemory, stepReference})
 )

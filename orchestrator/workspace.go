@@ -31,7 +31,9 @@ const staleAge = time.Minute
 // It is "" before the generate stage (and in commands without one).
 func (st *state) weightsModule() string {
 	w := st.facts.workspace
-	if w == nil {
+	if w == nil || st.facts.quant != nil {
+		// A quantized folder's module is no Phase 0 module: the baseline
+		// runs with phase0's Config.
 		return ""
 	}
 	return filepath.Join(w.dir, w.spec.Name+"_weights.py")

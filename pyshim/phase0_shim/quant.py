@@ -72,9 +72,11 @@ class Reference:
             files = ["model.safetensors"]
         self._where: dict[str, tuple[np.memmap, int, dict[str, Any]]] = {}
         for rel in files:
-            path = (model_dir / rel).resolve()
-            if model_dir.resolve() not in path.parents:
-                raise ValueError(f"shard {rel} of {model_dir} is outside the folder")
+            # Shard names stay inside the folder (its files may be links
+            # into an HF cache's blobs/, which is fine).
+            if Path(rel).is_absolute() or ".." in Path(rel).parts:
+                raise ValueError(f"shard {rel} of {model_dir} names a path outside the folder")
+            path = model_dir / rel
             mm = np.memmap(path, dtype=np.uint8, mode="r")
             n = int(np.frombuffer(mm[:8].tobytes(), dtype="<u8")[0])
             header = json.loads(mm[8 : 8 + n].tobytes())

@@ -1,0 +1,230 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"phase0/hfcache"
+	"phase0/internal/boundedfile"
+	"phase0/llmstree"
+	"phase0/model"
+	"phase0/ops"
+	"phase0/quant"
+	"phase0/report"
+	"phase0/scaffold"
+	"phase0/verdict"
+)
+
+// Quantized deployments (llama32_1b_q4nx …) are validated through the
+// tree: the folder's own loader against its bf16 reference, its constants
+// against config.json, its MODEL_CHOICES pairing against the bundle's
+// declared source, and the reference's bf16 baseline as gate 2. The folder
+// is upstream's: nothing is written into it (foreign.go).
+
+// quantizedUses says which quantized keys validating arg through the tree
+// means: with --name naming a quantized folder, its keys whose reference
+// is arg; without --name, every key of the folders that load the bundle
+// arg. A bf16 id without --name is a bf16 run (none).
+func quantizedUses(s *Settings, arg string) ([]llmstree.Use, error) {
+	if s.LLMSDir == "" || strings.Count(arg, "/") != 1 {
+		return nil, nil
+	}
+	folders, err := llmstree.Scan(s.LLMSDir, scaffold.ReservedNames)
+	if err != nil {
+		return nil, err
+	}
+	id, _, _ := strings.Cut(arg, "@")
+	if s.Name != "" {
+		for _, f := range folders {
+			if f.Name == s.Name && f.Quant != nil {
+				uses := llmstree.QuantizedUses(folders, id, s.Name)
+				if len(uses) == 0 {
+					return nil, fmt.Errorf("%s/verify_adapter.py: no MODEL_CHOICES key pairs %s (keys: %s)", s.Name, id, choicesText(f.Quant.Choices))
+				}
+				return uses, nil
+			}
+		}
+		return nil, nil
+	}
+	var uses []llmstree.Use
+	for _, u := range llmstree.QuantizedUses(folders, id, "") {
+		if strings.EqualFold(u.Bundle, id) {
+			uses = append(uses, u)
+		}
+	}
+	return uses, nil
+}
+
+func choicesText(cs []llmstree.Choice) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%q: %s", c.Key, c.Reference))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// routeStage reports why the tree could not say what to validate.
+func routeStage(_ context.Context, st *state) (outcome, error) {
+	return outcome{}, st.in.routeErr
+}
+
+// runQuantized runs one chain per key; the first report stands for the
+// command and carries the others (each also recorded on its own).
+func runQuantized(ctx context.Context, s *Settings, modelArg, version string, uses []llmstree.Use) *report.Report {
+	var reports []*report.Report
+	for i := range uses {
+		u := uses[i]
+		r := runWith(ctx, inputs{s: s, command: "run", arg: u.Reference, version: version, quant: &u}, quantStages)
+		r.Model = modelArg
+		reports = append(reports, r)
+	}
+	first := reports[0]
+	for _, r := range reports[1:] {
+		first.Keys = append(first.Keys, r)
+		first.Status = verdict.Worst(first.Status, r.Status)
+	}
+	return first
+}
+
+// quantFolder is the quant_folder stage's result: the module, its format,
+// what its loader reads, and the bundle's own config and card.
+type quantFolder struct {
+	use      llmstree.Use
+	dir      string // <llms>/<folder>
+	module   string // its weights module
+	src      []byte // the module's text
+	format   quant.Format
+	source   string        // what the loader is given: the bundle's snapshot, else the reference's folder
+	bundle   *model.Config // the bundle's config.json, when it ships one
+	declared string        // the bundle card's base_model
+}
+
+// quantFolderStage finds the folder's module and format, resolves the
+// bundle through the HF cache (offline), and takes the folder as a
+// validated (foreign) workspace: its lock and record live outside it.
+func quantFolderStage(_ context.Context, st *state) (quantResult, outcome, error) {
+	s, u := st.in.s, st.in.quant
+	llms, err := filepath.Abs(s.LLMSDir)
+	if err != nil {
+		return quantResult{}, outcome{}, err
+	}
+	var warnings []string
+	q := &quantFolder{use: *u, dir: filepath.Join(llms, u.Folder), source: st.facts.model.Dir}
+	q.module = filepath.Join(q.dir, u.Module)
+	if q.src, err = boundedfile.Read(q.module, maxModuleBytes); err != nil {
+		return quantResult{}, outcome{}, fmt.Errorf("reading %s: %w", q.module, err)
+	}
+	if q.format, err = quant.Detect(q.src); err != nil {
+		return quantResult{}, outcome{}, fmt.Errorf("%s: %w", q.module, err)
+	}
+	if u.Bundle != "" {
+		ref, err := hfcache.ParseID(u.Bundle)
+		if err != nil {
+			return quantResult{}, outcome{}, fmt.Errorf("bundle %s: %w", u.Bundle, err)
+		}
+		res, err := hfcache.Resolve(hfcache.CacheDir(s.getenv), ref)
+		if err != nil {
+			return quantResult{}, outcome{}, fmt.Errorf("bundle %s of %s is not in the HF cache (phase0 reads bundles offline; fetch it with `hf download %s`): %w", u.Bundle, u.Folder, u.Bundle, err)
+		}
+		q.source = res.Dir
+		if card, err := boundedfile.Read(filepath.Join(res.Dir, "README.md"), maxModuleBytes); err == nil {
+			q.declared = quant.BaseModel(card)
+		}
+		if raw, err := model.ReadRaw(os.DirFS(res.Dir)); err == nil {
+			if a := model.Analyze(raw); a.Config != nil {
+				q.bundle = a.Config
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			warnings = append(warnings, fmt.Sprintf("bundle %s: config.json unreadable: %v", u.Bundle, err))
+		}
+	}
+	if _, _, err := st.lockWorkspace(q.dir); err != nil {
+		return quantResult{}, outcome{}, err
+	}
+	w := &workspace{dir: q.dir, spec: scaffold.Spec{Name: u.Folder, ModelID: u.Reference}, foreign: true,
+		report: &report.Workspace{Dir: q.dir, Name: u.Folder, Mode: report.ModeValidatedExisting, Written: []string{}, Unchanged: []string{}, Kept: []string{},
+			Foreign: []string{u.Module + " (upstream's quantized loader: validated, not replaced)"}, Swept: []string{}, HelpersKept: []string{}}}
+	detail := fmt.Sprintf("%s key %q: %s via %s, reference %s", u.Folder, u.Key, q.format.Name(), u.Loader, u.Reference)
+	if u.Bundle != "" {
+		detail += ", bundle " + q.source
+	}
+	out := pass(detail)
+	out.warnings = warnings
+	return quantResult{folder: q, ws: w}, out, nil
+}
+
+// quantResult is quant_folder's two results.
+type quantResult struct {
+	folder *quantFolder
+	ws     *workspace
+}
+
+// quantWeightsStage is quantized gate 1: the worker runs the folder's own
+// loader; Go judges every tensor.
+func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome, error) {
+	q, cfg := st.facts.quant, st.facts.analysis.Config
+	facts, err := st.py().QuantFacts(ctx, ops.QuantArgs{WeightsModule: q.module, Source: q.source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers, Bound: q.format.Bound()})
+	if err != nil {
+		if stop := workerFailure(err); stop != nil {
+			return nil, outcome{}, stop
+		}
+		w := &quant.Weights{Section: verdict.NewSection(), Format: q.format.Name(), Loader: q.use.Loader, Limits: q.format.Limits(), Rows: []quant.Row{}}
+		for _, r := range reasons(err) {
+			w.FailWith("%s raised: %s", filepath.Base(q.module), r)
+		}
+		w.Summary = w.Findings[0]
+		return w, outcome{status: w.Status, detail: w.Summary}, nil
+	}
+	if f := facts.ImportFailure; f != nil {
+		return nil, outcome{}, importFailure(q, f)
+	}
+	w := quant.Judge(q.format, &facts, quant.Expect{NLayers: cfg.NLayers, QKNorm: cfg.QKNorm, QKVBias: cfg.QKVBias})
+	return w, outcome{status: w.Status, detail: w.Summary}, nil
+}
+
+// importFailure names what the module could not import, and the folder
+// beside llms/ that is missing: a --llms-dir holding an extracted llms/
+// alone cannot run upstream's quantized modules.
+func importFailure(q *quantFolder, f *quant.ImportFailure) error {
+	var rel []string
+	for _, p := range f.MissingPaths {
+		if r, err := filepath.Rel(q.dir, p); err == nil {
+			rel = append(rel, r)
+		} else {
+			rel = append(rel, p)
+		}
+	}
+	if len(rel) == 0 {
+		return fmt.Errorf("%s cannot be imported: %s", q.module, f.Message)
+	}
+	return fmt.Errorf("%s imports %s from %s, which does not exist: --llms-dir must be the llms/ folder of a programming_examples checkout (the quantized modules import from its siblings: %s)",
+		q.module, f.Module, strings.Join(rel, ", "), strings.Join(rel, ", "))
+}
+
+// quantConfigStage is quantized gate 3: the module's hard-coded constants
+// against the reference's config.json and the bundle's own.
+func quantConfigStage(_ context.Context, st *state) (*quant.Constants, outcome, error) {
+	q := st.facts.quant
+	consts := quant.ModuleConstants(q.src)
+	if adapter, err := boundedfile.Read(filepath.Join(q.dir, llmstree.AdapterFile), maxModuleBytes); err == nil {
+		for k, v := range quant.ModuleConstants(adapter) {
+			if _, ok := consts[k]; !ok {
+				consts[k] = v
+			}
+		}
+	}
+	c := quant.CheckConstants(q.use.Module, consts, st.facts.analysis.Config, q.bundle)
+	return c, outcome{status: c.Status, detail: c.Summary}, nil
+}
+
+// pairingStage checks the key's reference against the bundle's declared source.
+func pairingStage(_ context.Context, st *state) (*quant.Pairing, outcome, error) {
+	q := st.facts.quant
+	p := quant.CheckPairing(q.use, q.declared)
+	return p, outcome{status: p.Status, detail: p.Summary}, nil
+}

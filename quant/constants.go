@@ -1,0 +1,116 @@
+package quant
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"phase0/model"
+	"phase0/verdict"
+)
+
+// Constants is quantized gate 3: the dimensions and constants a quantized
+// module hard-codes (D = 2048, INTER = 8192 …), each against the
+// reference's config.json and, where the bundle ships one, its own.
+type Constants struct {
+	verdict.Section
+	Module  string     `json:"module"`
+	Checked []Constant `json:"checked"`
+}
+
+// Constant is one hard-coded value and what it was compared with.
+type Constant struct {
+	Name     string  `json:"name"`
+	Field    string  `json:"field"` // the config.json meaning, in phase0's Config names
+	Value    float64 `json:"value"`
+	Expected float64 `json:"expected"`
+	Against  string  `json:"against"` // "reference" or "bundle"
+	Equal    bool    `json:"equal"`
+}
+
+// constantFields says which config value each of upstream's constant names
+// stands for. Names are the ones the tree's quantized modules use.
+var constantFields = map[string]struct {
+	field string
+	of    func(*model.Config) float64
+}{
+	"D":          {"emb_dim", func(c *model.Config) float64 { return float64(c.EmbDim) }},
+	"DQ":         {"n_heads*head_dim", func(c *model.Config) float64 { return float64(c.NHeads * c.HeadDim) }},
+	"DK":         {"n_kv_heads*head_dim", func(c *model.Config) float64 { return float64(c.NKVHeads * c.HeadDim) }},
+	"DV":         {"n_kv_heads*head_dim", func(c *model.Config) float64 { return float64(c.NKVHeads * c.HeadDim) }},
+	"DH":         {"head_dim", func(c *model.Config) float64 { return float64(c.HeadDim) }},
+	"N_Q_HEADS":  {"n_heads", func(c *model.Config) float64 { return float64(c.NHeads) }},
+	"N_KV_HEADS": {"n_kv_heads", func(c *model.Config) float64 { return float64(c.NKVHeads) }},
+	"Q_PER_KV":   {"n_heads/n_kv_heads", func(c *model.Config) float64 { return float64(c.NHeads / max(c.NKVHeads, 1)) }},
+	"INTER":      {"hidden_dim", func(c *model.Config) float64 { return float64(c.HiddenDim) }},
+	"VOCAB":      {"vocab_size", func(c *model.Config) float64 { return float64(c.VocabSize) }},
+	"NUM_LAYERS": {"n_layers", func(c *model.Config) float64 { return float64(c.NLayers) }},
+	"N_LAYERS":   {"n_layers", func(c *model.Config) float64 { return float64(c.NLayers) }},
+	"_N_LAYERS":  {"n_layers", func(c *model.Config) float64 { return float64(c.NLayers) }},
+	"ROPE_THETA": {"rope_base", func(c *model.Config) float64 { return c.RopeBase }},
+	"RMS_EPS":    {"rms_norm_eps", func(c *model.Config) float64 { return c.RMSNormEps }},
+	"ATTN_SCALE": {"1/sqrt(head_dim)", func(c *model.Config) float64 { return 1 / math.Sqrt(float64(c.HeadDim)) }},
+}
+
+// A top-level NAME = <number> assignment, with an optional comment; an
+// expression (NUM_LAYERS = _w.NUM_LAYERS) is not a hard-coded constant.
+var constantLine = regexp.MustCompile(`(?m)^([A-Z_][A-Z0-9_]*)\s*=\s*([0-9][0-9_]*(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)?)\s*(?:#[^\n]*)?$`)
+
+// ModuleConstants reads the numeric constants of a module's source that
+// stand for a config value.
+func ModuleConstants(src []byte) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range constantLine.FindAllSubmatch(src, -1) {
+		name := string(m[1])
+		if _, ok := constantFields[name]; !ok {
+			continue
+		}
+		if v, err := strconv.ParseFloat(string(m[2]), 64); err == nil {
+			if _, seen := out[name]; !seen {
+				out[name] = v
+			}
+		}
+	}
+	return out
+}
+
+// CheckConstants judges a module's constants against the reference's
+// config and, when bundle is non-nil, the bundle's config.json.
+func CheckConstants(module string, consts map[string]float64, ref, bundle *model.Config) *Constants {
+	c := &Constants{Section: verdict.NewSection(), Module: module, Checked: []Constant{}}
+	names := make([]string, 0, len(consts))
+	for n := range consts {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, against := range []struct {
+		name string
+		cfg  *model.Config
+	}{{"reference", ref}, {"bundle", bundle}} {
+		if against.cfg == nil {
+			continue
+		}
+		for _, n := range names {
+			f := constantFields[n]
+			want := f.of(against.cfg)
+			eq := closeEnough(consts[n], want)
+			c.Checked = append(c.Checked, Constant{Name: n, Field: f.field, Value: consts[n], Expected: want, Against: against.name, Equal: eq})
+			if !eq {
+				c.FailWith("%s: %s = %g, but the %s's config.json gives %s = %g", module, n, consts[n], against.name, f.field, want)
+			}
+		}
+	}
+	c.Summary = fmt.Sprintf("%d hard-coded constants of %s checked against config.json", len(c.Checked), module)
+	if c.Status != verdict.Pass {
+		c.Summary = fmt.Sprintf("%d of %d hard-coded constants of %s disagree with config.json", len(c.Findings), len(c.Checked), module)
+	}
+	return c
+}
+
+// closeEnough compares a constant written in decimal with a config value
+// (1e-6 vs 1e-06; 0.08838834764831843 vs 1/sqrt(128)).
+func closeEnough(a, b float64) bool {
+	return a == b || math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
+}
