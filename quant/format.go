@@ -58,3 +58,6 @@ func allMarks() string {
 	}
 	return b.String()
 }
+
+// Q4NX is the Q4NX format (for tests and callers that know it).
+func Q4NX() Format { return q4nx{} }

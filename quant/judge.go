@@ -135,12 +135,17 @@ func cause(t Tensor, m Metrics, lim Limits) string {
 		}
 		return math.NaN()
 	}
+	// A confusion explains the failure when the tensor matches it clearly
+	// better than its own reference. Rows paired the wrong way keep their
+	// own row's scale and min, so their match is strong but not exact
+	// (cosine ≈ 0.87 on the tests' bundles).
+	explains := func(c float64) bool { return c > 0.7 && c > m.Cosine+0.3 }
 	switch p, tr, rp := conf(ConfPartner), conf(ConfTransposed), conf(ConfRowPairs); {
-	case p > 0.9 && p > m.Cosine:
+	case explains(p):
 		return fmt.Sprintf("; likely cause: swapped with %s (cosine %.4f with %s's reference)", partners[t.Field], p, partners[t.Field])
-	case tr > 0.9 && tr > m.Cosine:
+	case explains(tr):
 		return fmt.Sprintf("; likely cause: transposed (cosine %.4f with the reference as stored, (out, in))", tr)
-	case rp > 0.9 && rp > m.Cosine:
+	case explains(rp):
 		return fmt.Sprintf("; likely cause: even and odd rows exchanged — the nibble order within a byte is reversed (cosine %.4f with the rows paired the other way)", rp)
 	case m.StdRatio > 1.8 && m.StdRatio < 2.2:
 		return fmt.Sprintf("; likely cause: doubled scale (std ratio %.3f ≈ 2)", m.StdRatio)
