@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import os
 import shutil
@@ -10,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
+from unittest import mock
 
 DATA = Path(__file__).resolve().parent / "data"
 # The bf16 upstream-style folders the quantized modules import their containers from.
@@ -59,3 +62,40 @@ def imported(path: Path, extra_paths: tuple[Path, ...] = ()) -> Iterator[ModuleT
         for name in set(sys.modules) - before_mods:
             del sys.modules[name]
         sys.dont_write_bytecode = dont_write
+
+
+class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Answers every import under ``prefix`` with a permissive stand-in module."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def find_spec(
+        self, fullname: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname == self.prefix or fullname.startswith(self.prefix + "."):
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        module = mock.MagicMock(name=spec.name)
+        module.__path__ = []
+        module.__spec__ = spec
+        return module  # type: ignore[no-any-return]
+
+    def exec_module(self, module: ModuleType) -> None:
+        pass
+
+
+@contextmanager
+def stubbed(prefix: str) -> Iterator[None]:
+    """Let ``import prefix.*`` succeed with stand-ins: upstream's int4 module imports the
+    mlir-air compiler (``air``) at import time, though its weight loading never uses it."""
+    finder = _StubFinder(prefix)
+    sys.meta_path.insert(0, finder)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(finder)
+        for name in [n for n in sys.modules if n == prefix or n.startswith(prefix + ".")]:
+            del sys.modules[name]
