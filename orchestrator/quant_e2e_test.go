@@ -1,0 +1,162 @@
+package orchestrator
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"phase0/internal/testenv"
+	"phase0/report"
+	"phase0/verdict"
+)
+
+const (
+	bundleID   = "FastFlowLM/Llama-3.2-1B-NPU2"
+	llamaBase  = "meta-llama/Llama-3.2-1B"
+	llamaInstr = "meta-llama/Llama-3.2-1B-Instruct"
+	q4nxFolder = "llama32_1b_q4nx"
+)
+
+// quantTree lays out a programming_examples copy as upstream has it: T/llms
+// (verify/, the bf16 folders the quantized modules import their containers
+// from, the quantized folders) beside T/fused_decode and
+// T/matrix_vector_multiplication. It returns T/llms.
+func quantTree(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	data := filepath.Join(testenv.PyShim(), "tests", "data")
+	if err := os.CopyFS(root, os.DirFS(filepath.Join(data, "quant"))); err != nil {
+		t.Fatal(err)
+	}
+	llms := filepath.Join(root, "llms")
+	if err := os.CopyFS(filepath.Join(llms, "verify"), os.DirFS(filepath.Join(data, "llms", "verify"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"llama32_1b", "qwen3_0_6b", "qwen25_0_5b"} {
+		if err := os.CopyFS(filepath.Join(llms, name), os.DirFS(filepath.Join(data, "upstream", name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return llms
+}
+
+// fastflowlmRepo is a FastFlowLM-style repo folder: the bundle, the
+// reference's config.json and a model card declaring base.
+func fastflowlmRepo(t *testing.T, fx, bundle, base string) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "model.q4nx"), mustReadString(t, filepath.Join(fx, "bundles", bundle, "model.q4nx")))
+	writeFile(t, filepath.Join(dir, "config.json"), mustReadString(t, filepath.Join(fx, "ref", "config.json")))
+	writeFile(t, filepath.Join(dir, "README.md"), "---\nlicense: llama3.2\nbase_model: "+base+"\ntags:\n- q4nx\n---\n\n# Llama-3.2-1B-NPU2\n")
+	return dir
+}
+
+// TestQuantizedTree: a quantized folder of an upstream-style tree, its
+// bundle and both references read offline from an HF cache. The bundle's
+// id validates every MODEL_CHOICES key, each with its own record outside
+// the tree: the instruct key PASSes quantized gates 1 and 3 with every
+// tensor judged; the base key FAILs the pairing naming the Instruct source
+// and the key that pairs it. Each negative bundle FAILs gate 1 naming the
+// layer and the tensor. The tree is byte for byte as it was.
+func TestQuantizedTree(t *testing.T) {
+	t.Parallel()
+	fx := testenv.QuantFixtures(t)
+	llms := quantTree(t)
+	cache := t.TempDir()
+	hub := func(t *testing.T, bundle string) func(string) string {
+		return offlineHub(t, map[string]string{
+			llamaInstr: filepath.Join(fx, "ref"),
+			llamaBase:  filepath.Join(fx, "other"),
+			bundleID:   fastflowlmRepo(t, fx, bundle, llamaInstr),
+		})
+	}
+	settings := func(t *testing.T, env func(string) string, name string) *Settings {
+		s := settingsFor(t, llms)
+		s.Env, s.Name, s.CacheDir = env, name, cache
+		return s
+	}
+	sameTree := func(t *testing.T, before map[string]string) {
+		t.Helper()
+		after := snapshotTree(t, llms)
+		unchangedExcept(t, before, after)
+		for p := range after {
+			if _, ok := before[p]; !ok {
+				t.Errorf("new file in the tree: %s", p)
+			}
+		}
+	}
+
+	t.Run("the bundle id validates every key", func(t *testing.T) {
+		before := snapshotTree(t, llms)
+		r := Run(context.Background(), settings(t, hub(t, "clean"), ""), bundleID, "test")
+		sameTree(t, before)
+		keys := map[string]*report.Report{}
+		for _, k := range append([]*report.Report{r}, r.Keys...) {
+			if k.Quantized == nil {
+				b, _ := r.JSON()
+				t.Fatalf("a key's report names no quantized key:\n%s", b)
+			}
+			keys[k.Quantized.Key] = k
+		}
+		inst, base := keys["instruct"], keys["base"]
+		if inst == nil || base == nil || len(keys) != 2 {
+			t.Fatalf("keys %v, want base and instruct", keys)
+		}
+		if r.Status != verdict.Fail {
+			t.Errorf("the command's status %s, want FAIL (the base key's pairing)", r.Status)
+		}
+		g := inst.Gates
+		if g.QuantWeights == nil || g.QuantWeights.Status != verdict.Pass || g.QuantWeights.Judged != 14 || g.QuantWeights.Kept != 7 || g.QuantWeights.Layers != 2 {
+			b, _ := inst.JSON()
+			t.Fatalf("instruct: quantized gate 1 is not a PASS with 14 tensors judged and 7 kept:\n%s", b)
+		}
+		for _, row := range g.QuantWeights.Rows {
+			if row.Status != verdict.Pass {
+				t.Errorf("instruct: layer %d %s: %s", row.Layer, row.Tensor, row.Status)
+			}
+		}
+		if g.QuantConfig == nil || g.QuantConfig.Status != verdict.Pass || g.Pairing == nil || g.Pairing.Status != verdict.Pass {
+			t.Errorf("instruct: quantized gate 3 %v, pairing %v", g.QuantConfig, g.Pairing)
+		}
+		if !strings.Contains(inst.Text(), "weights (quantized Q4NX)") {
+			t.Errorf("instruct: the report does not name the format:\n%s", inst.Text())
+		}
+		p := base.Gates.Pairing
+		if p == nil || p.Status != verdict.Fail || !strings.Contains(p.Summary, `key "base"`) || !strings.Contains(p.Summary, "declares base_model "+llamaInstr) ||
+			!strings.Contains(p.Summary, `key "instruct"`) || p.RightKey != "instruct" {
+			t.Errorf("base: pairing does not FAIL naming the Instruct source and the right key: %+v", p)
+		}
+		for _, k := range keys {
+			if k.Workspace == nil || !strings.HasPrefix(k.Workspace.ReportJSON, filepath.Join(cache, "validated")) {
+				t.Errorf("key %s: record not in phase0's cache: %+v", k.Quantized.Key, k.Workspace)
+			}
+		}
+		if keys["base"].Workspace != nil && keys["instruct"].Workspace != nil && keys["base"].Workspace.ReportJSON == keys["instruct"].Workspace.ReportJSON {
+			t.Errorf("both keys share one record: %s", keys["base"].Workspace.ReportJSON)
+		}
+	})
+
+	for _, c := range []struct{ bundle, names string }{
+		{"random", "layer 1 wv"},
+		{"transposed", "layer 0 wq"},
+		{"swapped", "layer 1 w_gate"},
+		{"nibbles", "layer 0 wq"},
+		{"doubled_scale", "layer 0 w_down"},
+	} {
+		t.Run("negative "+c.bundle, func(t *testing.T) {
+			before := snapshotTree(t, llms)
+			r := Run(context.Background(), settings(t, hub(t, c.bundle), q4nxFolder), llamaInstr, "test")
+			sameTree(t, before)
+			w := r.Gates.QuantWeights
+			if r.Quantized == nil || r.Quantized.Key != "instruct" || w == nil || w.Status != verdict.Fail {
+				b, _ := r.JSON()
+				t.Fatalf("not a quantized gate 1 FAIL of key instruct:\n%s", b)
+			}
+			if !strings.Contains(strings.Join(w.Findings, "\n"), c.names) {
+				t.Errorf("no finding names %q:\n%s", c.names, strings.Join(w.Findings, "\n"))
+			}
+		})
+	}
+}
