@@ -135,6 +135,18 @@ type BaselineArgs struct {
 	WeightsModule string        `json:"weights_module,omitempty"`
 	MaxSeq        int           `json:"max_seq"`
 	DecodeN       int           `json:"decode_n"`
+	// Quant, for a quantized folder's key, asks for quantized gate 2 in
+	// the same op: the folder's dequantized projections patched into the
+	// model the baseline loaded, prefilled again.
+	Quant *QuantE2EArgs `json:"quant,omitempty"`
+}
+
+// QuantE2EArgs name the quantized folder's loader for quantized gate 2.
+type QuantE2EArgs struct {
+	WeightsModule string `json:"weights_module"`
+	Source        string `json:"source"`
+	ReferenceDir  string `json:"reference_dir"`
+	NLayers       int    `json:"n_layers"`
 }
 
 // BaselineResult is what the baseline prefill reports (facts; Go judges).
@@ -158,6 +170,8 @@ type BaselineResult struct {
 	SecondsDecode  *float64      `json:"seconds_decode"`
 	Torch          string        `json:"torch_version"`
 	Transformers   string        `json:"transformers_version"`
+	// Quant is quantized gate 2's facts, when the args asked for them.
+	Quant *quant.E2EFacts `json:"quant,omitempty"`
 }
 
 // SpecialIDs are the tokenizer's special ids (every eos id the tokenizer,

@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"phase0/hfcache"
 	"phase0/internal/boundedfile"
+	"phase0/judge"
 	"phase0/llmstree"
 	"phase0/model"
 	"phase0/ops"
@@ -227,4 +229,42 @@ func pairingStage(_ context.Context, st *state) (*quant.Pairing, outcome, error)
 	q := st.facts.quant
 	p := quant.CheckPairing(q.use, q.declared)
 	return p, outcome{status: p.Status, detail: p.Summary}, nil
+}
+
+// quantGate2 is the quant_baseline stage's two results: the reference's
+// bf16 baseline (gate 2) and quantized gate 2, from one op.
+type quantGate2 struct {
+	baseline *judge.Baseline
+	e2e      *quant.EndToEnd
+}
+
+// quantBaselineStage is gate 2 for a quantized key: the reference's bf16
+// baseline, and in the same op (the model the baseline loaded, no second
+// load) the folder's dequantized projections patched in and prefilled on
+// the canonical prompt and the calibration passage; Go judges both.
+func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, error) {
+	q, cfg := st.facts.quant, st.facts.analysis.Config
+	start := time.Now()
+	args := baselineRequest(st.in.s, st.facts.model, cfg, "")
+	args.Quant = &ops.QuantE2EArgs{WeightsModule: q.module, Source: q.source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers}
+	res, logits, err := st.py().Baseline(ctx, args)
+	if err != nil {
+		if stop := workerFailure(err); stop != nil {
+			return quantGate2{}, outcome{}, stop
+		}
+		b := judge.NewBaseline()
+		b.Seconds = time.Since(start).Seconds()
+		b.Fail(reasons(err)...)
+		return quantGate2{baseline: b}, outcome{status: b.Status, detail: b.Summary}, nil
+	}
+	b := baselineSection(&res, logits, cfg.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
+	out := quantGate2{baseline: b}
+	status, detail := b.Status, b.Summary
+	if res.Quant == nil {
+		return out, outcome{}, fmt.Errorf("%w: op baseline was asked for quantized gate 2 (quant) and returned no quant facts", ops.ErrContract)
+	}
+	out.e2e = quant.JudgeE2E(q.format, res.Quant, cfg.NLayers)
+	status = verdict.Worst(status, out.e2e.Status)
+	detail = "bf16: " + detail + "; quantized: " + out.e2e.Summary
+	return out, outcome{status: status, detail: detail}, nil
 }

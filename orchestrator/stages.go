@@ -49,9 +49,12 @@ var (
 	stepQuantFolder = produce("quant_folder", quantFolderStage, func(st *state, r quantResult) {
 		st.facts.quant, st.facts.workspace = r.folder, r.ws
 	})
-	stepQuantWeights = produce("quant_weights", quantWeightsStage, func(st *state, w *quant.Weights) { st.sections.quantWeights = w })
-	stepQuantConfig  = produce("quant_config", quantConfigStage, func(st *state, c *quant.Constants) { st.sections.quantConfig = c })
-	stepPairing      = produce("pairing", pairingStage, func(st *state, p *quant.Pairing) { st.sections.pairing = p })
+	stepQuantWeights  = produce("quant_weights", quantWeightsStage, func(st *state, w *quant.Weights) { st.sections.quantWeights = w })
+	stepQuantConfig   = produce("quant_config", quantConfigStage, func(st *state, c *quant.Constants) { st.sections.quantConfig = c })
+	stepPairing       = produce("pairing", pairingStage, func(st *state, p *quant.Pairing) { st.sections.pairing = p })
+	stepQuantBaseline = produce("quant_baseline", quantBaselineStage, func(st *state, r quantGate2) {
+		st.sections.baseline, st.sections.quantE2E = r.baseline, r.e2e
+	}).onlyIf(pythonReady)
 )
 
 // keepWeights keeps the weights stage's three results: the inventory, gate
@@ -77,7 +80,7 @@ var (
 	// checkpoint), then the folder's own loader against it (gate 1), its
 	// constants (gate 3), the pairing, and the reference's baseline (gate 2).
 	quantStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepQuantFolder,
-		stepQuantWeights.onlyIf(pythonReady), stepQuantConfig, stepPairing, stepMemory, stepHFBaseline, stepMachine, stepRecord})
+		stepQuantWeights.onlyIf(pythonReady), stepQuantConfig, stepPairing, stepMemory, stepQuantBaseline, stepMachine, stepRecord})
 	// referenceStages are `phase0 reference`: inspect, then the recording.
 	referenceStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepMemory, stepReference})
 )

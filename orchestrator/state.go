@@ -93,6 +93,7 @@ type sections struct {
 	quantWeights *quant.Weights          // quant_weights: quantized gate 1
 	quantConfig  *quant.Constants        // quant_config: quantized gate 3
 	pairing      *quant.Pairing          // pairing: the key's reference vs the bundle's declared source
+	quantE2E     *quant.EndToEnd         // quant_baseline: quantized gate 2
 }
 
 // checkpoint is the weights stage's fact: the inventory, and the
@@ -298,7 +299,7 @@ func (st *state) status() verdict.Status {
 
 func (st *state) gates() report.Gates {
 	return report.Gates{Weights: st.gate1(), ConfigConsistency: st.gate3(), PyWeights: st.sections.loader, HFBaseline: st.gate2(),
-		QuantWeights: st.sections.quantWeights, QuantConfig: st.sections.quantConfig, Pairing: st.sections.pairing}
+		QuantWeights: st.sections.quantWeights, QuantConfig: st.sections.quantConfig, Pairing: st.sections.pairing, QuantE2E: st.sections.quantE2E}
 }
 
 // workspaceReport is the workspace section, with where the record went.

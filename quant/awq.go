@@ -20,3 +20,7 @@ func (awq) Limits() Limits {
 }
 
 func (awq) marks() []string { return []string{"qweight", "qzeros", "load_weights_awq"} }
+
+// E2ELimits: AWQ's g128 groups and channel scaling are not calibrated on
+// SmolLM2 (576 columns are not a multiple of 128): the 4-bit limits stand.
+func (awq) E2ELimits() E2ELimits { return e2e4bit }

@@ -21,3 +21,5 @@ func (q40) Limits() Limits {
 }
 
 func (q40) marks() []string { return []string{"requant_q4_0", "dequant_q4_0"} }
+
+func (q40) E2ELimits() E2ELimits { return e2e4bit }

@@ -25,3 +25,5 @@ func (q4nx) Limits() Limits {
 }
 
 func (q4nx) marks() []string { return []string{"proj_qmm_pack", "model.q4nx", "Q4nxModel"} }
+
+func (q4nx) E2ELimits() E2ELimits { return e2e4bit }

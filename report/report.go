@@ -41,6 +41,7 @@ type Gates struct {
 	QuantWeights *quant.Weights   `json:"quantized_weights,omitempty"`
 	QuantConfig  *quant.Constants `json:"quantized_config,omitempty"`
 	Pairing      *quant.Pairing   `json:"pairing,omitempty"`
+	QuantE2E     *quant.EndToEnd  `json:"quantized_end_to_end,omitempty"`
 }
 
 // QuantizedKey is the quantized folder's MODEL_CHOICES key a run validated.
@@ -81,6 +82,9 @@ func (g Gates) Rows() []Gate {
 	}
 	if g.HFBaseline != nil {
 		out = append(out, Gate{"hf bf16 baseline", &g.HFBaseline.Section})
+	}
+	if g.QuantE2E != nil {
+		out = append(out, Gate{"quantized end to end (" + g.QuantE2E.Format + " in the bf16 model)", &g.QuantE2E.Section})
 	}
 	return out
 }

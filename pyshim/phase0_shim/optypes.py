@@ -165,11 +165,40 @@ class _BaselineArgsRequired(TypedDict):
     decode_n: int
 
 
+class QuantE2EArgs(TypedDict):
+    """Quantized gate 2: the folder's loader whose dequantized projections
+    are patched into the baseline's model after the bf16 prefills."""
+
+    weights_module: str
+    source: str
+    reference_dir: str
+    n_layers: int
+
+
+class QuantE2EFacts(TypedDict):
+    """Both sides' next-token facts (bf16 reference, dequantized weights)."""
+
+    loader: str
+    patched: int
+    reference_top: list[int]
+    reference_top_logprobs: list[float]
+    quantized_top: list[int]
+    quantized_top_logprobs: list[float]
+    kl_prompt: float
+    passage_tokens: int
+    kl_passage: list[float]
+    reference_nll: list[float]
+    quantized_nll: list[float]
+    reference_argmax: list[int]
+    quantized_argmax: list[int]
+
+
 class BaselineArgs(_BaselineArgsRequired, total=False):
     llms_dir: str | None
     prompt_style: str | None
     prompt: str | None
     weights_module: str | None
+    quant: QuantE2EArgs | None
 
 
 class SpecialIds(TypedDict):
@@ -201,7 +230,7 @@ class PassageFacts(TypedDict):
     logits_size: int
 
 
-class BaselineResult(TypedDict):
+class _BaselineResultRequired(TypedDict):
     runner: str
     runner_path: str
     prompts_dir: str
@@ -221,6 +250,10 @@ class BaselineResult(TypedDict):
     seconds_calibration: float
     torch_version: str
     transformers_version: str
+
+
+class BaselineResult(_BaselineResultRequired, total=False):
+    quant: QuantE2EFacts
 
 
 class PromptSet(TypedDict):

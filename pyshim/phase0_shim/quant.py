@@ -27,7 +27,16 @@ import numpy as np
 from phase0_shim import heap, progress
 from phase0_shim.config import import_module_from_path
 from phase0_shim.opargs import op
-from phase0_shim.optypes import QuantArgs, QuantBound, QuantFactsResult, QuantImportFailure, QuantStats, QuantTensor
+from phase0_shim.optypes import (
+    QuantArgs,
+    QuantBound,
+    QuantE2EArgs,
+    QuantE2EFacts,
+    QuantFactsResult,
+    QuantImportFailure,
+    QuantStats,
+    QuantTensor,
+)
 
 STAGE = "quant_weights"
 # Rows of the reference processed at once: bounds the float64 temporaries.
@@ -307,3 +316,94 @@ def quant_facts(args: QuantArgs) -> QuantFactsResult:
             return quant_facts_of(args)
     finally:
         heap.release()
+
+
+# Quantized gate 2: the dequantized projections patched into the reference's
+# own transformers model (already loaded by the baseline op: no second load).
+
+TOP_K = 5
+
+
+def _last_logits(model: Any, ids: list[int]) -> Any:
+    import torch
+
+    with torch.inference_mode():
+        out = model(torch.tensor([ids], dtype=torch.long), use_cache=False, return_dict=True)
+    return out.logits[0].to(torch.float32)
+
+
+def _projection_param(model: Any, layer: int, field: str) -> Any:
+    """The HF parameter of LlamaWeights field ``field`` in layer ``layer`` ([out, in])."""
+    path = PROJECTIONS[field][1].split(".")
+    obj = model.get_decoder().layers[layer]
+    for part in path:
+        obj = getattr(obj, part)
+    return obj.weight
+
+
+def _side(logits: Any) -> tuple[list[int], list[float]]:
+    import torch
+
+    lp = torch.log_softmax(logits, dim=-1)
+    top = torch.topk(lp, TOP_K)
+    return [int(i) for i in top.indices.tolist()], [float(v) for v in top.values.tolist()]
+
+
+def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: QuantE2EArgs) -> QuantE2EFacts:
+    """Prefill the prompt and the passage through ``model`` as loaded (bf16),
+    patch every projection the folder's loader dequantizes into it, layer by
+    layer, and prefill both again. Facts only: each side's top-5 (ids and
+    log-probabilities) at the prompt's last position, the KL divergence
+    KL(bf16 || quantized) of the next-token distributions there and at every
+    passage position, each side's per-token NLL of the passage and its
+    argmax per position. The model's weights stay patched: the caller drops it."""
+    import torch
+
+    module, failure = _import(Path(args["weights_module"]))
+    if failure is not None:
+        raise ImportError(f"{args['weights_module']}: {failure['message']}")
+    ref = Reference(Path(args["reference_dir"]))
+    ref_prompt = _last_logits(model, prompt_ids)[-1]
+    ref_passage = _last_logits(model, passage_ids)[:-1]
+    loader, layers = find_loader(module, args["source"], int(args["n_layers"]), ref)
+    patched = 0
+    with torch.no_grad():
+        for layer, field, value in layers:
+            if layer < 0 or field not in PROJECTIONS or value is None:
+                continue
+            param = _projection_param(model, layer, field)
+            w = torch.from_numpy(np.ascontiguousarray(np.asarray(value, dtype=np.float32).T))
+            if tuple(w.shape) != tuple(param.shape):
+                raise ValueError(f"layer {layer} {field}: the loader's {list(value.shape)} does not fit {list(param.shape)} transposed")
+            param.copy_(w.to(param.dtype))
+            patched += 1
+            del w
+    q_prompt = _last_logits(model, prompt_ids)[-1]
+    q_passage = _last_logits(model, passage_ids)[:-1]
+
+    def kl(p_logits: Any, q_logits: Any) -> list[float]:
+        lp, lq = torch.log_softmax(p_logits, dim=-1), torch.log_softmax(q_logits, dim=-1)
+        return [float(x) for x in (lp.exp() * (lp - lq)).sum(-1).reshape(-1).tolist()]
+
+    target = torch.tensor(passage_ids[1:], dtype=torch.long)[:, None]
+
+    def nll(logits: Any) -> list[float]:
+        return [float(x) for x in (-torch.log_softmax(logits, dim=-1).gather(1, target).squeeze(1)).tolist()]
+
+    ref_ids, ref_lp = _side(ref_prompt)
+    q_ids, q_lp = _side(q_prompt)
+    return {
+        "loader": loader,
+        "patched": patched,
+        "reference_top": ref_ids,
+        "reference_top_logprobs": ref_lp,
+        "quantized_top": q_ids,
+        "quantized_top_logprobs": q_lp,
+        "kl_prompt": kl(ref_prompt, q_prompt)[0],
+        "passage_tokens": len(passage_ids),
+        "kl_passage": kl(ref_passage, q_passage),
+        "reference_nll": nll(ref_passage),
+        "quantized_nll": nll(q_passage),
+        "reference_argmax": [int(x) for x in ref_passage.argmax(-1).tolist()],
+        "quantized_argmax": [int(x) for x in q_passage.argmax(-1).tolist()],
+    }
