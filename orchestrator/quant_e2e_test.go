@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"phase0/internal/testenv"
+	"phase0/modellist"
 	"phase0/report"
 	"phase0/verdict"
 )
@@ -39,6 +40,13 @@ func quantTree(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	// The tree's out-of-skill folders, as upstream names their ids.
+	writeFile(t, filepath.Join(llms, "gemma3_4b_q4nx", "verify_adapter.py"),
+		"MODEL_CHOICES = {\"instruct\": \"unsloth/gemma-3-4b-it\"}\nQ4NX_MODEL_SOURCE = \"FastFlowLM/Gemma3-4B-NPU2\"\n")
+	writeFile(t, filepath.Join(llms, "phi4_mini_q4nx", "verify_adapter.py"),
+		"MODEL_CHOICES = {\"instruct\": \"microsoft/Phi-4-mini-instruct\"}\nQ4NX_MODEL_SOURCE = \"FastFlowLM/Phi4-mini-Instruct-NPU2\"\n")
+	writeFile(t, filepath.Join(llms, "smolvla", "smolvla_inference.py"),
+		"POLICY = \"lerobot/smolvla_base\"\nVLM = \"HuggingFaceTB/SmolVLM2-500M-Video-Instruct\"\n")
 	return llms
 }
 
@@ -163,4 +171,47 @@ func TestQuantizedTree(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("upstream's hf_models.txt: every line a row", func(t *testing.T) {
+		entries, err := modellist.ReadFile(filepath.Join("testdata", "hf_models_upstream.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := snapshotTree(t, llms)
+		b, err := RunMany(context.Background(), settings(t, hub(t, "clean"), ""), entries, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameTree(t, before)
+		if len(b.Models) != 30 {
+			t.Fatalf("%d rows for upstream's 30 lines", len(b.Models))
+		}
+		rows := map[string]*BatchRow{}
+		for _, m := range b.Models {
+			rows[m.Model] = m
+			if !m.Status.Valid() || (m.Status != verdict.Pass && reason(m.Report) == "") {
+				t.Errorf("%s (%s): %s with no reason", m.Model, m.ListedAt, m.Status)
+			}
+		}
+		for id, code := range map[string]string{
+			"unsloth/gemma-3-4b-it": "sliding_window", "FastFlowLM/Gemma3-4B-NPU2": "sliding_window",
+			"microsoft/Phi-4-mini-instruct": "partial_rotary", "FastFlowLM/Phi4-mini-Instruct-NPU2": "partial_rotary",
+			"lerobot/smolvla_base": "unsupported_architecture",
+		} {
+			r := rows[id]
+			if r == nil || r.Status != verdict.Rejected || !strings.Contains(reason(r.Report), "["+code+"]") {
+				t.Errorf("%s: not REJECTED with %s: %+v", id, code, r)
+			}
+		}
+		if r := rows[bundleID]; r == nil || r.Quantized == nil || len(r.Keys) != 1 || r.Status != verdict.Fail {
+			t.Errorf("%s: not one row of both keys, worst FAIL (the base key's pairing): %+v", bundleID, r)
+		}
+		if r := rows[llamaInstr]; r == nil || r.Workspace == nil || r.Workspace.Name != "llama32_1b" {
+			t.Errorf("%s: not validated in its bf16 folder: %+v", llamaInstr, r)
+		}
+		if r := rows["Qwen/Qwen3-8B"]; r == nil || r.Status != verdict.Error || !strings.Contains(r.Error, "Qwen/Qwen3-8B") {
+			t.Errorf("Qwen/Qwen3-8B (only qwen3_8b_q4nx's reference, not cached): %+v", r)
+		}
+		t.Logf("\n%s", b.Text())
+	})
 }
