@@ -151,6 +151,9 @@ func quantFolderStage(_ context.Context, st *state) (quantResult, outcome, error
 	w := &workspace{dir: q.dir, spec: scaffold.Spec{Name: u.Folder, ModelID: u.Reference}, foreign: true,
 		report: &report.Workspace{Dir: q.dir, Name: u.Folder, Mode: report.ModeValidatedExisting, Written: []string{}, Unchanged: []string{}, Kept: []string{},
 			Foreign: []string{u.Module + " (upstream's quantized loader: validated, not replaced)"}, Swept: []string{}, HelpersKept: []string{}}}
+	if w.report.RecordDir, err = s.outsideRecordDir(q.dir, u.Key+"="+st.facts.model.ID); err != nil {
+		return quantResult{}, outcome{}, err
+	}
 	detail := fmt.Sprintf("%s key %q: %s via %s, reference %s", u.Folder, u.Key, q.format.Name(), u.Loader, u.Reference)
 	if u.Bundle != "" {
 		detail += ", bundle " + q.source

@@ -135,13 +135,17 @@ func TestQuantizedTree(t *testing.T) {
 		if !strings.Contains(inst.Text(), "weights (quantized Q4NX)") || !strings.Contains(inst.Text(), "quantized end to end") {
 			t.Errorf("instruct: the report does not name the format:\n%s", inst.Text())
 		}
+		if text := r.Text(); !strings.Contains(text, `quantized: llama32_1b_q4nx key "base"`) && !strings.Contains(text, `quantized: llama32_1b_q4nx key "instruct"`) ||
+			strings.Count(text, "pairing (bundle source vs reference)") != 2 || !strings.Contains(text, "── llama32_1b_q4nx key ") {
+			t.Errorf("the text report does not show every key's table:\n%s", text)
+		}
 		p := base.Gates.Pairing
 		if p == nil || p.Status != verdict.Fail || !strings.Contains(p.Summary, `key "base"`) || !strings.Contains(p.Summary, "declares base_model "+llamaInstr) ||
 			!strings.Contains(p.Summary, `key "instruct"`) || p.RightKey != "instruct" {
 			t.Errorf("base: pairing does not FAIL naming the Instruct source and the right key: %+v", p)
 		}
 		for _, k := range keys {
-			if k.Workspace == nil || !strings.HasPrefix(k.Workspace.ReportJSON, filepath.Join(cache, "validated")) {
+			if k.Workspace == nil || !strings.HasPrefix(k.Workspace.ReportJSON, filepath.Join(cache, "validated")) || !strings.HasPrefix(k.Workspace.ReportJSON, k.Workspace.RecordDir+string(filepath.Separator)) {
 				t.Errorf("key %s: record not in phase0's cache: %+v", k.Quantized.Key, k.Workspace)
 			}
 		}

@@ -1,0 +1,37 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// keysText renders a quantized command's keys: which key the report above
+// is, then every other key's own report (its gate table and findings), so
+// no key's verdict is hidden behind the first one's.
+func (r *Report) keysText() string {
+	if r.Quantized == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, k := range r.Keys {
+		title := k.Model
+		if q := k.Quantized; q != nil {
+			title = fmt.Sprintf("%s key %q (reference %s)", q.Folder, q.Key, q.Reference)
+		}
+		fmt.Fprintf(&b, "\n── %s: %s\n", title, k.Status)
+		b.WriteString(k.Text())
+	}
+	return b.String()
+}
+
+// keyLine names the quantized key a report is about.
+func (q *QuantizedKey) keyLine() string {
+	if q == nil {
+		return ""
+	}
+	s := fmt.Sprintf("  quantized: %s key %q, reference %s, loader %s", q.Folder, q.Key, q.Reference, q.Loader)
+	if q.Bundle != "" {
+		s += ", bundle " + q.Bundle
+	}
+	return s + "\n"
+}
