@@ -89,6 +89,9 @@ type QuantArgs struct {
 	ReferenceDir  string      `json:"reference_dir"`
 	NLayers       int         `json:"n_layers"`
 	Bound         quant.Bound `json:"bound"`
+	// CandidateDirs are other cached checkpoints the bundle might come
+	// from: layer 0's projections are compared with each (pairing).
+	CandidateDirs []string `json:"candidate_dirs,omitempty"`
 }
 
 // LoaderFactsResult is what the module's load_weights returned.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,14 +97,18 @@ func runQuantized(ctx context.Context, s *Settings, modelArg, version string, us
 // quantFolder is the quant_folder stage's result: the module, its format,
 // what its loader reads, and the bundle's own config and card.
 type quantFolder struct {
-	use      llmstree.Use
-	dir      string // <llms>/<folder>
-	module   string // its weights module
-	src      []byte // the module's text
-	format   quant.Format
-	source   string        // what the loader is given: the bundle's snapshot, else the reference's folder
-	bundle   *model.Config // the bundle's config.json, when it ships one
-	declared string        // the bundle card's base_model
+	use    llmstree.Use
+	dir    string // <llms>/<folder>
+	module string // its weights module
+	src    []byte // the module's text
+	format quant.Format
+	source string // what the loader is given: the bundle's snapshot, else the reference's folder
+	// candidates are the other checkpoints the bundle might come from
+	// (the folder's other references, the card's base_model) that are
+	// cached: the numbers back the pairing.
+	candidates []quant.CandidateID
+	bundle     *model.Config // the bundle's config.json, when it ships one
+	declared   string        // the bundle card's base_model
 }
 
 // quantFolderStage finds the folder's module and format, resolves the
@@ -145,6 +150,7 @@ func quantFolderStage(_ context.Context, st *state) (quantResult, outcome, error
 			warnings = append(warnings, fmt.Sprintf("bundle %s: config.json unreadable: %v", u.Bundle, err))
 		}
 	}
+	q.candidates = candidateCheckpoints(s, u, q.declared)
 	if _, _, err := st.lockWorkspace(q.dir); err != nil {
 		return quantResult{}, outcome{}, err
 	}
@@ -173,7 +179,12 @@ type quantResult struct {
 // loader; Go judges every tensor.
 func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome, error) {
 	q, cfg := st.facts.quant, st.facts.analysis.Config
-	facts, err := st.py().QuantFacts(ctx, ops.QuantArgs{WeightsModule: q.module, Source: q.source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers, Bound: q.format.Bound()})
+	var dirs []string
+	for _, c := range q.candidates {
+		dirs = append(dirs, c.Dir)
+	}
+	facts, err := st.py().QuantFacts(ctx, ops.QuantArgs{WeightsModule: q.module, Source: q.source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers, Bound: q.format.Bound(),
+		CandidateDirs: dirs})
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return nil, outcome{}, stop
@@ -189,6 +200,7 @@ func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome,
 		return nil, outcome{}, importFailure(q, f)
 	}
 	w := quant.Judge(q.format, &facts, quant.Expect{NLayers: cfg.NLayers, QKNorm: cfg.QKNorm, QKVBias: cfg.QKVBias})
+	w.Closeness = quant.MeasureCloseness(&facts, q.use.Reference, q.candidates)
 	return w, outcome{status: w.Status, detail: w.Summary}, nil
 }
 
@@ -230,7 +242,11 @@ func quantConfigStage(_ context.Context, st *state) (*quant.Constants, outcome, 
 // pairingStage checks the key's reference against the bundle's declared source.
 func pairingStage(_ context.Context, st *state) (*quant.Pairing, outcome, error) {
 	q := st.facts.quant
-	p := quant.CheckPairing(q.use, q.declared)
+	var closeness []quant.Closeness
+	if w := st.sections.quantWeights; w != nil {
+		closeness = w.Closeness
+	}
+	p := quant.CheckPairing(q.use, q.declared, closeness)
 	return p, outcome{status: p.Status, detail: p.Summary}, nil
 }
 
@@ -270,4 +286,32 @@ func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, er
 	status = verdict.Worst(status, out.e2e.Status)
 	detail = "bf16: " + detail + "; quantized: " + out.e2e.Summary
 	return out, outcome{status: status, detail: detail}, nil
+}
+
+// candidateCheckpoints are the checkpoints other than the key's reference
+// that the bundle might come from (the folder's other MODEL_CHOICES
+// references and the card's base_model), those complete in the HF cache.
+func candidateCheckpoints(s *Settings, u *llmstree.Use, declared string) []quant.CandidateID {
+	if u.Bundle == "" {
+		return nil // quantized on load from the reference: nothing to tell apart
+	}
+	var ids []string
+	for _, c := range u.Choices {
+		ids = append(ids, c.Reference)
+	}
+	ids = append(ids, declared)
+	var out []quant.CandidateID
+	for _, id := range ids {
+		if id == "" || strings.EqualFold(id, u.Reference) || slices.ContainsFunc(out, func(c quant.CandidateID) bool { return strings.EqualFold(c.ID, id) }) {
+			continue
+		}
+		ref, err := hfcache.ParseID(id)
+		if err != nil {
+			continue
+		}
+		if res, err := hfcache.Resolve(hfcache.CacheDir(s.getenv), ref); err == nil && res.Complete() {
+			out = append(out, quant.CandidateID{ID: id, Dir: res.Dir})
+		}
+	}
+	return out
 }

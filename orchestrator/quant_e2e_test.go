@@ -144,6 +144,12 @@ func TestQuantizedTree(t *testing.T) {
 			!strings.Contains(p.Summary, `key "instruct"`) || p.RightKey != "instruct" {
 			t.Errorf("base: pairing does not FAIL naming the Instruct source and the right key: %+v", p)
 		}
+		if c := p.Closeness; p == nil || len(c) != 2 || c[0].ID != llamaBase || c[1].ID != llamaInstr || c[1].Cosine < 0.99 || c[0].Cosine > 0.5 {
+			t.Errorf("base: the numbers do not back the pairing: %+v", p)
+		}
+		if s := g.Pairing.Summary; !strings.Contains(s, "the numbers agree") {
+			t.Errorf("instruct: the pairing's numbers are not shown: %s", s)
+		}
 		for _, k := range keys {
 			if k.Workspace == nil || !strings.HasPrefix(k.Workspace.ReportJSON, filepath.Join(cache, "validated")) || !strings.HasPrefix(k.Workspace.ReportJSON, k.Workspace.RecordDir+string(filepath.Separator)) {
 				t.Errorf("key %s: record not in phase0's cache: %+v", k.Quantized.Key, k.Workspace)

@@ -59,6 +59,16 @@ type Facts struct {
 	LayersLoaded  int            `json:"layers_loaded"`
 	Tensors       []Tensor       `json:"tensors"`
 	ImportFailure *ImportFailure `json:"import_failure"`
+	// Candidates are layer 0's projections against other cached
+	// checkpoints the bundle might come from (QuantArgs.CandidateDirs).
+	Candidates []Candidate `json:"candidates,omitempty"`
+}
+
+// Candidate is layer 0's projections (Fields) against one checkpoint.
+type Candidate struct {
+	ReferenceDir string   `json:"reference_dir"`
+	Fields       []string `json:"fields"`
+	Stats        []Stats  `json:"stats"`
 }
 
 // Confusion names, as the worker reports them.

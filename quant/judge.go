@@ -21,6 +21,9 @@ type Weights struct {
 	Kept    int    `json:"tensors_kept_bf16"`
 	Rows    []Row  `json:"rows"`
 	Weakest *Row   `json:"weakest,omitempty"` // the quantized tensor with the lowest cosine
+	// Closeness is layer 0 against the key's reference and the other
+	// cached candidate checkpoints (for the pairing check).
+	Closeness []Closeness `json:"closeness,omitempty"`
 }
 
 // Row is one tensor's result.

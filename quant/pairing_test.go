@@ -28,19 +28,28 @@ func TestPairing(t *testing.T) {
 		return llmstree.Use{Folder: "llama31_8b_q4nx", Key: key, Reference: ref, Bundle: "FastFlowLM/Llama-3.1-8B-NPU2", Choices: choices}
 	}
 	// The card names Meta's repo; the keys name NousResearch's licence-free mirror.
-	if p := CheckPairing(use("instruct", choices[1].Reference), "meta-llama/Llama-3.1-8B-Instruct"); p.Status != verdict.Pass {
+	if p := CheckPairing(use("instruct", choices[1].Reference), "meta-llama/Llama-3.1-8B-Instruct", nil); p.Status != verdict.Pass {
 		t.Errorf("instruct key: %s %q", p.Status, p.Findings)
 	}
-	p := CheckPairing(use("base", choices[0].Reference), "meta-llama/Llama-3.1-8B-Instruct")
+	p := CheckPairing(use("base", choices[0].Reference), "meta-llama/Llama-3.1-8B-Instruct", nil)
 	if p.Status != verdict.Fail || p.RightKey != "instruct" || !strings.Contains(p.Summary, `key "base" pairs FastFlowLM/Llama-3.1-8B-NPU2 with NousResearch/Meta-Llama-3.1-8B`) ||
 		!strings.Contains(p.Summary, "meta-llama/Llama-3.1-8B-Instruct") || !strings.Contains(p.Summary, `key "instruct"`) {
 		t.Errorf("base key: %s %q", p.Status, p.Summary)
 	}
-	if p := CheckPairing(llmstree.Use{Folder: "qwen25_3b_q4", Key: "base", Reference: "Qwen/Qwen2.5-3B"}, ""); p.Status != verdict.Pass {
+	if p := CheckPairing(llmstree.Use{Folder: "qwen25_3b_q4", Key: "base", Reference: "Qwen/Qwen2.5-3B"}, "", nil); p.Status != verdict.Pass {
 		t.Errorf("quantize-on-load folder: %s", p.Status)
 	}
-	if p := CheckPairing(use("base", choices[0].Reference), ""); p.Status != verdict.Warn {
+	if p := CheckPairing(use("base", choices[0].Reference), "", nil); p.Status != verdict.Warn {
 		t.Errorf("no card: %s, want WARN", p.Status)
+	}
+	// No card, but the numbers tell: the weights are the Instruct checkpoint's.
+	nums := []Closeness{{ID: choices[0].Reference, Cosine: 0.01, Tensors: 7}, {ID: choices[1].Reference, Cosine: 0.997, Tensors: 7}}
+	if p := CheckPairing(use("base", choices[0].Reference), "", nums); p.Status != verdict.Fail || p.RightKey != "instruct" || !strings.Contains(p.Summary, "closest to NousResearch/Meta-Llama-3.1-8B-Instruct") {
+		t.Errorf("numbers against the key: %s %q", p.Status, p.Summary)
+	}
+	// Within the margin the numbers say nothing.
+	if p := CheckPairing(use("base", choices[0].Reference), "", []Closeness{{ID: choices[0].Reference, Cosine: 0.9970, Tensors: 7}, {ID: choices[1].Reference, Cosine: 0.9975, Tensors: 7}}); p.Status != verdict.Warn {
+		t.Errorf("a near tie: %s %q, want the card's WARN", p.Status, p.Summary)
 	}
 }
 

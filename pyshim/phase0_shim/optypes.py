@@ -294,12 +294,19 @@ class QuantBound(TypedDict):
     slack: float
 
 
-class QuantArgs(TypedDict):
+class _QuantArgsRequired(TypedDict):
     weights_module: str
     source: str
     reference_dir: str
     n_layers: int
     bound: QuantBound
+
+
+class QuantArgs(_QuantArgsRequired, total=False):
+    # Other cached checkpoints the bundle might come from (the folder's
+    # other references, the card's base_model): layer 0's projections are
+    # compared with each too, so the numbers can name the source.
+    candidate_dirs: list[str]
 
 
 class QuantStats(TypedDict):
@@ -337,8 +344,20 @@ class QuantImportFailure(TypedDict):
     message: str
 
 
-class QuantFactsResult(TypedDict):
+class QuantCandidate(TypedDict):
+    """Layer 0's projections against one candidate checkpoint."""
+
+    reference_dir: str
+    fields: list[str]
+    stats: list[QuantStats]
+
+
+class _QuantFactsResultRequired(TypedDict):
     loader: str
     layers_loaded: int
     tensors: list[QuantTensor]
     import_failure: QuantImportFailure | None
+
+
+class QuantFactsResult(_QuantFactsResultRequired, total=False):
+    candidates: list[QuantCandidate]

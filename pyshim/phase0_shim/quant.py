@@ -30,6 +30,7 @@ from phase0_shim.opargs import op
 from phase0_shim.optypes import (
     QuantArgs,
     QuantBound,
+    QuantCandidate,
     QuantE2EArgs,
     QuantE2EFacts,
     QuantFactsResult,
@@ -283,6 +284,9 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
     loader, layers = find_loader(module, args["source"], int(args["n_layers"]), ref)
     tensors: list[QuantTensor] = []
     loaded = set()
+    candidates: list[tuple[Reference, QuantCandidate]] = [
+        (Reference(Path(d)), {"reference_dir": d, "fields": [], "stats": []}) for d in args.get("candidate_dirs") or []
+    ]
     for layer, field, value in layers:
         if value is None:
             continue
@@ -299,13 +303,29 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
         if field in PROJECTIONS:
             prefix = f"model.layers.{layer}."
             partner = PARTNERS.get(field)
-            tensors.append(
-                projection_facts(layer, field, value, ref, prefix + PROJECTIONS[field][1] + ".weight", prefix + PROJECTIONS[partner][1] + ".weight" if partner else None, bound)
-            )
+            hf = prefix + PROJECTIONS[field][1] + ".weight"
+            tensors.append(projection_facts(layer, field, value, ref, hf, prefix + PROJECTIONS[partner][1] + ".weight" if partner else None, bound))
+            if layer == 0:
+                _candidate_stats(candidates, field, value, hf)
         elif field in KEPT:
             suffix = KEPT[field] if KEPT[field].endswith(".bias") else KEPT[field] + ".weight"
             tensors.append(kept_facts(layer, field, value, ref, f"model.layers.{layer}.{suffix}"))
-    return {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
+    result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
+    if candidates:
+        result["candidates"] = [c for _, c in candidates]
+    return result
+
+
+def _candidate_stats(candidates: list[tuple[Reference, QuantCandidate]], field: str, value: Any, hf: str) -> None:
+    """Layer 0's projection against each candidate checkpoint (same layout as the reference's)."""
+    x = np.asarray(value)
+    for cand, out in candidates:
+        if not cand.has(hf):
+            continue
+        y = cand.get(hf)
+        if x.ndim == 2 and x.shape == (y.shape[1], y.shape[0]):
+            out["fields"].append(field)
+            out["stats"].append(_stats(x.T, y, None))
 
 
 @op("quant_facts", QuantArgs, QuantFactsResult, nonempty=("weights_module", "source", "reference_dir"))
