@@ -40,6 +40,7 @@ var signatures = map[string][2]reflect.Type{
 	opPythonSources:   {reflect.TypeFor[NoArgs](), reflect.TypeFor[Imports]()},
 	opResetSession:    {reflect.TypeFor[NoArgs](), reflect.TypeFor[ResetResult]()},
 	opQuantFacts:      {reflect.TypeFor[QuantArgs](), reflect.TypeFor[quant.Facts]()},
+	opQuantModule:     {reflect.TypeFor[QuantModuleArgs](), reflect.TypeFor[QuantModuleFacts]()},
 }
 
 // fieldSchema mirrors phase0_shim.contract.FieldSchema.

@@ -34,6 +34,7 @@ const (
 	opPythonSources   = "python_sources"
 	opResetSession    = "reset_session"
 	opQuantFacts      = "quant_facts"
+	opQuantModule     = "quant_module_facts"
 )
 
 // Session runs one op at a time in a worker child (*worker.Session).
@@ -118,6 +119,13 @@ func (c *Client) LoaderFacts(ctx context.Context, args ModuleArgs) (LoaderFactsR
 // tensor's statistics against the bf16 reference (quantized gate 1).
 func (c *Client) QuantFacts(ctx context.Context, args QuantArgs) (quant.Facts, error) {
 	r, _, err := call[quant.Facts](ctx, c, opQuantFacts, args)
+	return r, err
+}
+
+// QuantModuleFacts imports a quantized module and calls its *_config()
+// functions (quantized gate 3).
+func (c *Client) QuantModuleFacts(ctx context.Context, args QuantModuleArgs) (QuantModuleFacts, error) {
+	r, _, err := call[QuantModuleFacts](ctx, c, opQuantModule, args)
 	return r, err
 }
 

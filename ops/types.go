@@ -124,6 +124,26 @@ type BehaviourArgs struct {
 	HelpersModule string `json:"helpers_module"`
 	ModelDir      string `json:"model_dir"`
 	MaxSeq        int    `json:"max_seq"`
+	// ConfigFunction is the module function whose config the RoPE table
+	// is asked for (a quantized module's llama31_8b_config); "" is
+	// LlamaConfig().
+	ConfigFunction string `json:"config_function,omitempty"`
+}
+
+// QuantModuleArgs names a quantized weights module.
+type QuantModuleArgs struct {
+	WeightsModule string `json:"weights_module"`
+}
+
+// QuantModuleFacts are a quantized module's *_config() functions' values
+// (name → its config), the ones that raised, and whether it defines
+// generate_rope_lut.
+type QuantModuleFacts struct {
+	Configs       map[string]configgate.GeneratedFacts `json:"configs"`
+	Raised        map[string]string                    `json:"raised"`
+	RopeLUT       bool                                 `json:"rope_lut"`
+	RMSNorm       bool                                 `json:"rms_norm"`
+	ImportFailure *quant.ImportFailure                 `json:"import_failure"`
 }
 
 // BaselineArgs asks for the canonical-prompt prefill through the reference

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"phase0/configgate"
 	"phase0/hfcache"
 	"phase0/internal/boundedfile"
 	"phase0/judge"
@@ -225,7 +227,7 @@ func importFailure(q *quantFolder, f *quant.ImportFailure) error {
 
 // quantConfigStage is quantized gate 3: the module's hard-coded constants
 // against the reference's config.json and the bundle's own.
-func quantConfigStage(_ context.Context, st *state) (*quant.Constants, outcome, error) {
+func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome, error) {
 	q := st.facts.quant
 	consts := quant.ModuleConstants(q.src)
 	if adapter, err := boundedfile.Read(filepath.Join(q.dir, llmstree.AdapterFile), maxModuleBytes); err == nil {
@@ -235,7 +237,68 @@ func quantConfigStage(_ context.Context, st *state) (*quant.Constants, outcome, 
 			}
 		}
 	}
+	var notes []string
+	var rope *ops.QuantModuleFacts
+	if ok, _ := pythonReady(st); ok {
+		mf, err := st.py().QuantModuleFacts(ctx, ops.QuantModuleArgs{WeightsModule: q.module})
+		if err != nil {
+			if stop := workerFailure(err); stop != nil {
+				return nil, outcome{}, stop
+			}
+			notes = append(notes, fmt.Sprintf("%s's config functions could not be called: %s", q.use.Module, reasons(err)[0]))
+		} else if f := mf.ImportFailure; f != nil {
+			return nil, outcome{}, importFailure(q, f)
+		} else {
+			for name, g := range mf.Configs {
+				maps.Copy(consts, quant.ConfigFunctionConstants(name, g.Fields))
+			}
+			for name, why := range mf.Raised {
+				notes = append(notes, fmt.Sprintf("%s: %s() raised %s", q.use.Module, name, why))
+			}
+			rope = &mf
+		}
+	}
 	c := quant.CheckConstants(q.use.Module, consts, st.facts.analysis.Config, q.bundle)
+	for _, n := range notes {
+		c.FailWith("%s", n)
+	}
+	if rope != nil && rope.RopeLUT {
+		// The RoPE table judged by behaviour, as for a bf16 module, built
+		// for the module's own config (its *_config(), else LlamaConfig()).
+		fn := ""
+		for name := range rope.Configs {
+			if fn == "" || name < fn {
+				fn = name
+			}
+		}
+		args := ops.BehaviourArgs{WeightsModule: q.module, ModelDir: st.facts.model.Dir, MaxSeq: st.in.s.MaxSeq, ConfigFunction: fn}
+		if rope.RMSNorm {
+			args.HelpersModule = q.module // its norms are the module's own
+		}
+		b, err := st.py().BehaviourFacts(ctx, args)
+		if err != nil {
+			if stop := workerFailure(err); stop != nil {
+				return nil, outcome{}, stop
+			}
+			c.FailWith("behaviour facts of %s: %s", q.use.Module, reasons(err)[0])
+		} else {
+			cc := configgate.New()
+			if rope.RMSNorm {
+				cc.Behaviour(st.facts.analysis.Config, b, q.use.Module)
+			} else {
+				cc.RopeBehaviour(st.facts.analysis.Config, b, q.use.Module)
+			}
+			c.Behaviour = cc
+			if cc.Status != verdict.Pass {
+				for _, f := range cc.AllFindings() {
+					c.FailWith("%s", f)
+				}
+			}
+		}
+	}
+	if c.Status != verdict.Pass {
+		c.Summary = fmt.Sprintf("%s; %s", c.Summary, c.Findings[0])
+	}
 	return c, outcome{status: c.Status, detail: c.Summary}, nil
 }
 

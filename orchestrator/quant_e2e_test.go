@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,6 +41,11 @@ func quantTree(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	// A config function and a RoPE table, as llama31_8b_q4nx has them
+	// (llama31_8b_config(), generate_rope_lut): gate 3 calls the one and
+	// judges the other by behaviour.
+	module := filepath.Join(llms, "llama32_1b_q4nx", "llama32_1b_q4nx_weights.py")
+	writeFile(t, module, mustReadString(t, module)+tinyConfigAndRope)
 	// The tree's out-of-skill folders, as upstream names their ids.
 	writeFile(t, filepath.Join(llms, "gemma3_4b_q4nx", "verify_adapter.py"),
 		"MODEL_CHOICES = {\"instruct\": \"unsloth/gemma-3-4b-it\"}\nQ4NX_MODEL_SOURCE = \"FastFlowLM/Gemma3-4B-NPU2\"\n")
@@ -49,6 +55,28 @@ func quantTree(t *testing.T) string {
 		"POLICY = \"lerobot/smolvla_base\"\nVLM = \"HuggingFaceTB/SmolVLM2-500M-Video-Instruct\"\n")
 	return llms
 }
+
+// tinyConfigAndRope is what upstream's llama31_8b_q4nx module adds to a
+// Q4NX loader, for the tiny dimensions.
+const tinyConfigAndRope = `
+
+class TinyConfig:
+    def __init__(self):
+        self.n_layers, self.emb_dim, self.n_heads, self.head_dim = 2, 256, 4, 64
+        self.n_kv_heads, self.hidden_dim, self.vocab_size, self.rope_base = 2, 512, 512, 500000.0
+
+
+def llama32_1b_q4nx_config():
+    return TinyConfig()
+
+
+def generate_rope_lut(config=None, seq_len=2048, dtype=bfloat16):
+    config = config or llama32_1b_q4nx_config()
+    exps = np.arange(0, config.head_dim, 2, dtype=np.int64).astype(np.float32) / config.head_dim
+    inv = (1.0 / (config.rope_base**exps)).astype(np.float32)
+    angles = np.outer(np.arange(seq_len, dtype=np.float32), inv)
+    return np.concatenate([np.cos(angles), np.sin(angles)], axis=1).astype(dtype)
+`
 
 // fastflowlmRepo is a FastFlowLM-style repo folder: the bundle, the
 // reference's config.json and a model card declaring base.
@@ -126,7 +154,18 @@ func TestQuantizedTree(t *testing.T) {
 			}
 		}
 		if g.QuantConfig == nil || g.QuantConfig.Status != verdict.Pass || g.Pairing == nil || g.Pairing.Status != verdict.Pass {
-			t.Errorf("instruct: quantized gate 3 %v, pairing %v", g.QuantConfig, g.Pairing)
+			t.Errorf("instruct: quantized gate 3 %+v, pairing %+v", g.QuantConfig, g.Pairing)
+		}
+		if c := g.QuantConfig; c != nil {
+			called := 0
+			for _, k := range c.Checked {
+				if strings.HasPrefix(k.Name, "llama32_1b_q4nx_config().") {
+					called++
+				}
+			}
+			if called != 16 || c.Behaviour == nil || !slices.Contains(c.Behaviour.Checked, "behaviour.rope_table") {
+				t.Errorf("instruct: gate 3 did not call the config function (%d values, reference and bundle config) or judge the RoPE table by behaviour: %+v", called, c.Behaviour)
+			}
 		}
 		e := g.QuantE2E
 		if e == nil || e.Status != verdict.Pass || e.Patched != 14 || !e.Top1Agrees || e.Limits.MaxKL == 0 || e.KLPassageMean > e.Limits.MaxKL || e.PerplexityRatio <= 0 {

@@ -1,11 +1,14 @@
 package quant
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
+	"phase0/configgate"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"phase0/model"
 	"phase0/verdict"
@@ -18,6 +21,9 @@ type Constants struct {
 	verdict.Section
 	Module  string     `json:"module"`
 	Checked []Constant `json:"checked"`
+	// Behaviour is the module's RoPE table judged by behaviour against
+	// transformers (configgate), when the module defines generate_rope_lut.
+	Behaviour *configgate.Consistency `json:"behaviour,omitempty"`
 }
 
 // Constant is one hard-coded value and what it was compared with.
@@ -93,7 +99,10 @@ func CheckConstants(module string, consts map[string]float64, ref, bundle *model
 			continue
 		}
 		for _, n := range names {
-			f := constantFields[n]
+			f, ok := fieldOf(n)
+			if !ok {
+				continue
+			}
 			want := f.of(against.cfg)
 			eq := closeEnough(consts[n], want)
 			c.Checked = append(c.Checked, Constant{Name: n, Field: f.field, Value: consts[n], Expected: want, Against: against.name, Equal: eq})
@@ -113,4 +122,52 @@ func CheckConstants(module string, consts map[string]float64, ref, bundle *model
 // (1e-6 vs 1e-06; 0.08838834764831843 vs 1/sqrt(128)).
 func closeEnough(a, b float64) bool {
 	return a == b || math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// configFunctionFields are the Config fields a module's *_config()
+// function returns (the bf16 loaders' LlamaConfig), by name.
+var configFunctionFields = map[string]func(*model.Config) float64{
+	"n_layers":     func(c *model.Config) float64 { return float64(c.NLayers) },
+	"emb_dim":      func(c *model.Config) float64 { return float64(c.EmbDim) },
+	"n_heads":      func(c *model.Config) float64 { return float64(c.NHeads) },
+	"head_dim":     func(c *model.Config) float64 { return float64(c.HeadDim) },
+	"n_kv_heads":   func(c *model.Config) float64 { return float64(c.NKVHeads) },
+	"hidden_dim":   func(c *model.Config) float64 { return float64(c.HiddenDim) },
+	"vocab_size":   func(c *model.Config) float64 { return float64(c.VocabSize) },
+	"rope_base":    func(c *model.Config) float64 { return c.RopeBase },
+	"rms_norm_eps": func(c *model.Config) float64 { return c.RMSNormEps },
+}
+
+// fieldOf is what a constant's name stands for: one of upstream's
+// constant names, or "fn().field" for a value a *_config() function returned.
+func fieldOf(name string) (struct {
+	field string
+	of    func(*model.Config) float64
+}, bool) {
+	if f, ok := constantFields[name]; ok {
+		return f, true
+	}
+	_, field, ok := strings.Cut(name, "().")
+	of, known := configFunctionFields[field]
+	return struct {
+		field string
+		of    func(*model.Config) float64
+	}{field, of}, ok && known
+}
+
+// ConfigFunctionConstants are the numeric values a module's config
+// function fn returned (the worker called it), keyed "fn().field", for
+// CheckConstants. Fields that are not numbers (dtype) are left out.
+func ConfigFunctionConstants(fn string, fields map[string]json.RawMessage) map[string]float64 {
+	out := map[string]float64{}
+	for field, raw := range fields {
+		if _, ok := configFunctionFields[field]; !ok {
+			continue
+		}
+		var v float64
+		if json.Unmarshal(raw, &v) == nil {
+			out[fn+"()."+field] = v
+		}
+	}
+	return out
 }

@@ -1,9 +1,11 @@
 package quant
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
+	"phase0/model"
 	"phase0/verdict"
 )
 
@@ -37,5 +39,17 @@ func TestJudgeE2E(t *testing.T) {
 	}
 	if e := JudgeE2E(Q4NX(), facts(0.1, 0.1, 0, []int{5}), 3); e.Status != verdict.Fail || !strings.Contains(e.Summary, "patched 14 projections") {
 		t.Errorf("a loader missing a layer passes: %s", e.Summary)
+	}
+}
+
+// TestConfigFunctionConstants: a *_config() value that disagrees with
+// config.json fails naming the function, the field and both values.
+func TestConfigFunctionConstants(t *testing.T) {
+	consts := ConfigFunctionConstants("llama31_8b_config", map[string]json.RawMessage{
+		"n_layers": json.RawMessage("32"), "head_dim": json.RawMessage("128"), "dtype": json.RawMessage(`"bfloat16"`)})
+	c := CheckConstants("llama31_8b_q4nx_weights.py", consts, &model.Config{NLayers: 16, HeadDim: 128}, nil)
+	if c.Status != verdict.Fail || len(c.Checked) != 2 || len(c.Findings) != 1 ||
+		!strings.Contains(c.Findings[0], "llama31_8b_config().n_layers = 32, but the reference's config.json gives n_layers = 16") {
+		t.Errorf("%s %q %+v", c.Status, c.Findings, c.Checked)
 	}
 }

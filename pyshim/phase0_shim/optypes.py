@@ -103,11 +103,17 @@ class ModuleConfigResult(TypedDict):
     generated: GeneratedFacts
 
 
-class BehaviourArgs(TypedDict):
+class _BehaviourArgsRequired(TypedDict):
     weights_module: str
     helpers_module: str | None
     model_dir: str
     max_seq: int
+
+
+class BehaviourArgs(_BehaviourArgsRequired, total=False):
+    # The module function that builds the config its RoPE table is asked
+    # for (a quantized module's ``llama31_8b_config``); default LlamaConfig().
+    config_function: str
 
 
 class _RopeFactsRequired(TypedDict):
@@ -361,3 +367,18 @@ class _QuantFactsResultRequired(TypedDict):
 
 class QuantFactsResult(_QuantFactsResultRequired, total=False):
     candidates: list[QuantCandidate]
+
+
+class QuantModuleArgs(TypedDict):
+    weights_module: str
+
+
+class QuantModuleFacts(TypedDict):
+    """A quantized module's config functions (``*_config()``), called, and
+    whether it defines the behaviour gate 3 judges."""
+
+    configs: dict[str, GeneratedFacts]
+    raised: dict[str, str]
+    rope_lut: bool
+    rms_norm: bool
+    import_failure: QuantImportFailure | None

@@ -35,6 +35,8 @@ from phase0_shim.optypes import (
     QuantE2EFacts,
     QuantFactsResult,
     QuantImportFailure,
+    QuantModuleArgs,
+    QuantModuleFacts,
     QuantStats,
     QuantTensor,
 )
@@ -426,4 +428,54 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
         "quantized_nll": nll(q_passage),
         "reference_argmax": [int(x) for x in ref_passage.argmax(-1).tolist()],
         "quantized_argmax": [int(x) for x in q_passage.argmax(-1).tolist()],
+    }
+
+
+# Quantized gate 3: what the module's own config functions say.
+
+
+def _config_functions(module: Any) -> list[str]:
+    """Top-level ``*_config`` functions of the module itself taking no required argument."""
+    import inspect
+
+    out = []
+    for name, fn in vars(module).items():
+        if not (name.endswith("_config") and inspect.isfunction(fn) and fn.__module__ == module.__name__):
+            continue
+        params = inspect.signature(fn).parameters.values()
+        if all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+            out.append(name)
+    return sorted(out)
+
+
+@op("quant_module_facts", QuantModuleArgs, QuantModuleFacts, nonempty=("weights_module",))
+def quant_module_facts(args: QuantModuleArgs) -> QuantModuleFacts:
+    """Call the module's ``*_config()`` functions; say whether it defines generate_rope_lut."""
+    import dataclasses
+
+    from phase0_shim.facts import jsonable
+
+    module, failure = _import(Path(args["weights_module"]))
+    if failure is not None:
+        return {"configs": {}, "raised": {}, "rope_lut": False, "rms_norm": False, "import_failure": failure}
+    configs: dict[str, Any] = {}
+    raised: dict[str, str] = {}
+    for name in _config_functions(module):
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                config = getattr(module, name)()
+        except Exception as e:  # reported as a fact; Go decides
+            raised[name] = f"{type(e).__name__}: {e}"
+            continue
+        if dataclasses.is_dataclass(config) and not isinstance(config, type):
+            values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+        else:
+            values = {k: v for k, v in vars(config).items() if not k.startswith("_")}
+        configs[name] = {"class": type(config).__name__, "fields": {k: jsonable(v) for k, v in values.items()}}
+    return {
+        "configs": configs,
+        "raised": raised,
+        "rope_lut": callable(getattr(module, "generate_rope_lut", None)),
+        "rms_norm": callable(getattr(module, "rms_norm", None)),
+        "import_failure": None,
     }
