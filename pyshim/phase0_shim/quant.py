@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 import re
 import sys
 from collections.abc import Iterator
@@ -42,8 +44,13 @@ from phase0_shim.optypes import (
 )
 
 STAGE = "quant_weights"
-# Rows of the reference processed at once: bounds the float64 temporaries.
+# Rows of the reference processed at once: bounds the float32 temporaries.
 CHUNK_ROWS = 512
+# The confusions (transposed, partner, row pairs swapped) only tell a cosine
+# near 1 from one near 0: the first rows of the output dimension suffice.
+CONFUSION_ROWS = 256
+# Tensors whose statistics may wait while the loader reads on (about a layer).
+PENDING = 8
 
 # Projection fields (LlamaWeights' names, the classes' dict keys) and their HF tensors.
 PROJECTIONS = {
@@ -102,6 +109,21 @@ class Reference:
     def has(self, name: str) -> bool:
         return name in self._where
 
+    def release(self, name: str) -> None:
+        """Drop the tensor's pages from this process (they stay in the page
+        cache): the mapped reference would otherwise count whole in the
+        worker's RSS by the last layer."""
+        import mmap
+
+        mm, base, entry = self._where[name]
+        raw = getattr(mm, "_mmap", None)
+        if raw is None:
+            return
+        o0, o1 = entry["data_offsets"]
+        start = (base + o0) // mmap.PAGESIZE * mmap.PAGESIZE
+        with contextlib.suppress(OSError, ValueError):
+            raw.madvise(mmap.MADV_DONTNEED, start, base + o1 - start)
+
     def get(self, name: str) -> np.ndarray:
         """The tensor as stored (bf16 stays bf16), shaped."""
         mm, base, entry = self._where[name]
@@ -112,47 +134,77 @@ class Reference:
         return np.frombuffer(mm[base + o0 : base + o1], dtype=dtype).reshape(entry["shape"])
 
 
-def _stats(x_oi: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None) -> QuantStats:
+def _rowsum(a: np.ndarray, b: np.ndarray) -> float:
+    """sum(a * b): float32 products summed per row, rows summed in float64
+    (a row is at most a few thousand elements, so float32 keeps ~1e-6)."""
+    return float(np.einsum("ij,ij->i", a, b).sum(dtype=np.float64))
+
+
+def _f32(a: np.ndarray) -> np.ndarray:
+    """a as float32; bf16 by widening its bits (exact, and faster than a cast)."""
+    if a.dtype.itemsize == 2 and a.dtype.name == "bfloat16":
+        return (np.ascontiguousarray(a).view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return np.asarray(a, dtype=np.float32)
+
+
+def _stats(x_oi: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, rows: int | None = None) -> QuantStats:
     """Sums of x (loader) against y (reference), both [out, in]; groups of the
-    bound run along the input dimension."""
+    bound run along the input dimension. ``rows`` limits the sums to the
+    first rows (the confusions only need a cosine near 1 or near 0)."""
     n = 0
     sx = sy = sxx = syy = sxy = sdd = 0.0
     maxd = 0.0
     beyond = 0
     g = bound["group"] if bound else 0
-    for r in range(0, y_oi.shape[0], CHUNK_ROWS):
-        x = np.asarray(x_oi[r : r + CHUNK_ROWS], dtype=np.float64)
-        y = np.asarray(y_oi[r : r + CHUNK_ROWS], dtype=np.float64)
+    total = y_oi.shape[0] if rows is None else min(rows, y_oi.shape[0])
+    for r in range(0, total, CHUNK_ROWS):
+        e = min(r + CHUNK_ROWS, total)
+        x = _f32(x_oi[r:e])
+        y = _f32(y_oi[r:e])
         d = x - y
         n += x.size
-        sx += float(x.sum())
-        sy += float(y.sum())
-        sxx += float(np.einsum("ij,ij->", x, x))
-        syy += float(np.einsum("ij,ij->", y, y))
-        sxy += float(np.einsum("ij,ij->", x, y))
-        sdd += float(np.einsum("ij,ij->", d, d))
-        if d.size:
-            maxd = max(maxd, float(np.abs(d).max()))
+        sx += float(x.sum(dtype=np.float64))
+        sy += float(y.sum(dtype=np.float64))
+        sxx += _rowsum(x, x)
+        syy += _rowsum(y, y)
+        sxy += _rowsum(x, y)
+        sdd += _rowsum(d, d)
+        if not d.size:
+            continue
+        ad = np.abs(d, out=d)
+        maxd = max(maxd, float(ad.max()))
         if bound and g > 0 and y.shape[1] % g == 0:
             yg = y.reshape(y.shape[0], -1, g)
-            absmax = np.abs(yg).max(axis=2)
-            if bound["symmetric"]:
-                step = absmax / bound["levels"]
-            else:
-                step = (yg.max(axis=2) - yg.min(axis=2)) / bound["levels"]
+            hi, lo = yg.max(axis=2), yg.min(axis=2)
+            absmax = np.maximum(hi, -lo)
+            step = absmax / bound["levels"] if bound["symmetric"] else (hi - lo) / bound["levels"]
             limit = 0.5 * step + bound["slack"] * absmax
-            beyond += int((np.abs(d).reshape(yg.shape) > limit[:, :, None]).sum())
+            # Count element by element only in the groups whose largest
+            # error exceeds the bound (none in a clean tensor).
+            adg = ad.reshape(yg.shape)
+            over = adg.max(axis=2) > limit
+            if over.any():
+                beyond += int((adg[over] > limit[over][:, None]).sum())
     return {"n": n, "sum_x": sx, "sum_y": sy, "sum_xx": sxx, "sum_yy": syy, "sum_xy": sxy, "sum_dd": sdd, "max_abs_diff": maxd, "beyond_bound": beyond}
 
 
-def _differing(x: np.ndarray, y: np.ndarray) -> int:
-    """Elements whose bf16 bits differ (x and y brought to bf16; a float32
-    copy of a bf16 tensor converts back exactly)."""
-    import ml_dtypes
+def _bf16_bits(a: np.ndarray) -> np.ndarray:
+    """a's values as bf16 bit patterns (float32 rounded to nearest even, as
+    ml_dtypes does for finite values; bf16 as stored)."""
+    a = np.ascontiguousarray(a)
+    if a.dtype.name == "bfloat16":
+        return a.view(np.uint16)
+    u = np.asarray(a, dtype=np.float32).view(np.uint32)
+    return ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
 
-    xb = np.ascontiguousarray(x).astype(ml_dtypes.bfloat16).view(np.uint16)
-    yb = np.ascontiguousarray(y).astype(ml_dtypes.bfloat16).view(np.uint16)
-    return int((xb.ravel() != yb.ravel()).sum())
+
+def _differing(x: np.ndarray, y: np.ndarray) -> int:
+    """Elements whose bf16 bits differ (x brought to bf16; a float32 copy of
+    a bf16 tensor converts back exactly)."""
+    if x.ndim < 2:
+        return int((_bf16_bits(x).ravel() != _bf16_bits(y).ravel()).sum())
+    rows = max(1, (CHUNK_ROWS * 8192) // max(1, int(np.prod(y.shape[1:]))))
+    return sum(int((_bf16_bits(x[r : r + rows]).ravel() != _bf16_bits(y[r : r + rows]).ravel()).sum()) for r in range(0, y.shape[0], rows))
 
 
 def _swap_row_pairs(y: np.ndarray) -> np.ndarray:
@@ -174,13 +226,14 @@ def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, pa
     if x.shape == (y.shape[1], y.shape[0]):
         fact["stats"] = _stats(x.T, y, bound)
         if x.shape[0] == x.shape[1]:
-            confusions["transposed"] = _stats(x, y, None)
+            confusions["transposed"] = _stats(x, y, None, CONFUSION_ROWS)
         if y.shape[0] % 2 == 0:
-            confusions["row_pairs_swapped"] = _stats(x.T, _swap_row_pairs(y), None)
+            head = min(CONFUSION_ROWS, y.shape[0])
+            confusions["row_pairs_swapped"] = _stats(x.T, _swap_row_pairs(y[:head]), None)
         if partner is not None and ref.has(partner):
             py = ref.get(partner)
             if py.shape == y.shape:
-                confusions["partner"] = _stats(x.T, py, None)
+                confusions["partner"] = _stats(x.T, py, None, CONFUSION_ROWS)
     elif x.shape == y.shape:
         confusions["transposed"] = _stats(x, y, None)
     else:
@@ -190,8 +243,9 @@ def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, pa
     return fact
 
 
-def kept_facts(layer: int, field: str, x: Any, ref: Reference, hf: str) -> QuantTensor:
-    """A tensor kept in bf16: compared bit for bit."""
+def kept_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, stats: bool = True) -> QuantTensor:
+    """A tensor kept in bf16: compared bit for bit (and, when bits differ
+    and ``stats``, how far off)."""
     y = ref.get(hf)
     x = np.asarray(x)
     fact: QuantTensor = {"layer": layer, "field": field, "reference": hf, "shape": list(x.shape), "reference_shape": list(y.shape)}
@@ -199,7 +253,7 @@ def kept_facts(layer: int, field: str, x: Any, ref: Reference, hf: str) -> Quant
         fact["problem"] = f"shape {list(x.shape)}, expected {list(y.shape)}"
         return fact
     fact["differing"] = _differing(x.reshape(y.shape), y)
-    if fact["differing"]:
+    if fact["differing"] and stats:
         rows = y.shape[0] if y.ndim > 1 else 1
         fact["stats"] = _stats(x.reshape(rows, -1), y.reshape(rows, -1), None)
     return fact
@@ -289,29 +343,52 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
     candidates: list[tuple[Reference, QuantCandidate]] = [
         (Reference(Path(d)), {"reference_dir": d, "fields": [], "stats": []}) for d in args.get("candidate_dirs") or []
     ]
-    for layer, field, value in layers:
-        if value is None:
-            continue
+
+    def facts_of(layer: int, field: str, value: Any) -> QuantTensor | None:
         if layer < 0:
             hf = {"embed_table": "model.embed_tokens.weight", "final_norm": "model.norm.weight", "lm_head": "lm_head.weight"}[field]
             if field == "lm_head" and not ref.has(hf):
                 hf = "model.embed_tokens.weight"  # tied: the head is the embedding
-            fact = kept_facts(layer, field, value, ref, hf)
+            # A quantized copy of the head is judged as a projection; its
+            # statistics are computed there, once.
+            fact = kept_facts(layer, field, value, ref, hf, stats=field != "lm_head")
             if field == "lm_head" and fact.get("differing"):
                 fact = projection_facts(layer, field, np.asarray(value).T, ref, hf, None, bound)
-            tensors.append(fact)
-            continue
-        loaded.add(layer)
+            ref.release(hf)
+            return fact
         if field in PROJECTIONS:
             prefix = f"model.layers.{layer}."
             partner = PARTNERS.get(field)
             hf = prefix + PROJECTIONS[field][1] + ".weight"
-            tensors.append(projection_facts(layer, field, value, ref, hf, prefix + PROJECTIONS[partner][1] + ".weight" if partner else None, bound))
+            fact = projection_facts(layer, field, value, ref, hf, prefix + PROJECTIONS[partner][1] + ".weight" if partner else None, bound)
             if layer == 0:
                 _candidate_stats(candidates, field, value, hf)
-        elif field in KEPT:
+            ref.release(hf)
+            return fact
+        if field in KEPT:
             suffix = KEPT[field] if KEPT[field].endswith(".bias") else KEPT[field] + ".weight"
-            tensors.append(kept_facts(layer, field, value, ref, f"model.layers.{layer}.{suffix}"))
+            return kept_facts(layer, field, value, ref, f"model.layers.{layer}.{suffix}")
+        return None
+
+    # The statistics of one tensor run on a second thread while the loader
+    # dequantizes the next (NumPy releases the GIL): the gate then costs
+    # about the loader's time, not the sum. At most PENDING tensors wait,
+    # which bounds the memory to about one layer beyond the loader's own.
+    pending: deque[Future[QuantTensor | None]] = deque()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="quant-stats") as pool:
+        for layer, field, value in layers:
+            if value is None:
+                continue
+            if layer >= 0:
+                loaded.add(layer)
+            pending.append(pool.submit(facts_of, layer, field, value))
+            del value
+            while len(pending) > PENDING:
+                if (fact := pending.popleft().result()) is not None:
+                    tensors.append(fact)
+        while pending:
+            if (fact := pending.popleft().result()) is not None:
+                tensors.append(fact)
     result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
     if candidates:
         result["candidates"] = [c for _, c in candidates]
