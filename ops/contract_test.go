@@ -41,6 +41,7 @@ var signatures = map[string][2]reflect.Type{
 	opResetSession:    {reflect.TypeFor[NoArgs](), reflect.TypeFor[ResetResult]()},
 	opQuantFacts:      {reflect.TypeFor[QuantArgs](), reflect.TypeFor[quant.Facts]()},
 	opQuantModule:     {reflect.TypeFor[QuantModuleArgs](), reflect.TypeFor[QuantModuleFacts]()},
+	opQuantE2E:        {reflect.TypeFor[QuantE2EOnlyArgs](), reflect.TypeFor[quant.E2EFacts]()},
 }
 
 // fieldSchema mirrors phase0_shim.contract.FieldSchema.

@@ -35,6 +35,7 @@ const (
 	opResetSession    = "reset_session"
 	opQuantFacts      = "quant_facts"
 	opQuantModule     = "quant_module_facts"
+	opQuantE2E        = "quant_e2e"
 )
 
 // Session runs one op at a time in a worker child (*worker.Session).
@@ -119,6 +120,13 @@ func (c *Client) LoaderFacts(ctx context.Context, args ModuleArgs) (LoaderFactsR
 // tensor's statistics against the bf16 reference (quantized gate 1).
 func (c *Client) QuantFacts(ctx context.Context, args QuantArgs) (quant.Facts, error) {
 	r, _, err := call[quant.Facts](ctx, c, opQuantFacts, args)
+	return r, err
+}
+
+// QuantE2E is quantized gate 2 without the bf16 baseline (reused from its
+// record): one model load, the dequantized projections patched in.
+func (c *Client) QuantE2E(ctx context.Context, args QuantE2EOnlyArgs) (quant.E2EFacts, error) {
+	r, _, err := call[quant.E2EFacts](ctx, c, opQuantE2E, args)
 	return r, err
 }
 

@@ -130,6 +130,15 @@ type BehaviourArgs struct {
 	ConfigFunction string `json:"config_function,omitempty"`
 }
 
+// QuantE2EOnlyArgs ask for quantized gate 2 alone, when the bf16 gate 2
+// is reused from its record: the reference model and the canonical
+// prompt's token ids as recorded.
+type QuantE2EOnlyArgs struct {
+	QuantE2EArgs
+	ModelDir     string `json:"model_dir"`
+	PromptTokens []int  `json:"prompt_tokens"`
+}
+
 // QuantModuleArgs names a quantized weights module.
 type QuantModuleArgs struct {
 	WeightsModule string `json:"weights_module"`

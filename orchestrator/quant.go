@@ -326,9 +326,32 @@ type quantGate2 struct {
 // the canonical prompt and the calibration passage; Go judges both.
 func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, error) {
 	q, cfg := st.facts.quant, st.facts.analysis.Config
+	e2eArgs := ops.QuantE2EArgs{WeightsModule: q.module, Source: q.source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers}
+	if rec, _ := bf16Record(st); rec != nil && rec.Gates.HFBaseline != nil && len(rec.Gates.HFBaseline.Tokens) > 0 {
+		// Gate 2 is the reference's own baseline, recorded as a PASS on
+		// inputs that have not changed: reused; quantized gate 2 alone runs.
+		b := *rec.Gates.HFBaseline
+		b.Summary = fmt.Sprintf("reused from %s (inputs unchanged since %s): %s", rec.ReusedFrom.Path, rec.ReusedFrom.Recorded.Format(time.RFC3339), b.Summary)
+		facts, err := st.py().QuantE2E(ctx, ops.QuantE2EOnlyArgs{QuantE2EArgs: e2eArgs, ModelDir: st.facts.model.Dir, PromptTokens: b.Tokens})
+		out := quantGate2{baseline: &b}
+		if err != nil {
+			if stop := workerFailure(err); stop != nil {
+				return quantGate2{}, outcome{}, stop
+			}
+			e := &quant.EndToEnd{Section: verdict.NewSection(), Format: q.format.Name(), Limits: q.format.E2ELimits()}
+			for _, r := range reasons(err) {
+				e.FailWith("quant_e2e raised: %s", r)
+			}
+			e.Summary = e.Findings[0]
+			out.e2e = e
+		} else {
+			out.e2e = quant.JudgeE2E(q.format, &facts, cfg.NLayers)
+		}
+		return out, outcome{status: verdict.Worst(b.Status, out.e2e.Status), detail: "bf16: " + b.Summary + "; quantized: " + out.e2e.Summary}, nil
+	}
 	start := time.Now()
 	args := baselineRequest(st.in.s, st.facts.model, cfg, "")
-	args.Quant = &ops.QuantE2EArgs{WeightsModule: q.module, Source: q.source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers}
+	args.Quant = &e2eArgs
 	res, logits, err := st.py().Baseline(ctx, args)
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
@@ -377,4 +400,15 @@ func candidateCheckpoints(s *Settings, u *llmstree.Use, declared string) []quant
 		}
 	}
 	return out
+}
+
+// bf16Record is the reference's own bf16 run's recorded report when it can
+// be reused (a PASS whose inputs are unchanged: reuse.go decides, for the
+// run `phase0 run <reference> --llms-dir T` would be), else why not.
+func bf16Record(st *state) (*report.Report, string) {
+	s := *st.in.s
+	s.Name = "" // the reference's own run names no quantized folder
+	probe := &state{in: inputs{s: &s, command: "run", arg: st.in.arg, version: st.in.version}}
+	var stamp *runInputs
+	return probe.reusable(&stamp)
 }

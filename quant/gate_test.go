@@ -125,3 +125,29 @@ func TestQuantGate1Negatives(t *testing.T) {
 		t.Errorf("other_model: the norms' byte identity is not judged:\n%s", strings.Join(w.Findings, "\n"))
 	}
 }
+
+// TestQuantE2EOp: quantized gate 2 alone (the path taken when the bf16
+// gate 2 is reused from its record) through the real worker: every
+// projection patched into the reference model, both sides' facts.
+func TestQuantE2EOp(t *testing.T) {
+	dir := fixtures(t)
+	module := filepath.Join(dir, "tree", "llms", "llama32_1b_q4nx", "llama32_1b_q4nx_weights.py")
+	for _, c := range []struct {
+		bundle string
+		want   verdict.Status
+	}{{"clean", verdict.Pass}, {"transposed", verdict.Fail}} {
+		facts, err := opstest.Client(t).QuantE2E(context.Background(), ops.QuantE2EOnlyArgs{
+			QuantE2EArgs: ops.QuantE2EArgs{WeightsModule: module, Source: filepath.Join(dir, "bundles", c.bundle), ReferenceDir: filepath.Join(dir, "ref"), NLayers: 2},
+			ModelDir:     filepath.Join(dir, "ref"), PromptTokens: []int{1, 20, 30, 40, 50}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := quant.JudgeE2E(quant.Q4NX(), &facts, 2)
+		if e.Patched != 14 || len(facts.KLPassage) == 0 || e.Status != c.want && c.want == verdict.Pass {
+			t.Errorf("%s: %s %q (patched %d, %d passage positions)", c.bundle, e.Status, e.Summary, e.Patched, len(facts.KLPassage))
+		}
+		if c.want == verdict.Fail && e.KLPassageMean <= 0 {
+			t.Errorf("%s: a transposed projection moves no distribution: %+v", c.bundle, e)
+		}
+	}
+}

@@ -382,3 +382,12 @@ class QuantModuleFacts(TypedDict):
     rope_lut: bool
     rms_norm: bool
     import_failure: QuantImportFailure | None
+
+
+class QuantE2EOnlyArgs(QuantE2EArgs):
+    """Quantized gate 2 alone, when the bf16 gate 2 is reused from its
+    record: the reference model (``model_dir``) and the canonical prompt's
+    token ids as the record has them."""
+
+    model_dir: str
+    prompt_tokens: list[int]

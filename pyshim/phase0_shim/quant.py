@@ -35,6 +35,7 @@ from phase0_shim.optypes import (
     QuantCandidate,
     QuantE2EArgs,
     QuantE2EFacts,
+    QuantE2EOnlyArgs,
     QuantFactsResult,
     QuantImportFailure,
     QuantModuleArgs,
@@ -556,3 +557,25 @@ def quant_module_facts(args: QuantModuleArgs) -> QuantModuleFacts:
         "rms_norm": callable(getattr(module, "rms_norm", None)),
         "import_failure": None,
     }
+
+
+@op("quant_e2e", QuantE2EOnlyArgs, QuantE2EFacts, nonempty=("weights_module", "source", "reference_dir", "model_dir"))
+def quant_e2e(args: QuantE2EOnlyArgs) -> QuantE2EFacts:
+    """Quantized gate 2 without the bf16 baseline (reused from its record):
+    one model load, then e2e_facts on the recorded prompt tokens and the
+    calibration passage."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from phase0_shim.calibration import PASSAGE
+    from phase0_shim.tokens import load_tokenizer
+
+    tokens = [int(t) for t in args["prompt_tokens"]]
+    if not tokens:
+        raise ValueError("quant_e2e: prompt_tokens is empty")
+    tokenizer = load_tokenizer(args["model_dir"])
+    with progress.heartbeat("quant_baseline", "loading the HF bf16 model"):
+        model = AutoModelForCausalLM.from_pretrained(args["model_dir"], dtype=torch.bfloat16, low_cpu_mem_usage=True).eval()
+    passage = [int(t) for t in tokenizer.encode(PASSAGE)]
+    with progress.layers("quant_baseline", model, "bf16 and dequantized weights: prompt and passage"):
+        return e2e_facts(model, tokens, passage, args)
