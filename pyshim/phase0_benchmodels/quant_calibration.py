@@ -112,15 +112,20 @@ def layer_names(layer: int) -> dict[str, str]:
     return {p.split(".")[1]: f"model.layers.{layer}.{p}.weight" for p in PROJECTIONS}
 
 
+def _stats(ref: F32, deq: F32, f: Format, shift: int) -> dict[str, float]:
+    """Stats on the quantizer's own groups: a shifted grid is judged on shifted groups."""
+    if shift:
+        ref, deq = np.roll(ref, -shift, axis=1), np.roll(deq, -shift, axis=1)
+    return tensor_stats(ref, deq, group=group_of(f, ref), step=f.step).row()
+
+
 def clean_rows(ck: Checkpoint, layers: Sequence[int], fmt: str, *, blocks: bool, shift: int) -> list[dict[str, float]]:
     f = FORMAT[fmt]
     rows = []
     for layer in layers:
         for name in layer_names(layer).values():
             w = ck.f32(name)
-            rows.append(
-                tensor_stats(w, roundtrip(fmt, w, blocks=blocks, shift=shift), group=group_of(f, w), step=f.step).row()
-            )
+            rows.append(_stats(w, roundtrip(fmt, w, blocks=blocks, shift=shift), f, shift))
     return rows
 
 
@@ -160,9 +165,9 @@ def negative_rows(
             ref = ck.f32(names["down_proj"])
             other = ck.f32(layer_names((layer + n_layers // 2) % n_layers)["down_proj"])
             deq = roundtrip(fmt, other, blocks=blocks, shift=shift)
-        row = tensor_stats(ref, deq, group=group_of(f, ref), step=f.step).row()
+        row = _stats(ref, deq, f, shift)
         if partner is not None:
-            row["cos_partner"] = tensor_stats(partner, deq, group=group_of(f, ref), step=f.step).cosine
+            row["cos_partner"] = _stats(np.ascontiguousarray(partner), deq, f, shift)["cosine"]
         rows.append(row)
     return rows
 
