@@ -49,6 +49,11 @@ class Format:
     step: Step
 
 
+def awq_group(k: int) -> int:
+    """AWQ's 128, or 64 where the width is not a multiple of 128 (SmolLM2's 576)."""
+    return awq.GROUP if k % awq.GROUP == 0 else 64
+
+
 FORMAT = {
     "I8": Format("I8", 32, "affine"),
     "Q4NX": Format("Q4NX", 32, "affine"),
@@ -87,7 +92,7 @@ def roundtrip(
             q0 = q4_0.Q40(q0.q, q0.scale * 2)
         out = q0.dequant()
     else:
-        lin = awq.quantize(w)
+        lin = awq.quantize(w, awq_group(w.shape[1]))
         if nibble_swap:  # nibbles read in plain order 0..7 instead of AutoAWQ's 0 2 4 6 1 3 5 7
             lin = awq.AwqLinear(awq.pack(awq.unpack(lin.qweight), np.arange(8)), lin.qzeros, lin.scales, lin.group)
         if scale_x2:
@@ -99,8 +104,19 @@ def roundtrip(
     return np.roll(out, shift, axis=1) if shift else out
 
 
+def group_of(f: Format, w: F32) -> int:
+    return awq_group(w.shape[1]) if f.name == "AWQ" else f.group
+
+
 def layer_names(layer: int) -> dict[str, str]:
     return {p.split(".")[1]: f"model.layers.{layer}.{p}.weight" for p in PROJECTIONS}
+
+
+def _stats(ref: F32, deq: F32, f: Format, shift: int) -> dict[str, float]:
+    """Stats on the quantizer's own groups: a shifted grid is judged on shifted groups."""
+    if shift:
+        ref, deq = np.roll(ref, -shift, axis=1), np.roll(deq, -shift, axis=1)
+    return tensor_stats(ref, deq, group=group_of(f, ref), step=f.step).row()
 
 
 def clean_rows(ck: Checkpoint, layers: Sequence[int], fmt: str, *, blocks: bool, shift: int) -> list[dict[str, float]]:
@@ -109,9 +125,7 @@ def clean_rows(ck: Checkpoint, layers: Sequence[int], fmt: str, *, blocks: bool,
     for layer in layers:
         for name in layer_names(layer).values():
             w = ck.f32(name)
-            rows.append(
-                tensor_stats(w, roundtrip(fmt, w, blocks=blocks, shift=shift), group=f.group, step=f.step).row()
-            )
+            rows.append(_stats(w, roundtrip(fmt, w, blocks=blocks, shift=shift), f, shift))
     return rows
 
 
@@ -151,9 +165,9 @@ def negative_rows(
             ref = ck.f32(names["down_proj"])
             other = ck.f32(layer_names((layer + n_layers // 2) % n_layers)["down_proj"])
             deq = roundtrip(fmt, other, blocks=blocks, shift=shift)
-        row = tensor_stats(ref, deq, group=f.group, step=f.step).row()
+        row = _stats(ref, deq, f, shift)
         if partner is not None:
-            row["cos_partner"] = tensor_stats(partner, deq, group=f.group, step=f.step).cosine
+            row["cos_partner"] = _stats(np.ascontiguousarray(partner), deq, f, shift)["cosine"]
         rows.append(row)
     return rows
 

@@ -14,7 +14,13 @@ from ml_dtypes import bfloat16
 
 from phase0_testmodels.quant import awq, q4_0, q4nx
 from phase0_testmodels.quant.bundle import Bundle, PackOptions, pack_bundle, reference_shapes
-from phase0_testmodels.quant.hub import FASTFLOWLM_LLAMA_1B, LLAMA_1B_INSTRUCT, put_fastflowlm
+from phase0_testmodels.quant.hub import (
+    FASTFLOWLM_LLAMA_1B,
+    LLAMA_1B,
+    LLAMA_1B_INSTRUCT,
+    put_fastflowlm,
+    put_llama_1b_scenario,
+)
 from phase0_testmodels.quant.models import make_quant_model
 from phase0_testmodels.quant.negatives import NEGATIVES, WHOLE_BUNDLE, build_all
 from phase0_testmodels.quant.st import Checkpoint
@@ -196,3 +202,15 @@ def test_upstream_qwen3_loader_reads_our_i8_bundle(models: dict[str, Path], tmp_
         theirs = mod.Q4nxModel(str(tmp_path))
         for name, (m, k) in reference_shapes(ckpt).items():
             np.testing.assert_array_equal(theirs.dequant(name, m, k), ours.dequant(name, m, k), err_msg=name)
+
+
+def test_pairing_scenario_bundle_is_closer_to_its_source(models: dict[str, Path], tmp_path: Path) -> None:
+    bundle = pack_bundle(models["llama"], tmp_path / "model.q4nx")
+    snaps = put_llama_1b_scenario(tmp_path / "hub", models["llama"], models["llama-seed1"], bundle)
+    card = (snaps[FASTFLOWLM_LLAMA_1B] / "README.md").read_text()
+    assert "base_model: meta-llama/Llama-3.2-1B-Instruct" in card
+    name = "model.layers.1.mlp.down_proj.weight"
+    deq = Bundle(snaps[FASTFLOWLM_LLAMA_1B] / "model.q4nx").dequant(name, 256, 512)
+    instruct = tensor_stats(Checkpoint(snaps[LLAMA_1B_INSTRUCT]).f32(name), deq)
+    base = tensor_stats(Checkpoint(snaps[LLAMA_1B]).f32(name), deq)
+    assert instruct.cosine > 0.99 > 0.1 > abs(base.cosine)

@@ -129,3 +129,17 @@ def test_upstream_loader_reads_our_bundle_as_our_dequant(tiny: Path, tmp_path: P
         np.testing.assert_array_equal(
             got["down"], ours.dequant("model.layers.1.mlp.down_proj.weight", 256, 512).T.astype(bfloat16)
         )
+
+
+def test_stats_name_the_classes_by_their_numbers() -> None:
+    from phase0_testmodels.quant.stats import tensor_stats
+
+    w = _weights(64, 512)
+    clean = tensor_stats(w, q4nx.quantize(w).dequant())
+    doubled = q4nx.quantize(w)
+    doubled = q4nx.Quantized("I8", doubled.q, doubled.scale * 2, doubled.offset)
+    twice = tensor_stats(w, doubled.dequant())
+    assert clean.cosine > 0.99 and clean.max_half_steps < 1.1 and clean.frac_beyond_half < 0.01
+    assert 1.8 < twice.std_ratio < 2.2 and twice.max_half_steps > 10
+    random = tensor_stats(w, _weights(64, 512, seed=1))
+    assert abs(random.cosine) < 0.1 and 0.9 < random.std_ratio < 1.1

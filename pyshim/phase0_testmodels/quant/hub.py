@@ -91,3 +91,26 @@ def put_fastflowlm(
             "README.md": model_card(base_model, repo_id.split("/")[1]),
         },
     )
+
+
+def put_llama_1b_scenario(
+    cache: Path | str,
+    instruct_src: Path | str,
+    base_src: Path | str,
+    bundle: Path | str,
+    card_base_model: str = LLAMA_1B_INSTRUCT,
+) -> dict[str, Path]:
+    """The pairing scenario of issue 29 in one offline cache.
+
+    ``instruct_src`` is cached as meta-llama/Llama-3.2-1B-Instruct, ``base_src``
+    (another model of the same shape, e.g. another seed) as meta-llama/Llama-3.2-1B,
+    and ``bundle`` (packed from ``instruct_src``) as FastFlowLM/Llama-3.2-1B-NPU2
+    with a card declaring ``card_base_model``. With the llama32_1b_q4nx fixture's
+    MODEL_CHOICES, the ``instruct`` key pairs correctly and the ``base`` key pairs
+    the Instruct weights with the base reference. Returns the snapshot dirs by repo id.
+    """
+    return {
+        LLAMA_1B_INSTRUCT: put_folder(cache, LLAMA_1B_INSTRUCT, instruct_src),
+        LLAMA_1B: put_folder(cache, LLAMA_1B, base_src),
+        FASTFLOWLM_LLAMA_1B: put_fastflowlm(cache, bundle, instruct_src, card_base_model),
+    }
