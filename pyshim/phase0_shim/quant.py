@@ -575,7 +575,8 @@ def quant_e2e(args: QuantE2EOnlyArgs) -> QuantE2EFacts:
         raise ValueError("quant_e2e: prompt_tokens is empty")
     tokenizer = load_tokenizer(args["model_dir"])
     with progress.heartbeat("quant_baseline", "loading the HF bf16 model"):
-        model = AutoModelForCausalLM.from_pretrained(args["model_dir"], dtype=torch.bfloat16, low_cpu_mem_usage=True).eval()
+        model = AutoModelForCausalLM.from_pretrained(args["model_dir"], dtype=torch.bfloat16, low_cpu_mem_usage=True)
+        model.eval()  # type: ignore[no-untyped-call]
     passage = [int(t) for t in tokenizer.encode(PASSAGE)]
     with progress.layers("quant_baseline", model, "bf16 and dequantized weights: prompt and passage"):
         return e2e_facts(model, tokens, passage, args)
