@@ -145,6 +145,14 @@ func (c *Consistency) Behaviour(cfg *model.Config, b *BehaviourFacts, who string
 	c.norms(cfg, b)
 }
 
+// RopeBehaviour judges the module's RoPE table alone: a quantized
+// deployment's module that defines generate_rope_lut but takes its norms
+// from elsewhere (the fused decode) has no helpers to probe.
+func (c *Consistency) RopeBehaviour(cfg *model.Config, b *BehaviourFacts, who string) {
+	c.source(SourceBehaviour)
+	c.rope(cfg, b, who)
+}
+
 func (c *Consistency) fail(field string, config, actual any, format string, args ...any) {
 	c.add(Finding{Field: field, Source: SourceBehaviour, Config: config, Actual: actual, Message: fmt.Sprintf(format, args...)})
 }

@@ -67,6 +67,7 @@ func RunMany(ctx context.Context, s *orchestrator.Settings, entries []modellist.
 	}
 	begin := time.Now()
 	b := &Batch{Tool: "phase0", Version: version, Status: verdict.Pass, Models: []*BatchRow{}}
+	folders := listFolders(s)
 	for i, e := range entries {
 		var r *report.Report
 		if ctx.Err() != nil {
@@ -76,7 +77,7 @@ func RunMany(ctx context.Context, s *orchestrator.Settings, entries []modellist.
 				fmt.Fprintf(s.Progress, "phase0: [%d/%d] %s (%s)\n", i+1, len(entries), e.Arg, e.Source)
 			}
 			row := *s // stages may adjust their copy; the next model starts from the given settings
-			r = orchestrator.Run(ctx, &row, e.Arg, version)
+			r = runListed(ctx, &row, folders, e.Arg, version)
 			if s.Progress != nil {
 				fmt.Fprintf(s.Progress, "phase0: [%d/%d] %s: %s in %.1fs\n", i+1, len(entries), e.Arg, r.Status, r.Seconds)
 			}

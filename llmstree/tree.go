@@ -34,8 +34,10 @@ type Folder struct {
 	// Phase0 marks a folder holding <name>_weights.py that defines
 	// LlamaConfig and load_weights: a bf16 Phase 0 module. Quantized
 	// packagings (…_q4nx, …_int4) name the bf16 ids they are compared
-	// against, but their loaders are not Phase 0's.
+	// against, but their loaders are not Phase 0's: Quant describes them.
 	Phase0 bool
+	// Quant is set for a quantized deployment folder (quantized.go).
+	Quant *Quantized
 }
 
 // Names reports whether the folder names id (hub ids compare case-insensitively,
@@ -62,6 +64,7 @@ func ReadFolder(dir, name string) (Folder, error) {
 	for _, p := range inference[:min(len(inference), maxNamingFiles)] {
 		files = append(files, filepath.Base(p))
 	}
+	var adapter []byte
 	for _, rel := range files {
 		b, err := boundedfile.Read(filepath.Join(dir, rel), maxFileBytes)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -69,6 +72,9 @@ func ReadFolder(dir, name string) (Folder, error) {
 		}
 		if err != nil {
 			return f, fmt.Errorf("reading %s: %w", filepath.Join(dir, rel), err)
+		}
+		if rel == AdapterFile {
+			adapter = b
 		}
 		ids := HubIDs(b)
 		if len(ids) > 0 {
@@ -87,6 +93,7 @@ func ReadFolder(dir, name string) (Folder, error) {
 		return f, fmt.Errorf("reading %s: %w", filepath.Join(dir, name+"_weights.py"), err)
 	default:
 		f.Phase0 = configClass.Match(b) && loadWeights.Match(b)
+		f.readQuantized(b, adapter)
 	}
 	return f, nil
 }

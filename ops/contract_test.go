@@ -12,6 +12,7 @@ import (
 
 	"phase0/configgate"
 	"phase0/internal/testenv"
+	"phase0/quant"
 	"phase0/worker"
 )
 
@@ -38,6 +39,9 @@ var signatures = map[string][2]reflect.Type{
 	opRecordReference: {reflect.TypeFor[RecordReferenceArgs](), reflect.TypeFor[NoResult]()},
 	opPythonSources:   {reflect.TypeFor[NoArgs](), reflect.TypeFor[Imports]()},
 	opResetSession:    {reflect.TypeFor[NoArgs](), reflect.TypeFor[ResetResult]()},
+	opQuantFacts:      {reflect.TypeFor[QuantArgs](), reflect.TypeFor[quant.Facts]()},
+	opQuantModule:     {reflect.TypeFor[QuantModuleArgs](), reflect.TypeFor[QuantModuleFacts]()},
+	opQuantE2E:        {reflect.TypeFor[QuantE2EOnlyArgs](), reflect.TypeFor[quant.E2EFacts]()},
 }
 
 // fieldSchema mirrors phase0_shim.contract.FieldSchema.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 
 	"phase0/configgate"
+	"phase0/quant"
 )
 
 // Module is the Python module whose functions are the ops.
@@ -32,6 +33,9 @@ const (
 	opRecordReference = "record_reference"
 	opPythonSources   = "python_sources"
 	opResetSession    = "reset_session"
+	opQuantFacts      = "quant_facts"
+	opQuantModule     = "quant_module_facts"
+	opQuantE2E        = "quant_e2e"
 )
 
 // Session runs one op at a time in a worker child (*worker.Session).
@@ -109,6 +113,27 @@ func (c *Client) DefaultModel(ctx context.Context, args DefaultModelArgs) (Defau
 // LoaderFacts runs the module's load_weights on the checkpoint (gate 1).
 func (c *Client) LoaderFacts(ctx context.Context, args ModuleArgs) (LoaderFactsResult, error) {
 	r, _, err := call[LoaderFactsResult](ctx, c, opLoaderFacts, args)
+	return r, err
+}
+
+// QuantFacts runs a quantized folder's own loader and reports every
+// tensor's statistics against the bf16 reference (quantized gate 1).
+func (c *Client) QuantFacts(ctx context.Context, args QuantArgs) (quant.Facts, error) {
+	r, _, err := call[quant.Facts](ctx, c, opQuantFacts, args)
+	return r, err
+}
+
+// QuantE2E is quantized gate 2 without the bf16 baseline (reused from its
+// record): one model load, the dequantized projections patched in.
+func (c *Client) QuantE2E(ctx context.Context, args QuantE2EOnlyArgs) (quant.E2EFacts, error) {
+	r, _, err := call[quant.E2EFacts](ctx, c, opQuantE2E, args)
+	return r, err
+}
+
+// QuantModuleFacts imports a quantized module and calls its *_config()
+// functions (quantized gate 3).
+func (c *Client) QuantModuleFacts(ctx context.Context, args QuantModuleArgs) (QuantModuleFacts, error) {
+	r, _, err := call[QuantModuleFacts](ctx, c, opQuantModule, args)
 	return r, err
 }
 

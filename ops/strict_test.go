@@ -64,7 +64,7 @@ func TestFieldsFlattensEmbedded(t *testing.T) {
 		t.Errorf("TokenInfo keys %v, want %s", got, want)
 	}
 	got = sortedKeys(goFields(reflect.TypeFor[RecordReferenceArgs]()))
-	if len(got) != 14 || !strings.Contains(strings.Join(got, " "), "model_dir") {
-		t.Errorf("RecordReferenceArgs keys %v: want BaselineArgs' 9 and its own 5", got)
+	if len(got) != 15 || !strings.Contains(strings.Join(got, " "), "model_dir") {
+		t.Errorf("RecordReferenceArgs keys %v: want BaselineArgs' 10 (quant included) and its own 5", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"phase0/fingerprint"
 	"phase0/judge"
 	"phase0/model"
+	"phase0/quant"
 	"phase0/weights"
 )
 
@@ -79,6 +80,20 @@ type ModuleArgs struct {
 	ModelDir      string `json:"model_dir"`
 }
 
+// QuantArgs name a quantized folder's weights module, what its loader
+// reads (the bundle, or the reference it quantizes on load), the bf16
+// reference checkpoint, its layer count and the format's error bound.
+type QuantArgs struct {
+	WeightsModule string      `json:"weights_module"`
+	Source        string      `json:"source"`
+	ReferenceDir  string      `json:"reference_dir"`
+	NLayers       int         `json:"n_layers"`
+	Bound         quant.Bound `json:"bound"`
+	// CandidateDirs are other cached checkpoints the bundle might come
+	// from: layer 0's projections are compared with each (pairing).
+	CandidateDirs []string `json:"candidate_dirs,omitempty"`
+}
+
 // LoaderFactsResult is what the module's load_weights returned.
 type LoaderFactsResult struct {
 	weights.LoaderFacts
@@ -109,6 +124,35 @@ type BehaviourArgs struct {
 	HelpersModule string `json:"helpers_module"`
 	ModelDir      string `json:"model_dir"`
 	MaxSeq        int    `json:"max_seq"`
+	// ConfigFunction is the module function whose config the RoPE table
+	// is asked for (a quantized module's llama31_8b_config); "" is
+	// LlamaConfig().
+	ConfigFunction string `json:"config_function,omitempty"`
+}
+
+// QuantE2EOnlyArgs ask for quantized gate 2 alone, when the bf16 gate 2
+// is reused from its record: the reference model and the canonical
+// prompt's token ids as recorded.
+type QuantE2EOnlyArgs struct {
+	QuantE2EArgs
+	ModelDir     string `json:"model_dir"`
+	PromptTokens []int  `json:"prompt_tokens"`
+}
+
+// QuantModuleArgs names a quantized weights module.
+type QuantModuleArgs struct {
+	WeightsModule string `json:"weights_module"`
+}
+
+// QuantModuleFacts are a quantized module's *_config() functions' values
+// (name → its config), the ones that raised, and whether it defines
+// generate_rope_lut.
+type QuantModuleFacts struct {
+	Configs       map[string]configgate.GeneratedFacts `json:"configs"`
+	Raised        map[string]string                    `json:"raised"`
+	RopeLUT       bool                                 `json:"rope_lut"`
+	RMSNorm       bool                                 `json:"rms_norm"`
+	ImportFailure *quant.ImportFailure                 `json:"import_failure"`
 }
 
 // BaselineArgs asks for the canonical-prompt prefill through the reference
@@ -123,6 +167,18 @@ type BaselineArgs struct {
 	WeightsModule string        `json:"weights_module,omitempty"`
 	MaxSeq        int           `json:"max_seq"`
 	DecodeN       int           `json:"decode_n"`
+	// Quant, for a quantized folder's key, asks for quantized gate 2 in
+	// the same op: the folder's dequantized projections patched into the
+	// model the baseline loaded, prefilled again.
+	Quant *QuantE2EArgs `json:"quant,omitempty"`
+}
+
+// QuantE2EArgs name the quantized folder's loader for quantized gate 2.
+type QuantE2EArgs struct {
+	WeightsModule string `json:"weights_module"`
+	Source        string `json:"source"`
+	ReferenceDir  string `json:"reference_dir"`
+	NLayers       int    `json:"n_layers"`
 }
 
 // BaselineResult is what the baseline prefill reports (facts; Go judges).
@@ -146,6 +202,8 @@ type BaselineResult struct {
 	SecondsDecode  *float64      `json:"seconds_decode"`
 	Torch          string        `json:"torch_version"`
 	Transformers   string        `json:"transformers_version"`
+	// Quant is quantized gate 2's facts, when the args asked for them.
+	Quant *quant.E2EFacts `json:"quant,omitempty"`
 }
 
 // SpecialIDs are the tokenizer's special ids (every eos id the tokenizer,

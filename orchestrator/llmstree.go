@@ -16,7 +16,7 @@ import (
 func llmsDirStage(_ context.Context, st *state) (outcome, error) {
 	s := st.in.s
 	if s.LLMSDir == "" {
-		return pass(fmt.Sprintf("no llms tree: bundled runner, workspaces under %s", workspaceRoot(s))), nil
+		return pass(fmt.Sprintf("no llms tree: bundled runner, workspaces under %s", s.places().Root())), nil
 	}
 	if s.OutDir != "" {
 		return outcome{}, fmt.Errorf("out_dir %s and llms_dir %s are both set: with an llms tree the workspace is <llms_dir>/<name>; drop one of them", s.OutDir, s.LLMSDir)
@@ -32,16 +32,4 @@ func llmsDirStage(_ context.Context, st *state) (outcome, error) {
 		return outcome{}, err
 	}
 	return pass(llms), nil
-}
-
-// workspaceRoot is the folder that holds <name>/: the llms tree, else the
-// out_dir setting, else ./workspace.
-func workspaceRoot(s *Settings) string {
-	switch {
-	case s.LLMSDir != "":
-		return s.LLMSDir
-	case s.OutDir != "":
-		return s.OutDir
-	}
-	return "workspace"
 }

@@ -17,10 +17,10 @@ import (
 // recordStage records the run as one commit (package record). In a folder
 // phase0 did not create, the reports go outside it and the folder gets
 // nothing, except, mid-deployment and on PASS, its Phase 0 entry and tick
-// (foreign.go).
+// (wsfolder.Places).
 func recordStage(_ context.Context, st *state) (*recorded, outcome, error) {
 	w, ref := st.facts.workspace, st.facts.model
-	dir, err := reportDirFor(st.in.s, w.dir, ref.ID)
+	dir, err := st.in.s.places().Reports(w.dir, st.recordID())
 	if err != nil {
 		return nil, outcome{}, err
 	}

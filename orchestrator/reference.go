@@ -60,7 +60,7 @@ func (st *state) referenceDir() (string, error) {
 	}
 	if w := st.facts.workspace; w != nil {
 		if w.foreign {
-			out, err := s.outsideRecordDir(w.dir, ref.ID)
+			out, err := s.places().OutsideRecord(w.dir, ref.ID)
 			return filepath.Join(out, "reference"), err
 		}
 		return filepath.Join(w.dir, "reference"), nil
@@ -78,7 +78,7 @@ func (st *state) referenceDir() (string, error) {
 		return "", err
 	}
 	if foreign {
-		out, err := s.outsideRecordDir(ws, ref.ID)
+		out, err := s.places().OutsideRecord(ws, ref.ID)
 		return filepath.Join(out, "reference"), err
 	}
 	return filepath.Join(ws, "reference"), nil

@@ -53,11 +53,11 @@ func (st *state) reusable(stamped **reuse.Inputs) (*report.Report, string) {
 	if why != "" {
 		return nil, why
 	}
-	ws, err := workspaceDir(s, ref.ID)
+	ws, err := s.places().Workspace(ref.ID)
 	if err != nil {
 		return nil, err.Error()
 	}
-	reports, err := reportDirFor(s, ws, ref.ID)
+	reports, err := s.places().Reports(ws, ref.ID)
 	if err != nil {
 		return nil, err.Error()
 	}
@@ -120,7 +120,7 @@ func reuseModel(s *Settings, arg string) (*resolvedModel, string) {
 // changed while the run read them are not recorded.
 func recordInputsStage(ctx context.Context, st *state) (*reuse.Record, outcome, error) {
 	ws, ref := st.facts.workspace.dir, st.facts.model
-	reports, err := reportDirFor(st.in.s, ws, ref.ID)
+	reports, err := st.in.s.places().Reports(ws, ref.ID)
 	if err != nil {
 		return nil, outcome{}, err
 	}

@@ -15,6 +15,13 @@ import (
 
 // Run is all of Phase 0 for one model.
 func Run(ctx context.Context, s *Settings, modelArg, version string) *report.Report {
+	uses, err := quantizedUses(s, modelArg)
+	if err != nil {
+		return runWith(ctx, inputs{s: s, command: "run", arg: modelArg, version: version, routeErr: err}, []stage{stepRoute})
+	}
+	if len(uses) > 0 {
+		return runQuantized(ctx, s, modelArg, version, uses)
+	}
 	return runChain(ctx, s, "run", modelArg, version, withoutSkippedScan(runStages, s))
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"phase0/warm"
+	"phase0/wsfolder"
 )
 
 // Settings are the resolved configuration of one phase0 invocation.
@@ -70,4 +71,9 @@ func (s *Settings) getenv(key string) string {
 		return os.Getenv(key)
 	}
 	return s.Env(key)
+}
+
+// places says where this run's folders go (package wsfolder).
+func (s *Settings) places() wsfolder.Places {
+	return wsfolder.Places{LLMSDir: s.LLMSDir, OutDir: s.OutDir, ReportDir: s.ReportDir, Name: s.Name, Cache: s.cacheRoot}
 }

@@ -10,7 +10,7 @@ import (
 // TestStageNamesAreTheirFunctions: a stage named x_y runs the function
 // xYStage, so the name in a report or a progress line leads to its code.
 func TestStageNamesAreTheirFunctions(t *testing.T) {
-	for command, stages := range map[string][]stage{"run": runStages, "baseline": baselineStages, "reference": referenceStages, "inspect": inspectStages} {
+	for command, stages := range map[string][]stage{"run": runStages, "baseline": baselineStages, "reference": referenceStages, "inspect": inspectStages, "quant": quantStages} {
 		for _, sg := range stages {
 			parts := strings.Split(sg.name, "_")
 			for i := 1; i < len(parts); i++ {

@@ -7,6 +7,7 @@ import (
 	"phase0/judge"
 	"phase0/model"
 	"phase0/preflight"
+	"phase0/quant"
 	"phase0/report"
 	"phase0/reuse"
 	"phase0/verdict"
@@ -47,6 +48,18 @@ var (
 	// (inputs.json) with the report, in one commit (record.go).
 	stepRecordInputs = produce("record_inputs", recordInputsStage, func(st *state, in *reuse.Record) { st.facts.inputs = in })
 	stepRecord       = produce("record", recordStage, func(st *state, r *recorded) { st.facts.recorded = r })
+
+	// A quantized folder's key (quant.go).
+	stepRoute       = check("route", routeStage)
+	stepQuantFolder = produce("quant_folder", quantFolderStage, func(st *state, r quantResult) {
+		st.facts.quant, st.facts.workspace = r.folder, r.ws
+	})
+	stepQuantWeights  = produce("quant_weights", quantWeightsStage, func(st *state, w *quant.Weights) { st.sections.quantWeights = w })
+	stepQuantConfig   = produce("quant_config", quantConfigStage, func(st *state, c *quant.Constants) { st.sections.quantConfig = c })
+	stepPairing       = produce("pairing", pairingStage, func(st *state, p *quant.Pairing) { st.sections.pairing = p })
+	stepQuantBaseline = produce("quant_baseline", quantBaselineStage, func(st *state, r quantGate2) {
+		st.sections.baseline, st.sections.quantE2E = r.baseline, r.e2e
+	}).onlyIf(pythonReady)
 )
 
 // keepWeights keeps the weights stage's three results: the inventory, gate
@@ -67,6 +80,12 @@ var (
 		stepPythonWeights, stepConfigFacts, stepHFBaseline, stepReference, stepMachine, stepRecordInputs, stepRecord})
 	// baselineStages are inspect, the memory preflight and gate 2.
 	baselineStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepMemory, stepHFBaseline})
+	// quantStages validate one MODEL_CHOICES key of a quantized folder:
+	// the reference is inspected as for a bf16 run (its config, its
+	// checkpoint), then the folder's own loader against it (gate 1), its
+	// constants (gate 3), the pairing, and the reference's baseline (gate 2).
+	quantStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepQuantFolder,
+		stepQuantWeights.onlyIf(pythonReady), stepQuantConfig, stepPairing, stepMemory, stepQuantBaseline, stepMachine, stepRecord})
 	// referenceStages are `phase0 reference`: inspect, then the recording.
 	// --out is checked first: a folder that cannot take the recording fails
 	// before seconds of Python work.

@@ -10,9 +10,12 @@ import (
 	"phase0/internal/atomicfile"
 	"phase0/internal/wslock"
 	"phase0/judge"
+	"phase0/llmstree"
 	"phase0/model"
 	"phase0/ops"
 	"phase0/preflight"
+	"phase0/quant"
+	"phase0/quantfolder"
 	"phase0/report"
 	"phase0/reuse"
 	"phase0/safetensors"
@@ -57,6 +60,12 @@ type inputs struct {
 	arg     string
 	version string
 	started time.Time
+	// quant is the quantized folder's key this run validates (nil for a
+	// bf16 run): the folder, the MODEL_CHOICES key, its reference (arg)
+	// and the bundle.
+	quant *llmstree.Use
+	// routeErr is why the tree could not say what to validate (route stage).
+	routeErr error
 }
 
 // facts are the stages' findings that later stages read, each the result
@@ -69,22 +78,27 @@ type facts struct {
 	memory     *memoryVerdict  // memory: the estimate and, when too small, the refusal
 	workspace  *workspace      // generate: <name>/, its spec and what was written
 	tie        *configgate.TieFacts
-	inputs     *reuse.Record // record_inputs: inputs.json, written with the record (nil: a verdict not to reuse)
-	recorded   *recorded     // record: where the report was written
+	inputs     *reuse.Record       // record_inputs: inputs.json, written with the record (nil: a verdict not to reuse)
+	recorded   *recorded           // record: where the report was written
+	quant      *quantfolder.Folder // quant_folder: the quantized folder's module, format and bundle
 }
 
 // sections are the report's judged parts, each the result of one stage.
 // Gates 1 and 3 are judged in two steps; the later step's section, when it
 // ran, completes the earlier one (gate1, gate3).
 type sections struct {
-	weights     *weights.Result         // weights: gate 1 from the headers
-	scanned     *weights.Result         // scan: gate 1 with every tensor byte read
-	crossCheck  *configgate.Consistency // weights: gate 3, config.json against the shapes
-	consistency *configgate.Consistency // config_facts: gate 3 with the module and transformers
-	loader      *weights.Loader         // python_weights: gate 1 through the generated loader
-	baseline    *judge.Baseline         // hf_baseline: gate 2
-	reference   *report.Reference       // reference: the recorded reference
-	machine     *preflight.Report       // machine: readiness for the later phases
+	weights      *weights.Result         // weights: gate 1 from the headers
+	scanned      *weights.Result         // scan: gate 1 with every tensor byte read
+	crossCheck   *configgate.Consistency // weights: gate 3, config.json against the shapes
+	consistency  *configgate.Consistency // config_facts: gate 3 with the module and transformers
+	loader       *weights.Loader         // python_weights: gate 1 through the generated loader
+	baseline     *judge.Baseline         // hf_baseline: gate 2
+	reference    *report.Reference       // reference: the recorded reference
+	machine      *preflight.Report       // machine: readiness for the later phases
+	quantWeights *quant.Weights          // quant_weights: quantized gate 1
+	quantConfig  *quant.Constants        // quant_config: quantized gate 3
+	pairing      *quant.Pairing          // pairing: the key's reference vs the bundle's declared source
+	quantE2E     *quant.EndToEnd         // quant_baseline: quantized gate 2
 }
 
 // checkpoint is the weights stage's fact: the inventory, and the
@@ -107,7 +121,7 @@ type workspace struct {
 	dir     string
 	spec    scaffold.Spec
 	report  *report.Workspace
-	foreign bool // a folder phase0 did not create: its lock and record live outside it (foreign.go)
+	foreign bool // a folder phase0 did not create: its lock and record live outside it (wsfolder.Places)
 }
 
 // recorded is the record stage's result: where the reports went, and what
@@ -187,8 +201,14 @@ type stage struct {
 // rejected, a stage answers the command, or the context ends, then builds
 // the report.
 func runChain(ctx context.Context, s *Settings, command, arg, version string, stages []stage) *report.Report {
+	return runWith(ctx, inputs{s: s, command: command, arg: arg, version: version}, stages)
+}
+
+// runWith is runChain for inputs built by the caller (a quantized key's run).
+func runWith(ctx context.Context, in inputs, stages []stage) *report.Report {
 	begin := time.Now()
-	st := &state{in: inputs{s: s, command: command, arg: arg, version: version, started: begin.UTC().Truncate(time.Second)}}
+	in.started = begin.UTC().Truncate(time.Second)
+	st := &state{in: in}
 	defer st.releaseLocks()
 	defer st.closeWorker()
 	answered := false
@@ -318,7 +338,8 @@ func (st *state) status() verdict.Status {
 }
 
 func (st *state) gates() report.Gates {
-	return report.Gates{Weights: st.gate1(), ConfigConsistency: st.gate3(), PyWeights: st.sections.loader, HFBaseline: st.gate2()}
+	return report.Gates{Weights: st.gate1(), ConfigConsistency: st.gate3(), PyWeights: st.sections.loader, HFBaseline: st.gate2(),
+		QuantWeights: st.sections.quantWeights, QuantConfig: st.sections.quantConfig, Pairing: st.sections.pairing, QuantE2E: st.sections.quantE2E}
 }
 
 // workspaceReport is the workspace section, with where the record went.
@@ -366,6 +387,9 @@ func (st *state) report() *report.Report {
 		}
 		r.Defaulted = append(r.Defaulted, a.Defaulted...)
 		r.Warnings = append(a.Warnings[:len(a.Warnings):len(a.Warnings)], r.Warnings...)
+	}
+	if q := in.quant; q != nil {
+		r.Quantized = &report.QuantizedKey{Folder: q.Folder, Key: q.Key, Reference: q.Reference, Bundle: q.Bundle, Loader: q.Loader}
 	}
 	r.Seconds = time.Since(in.started).Seconds()
 	return r

@@ -243,7 +243,7 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 	})
 
 	// Refusals before any Python gate: exit 2, the tree byte-identical.
-	outside, err := foreignSettings(t).outsideDir(ws)
+	outside, err := foreignSettings(t).places().Outside(ws)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,9 @@ import (
 // It is "" before the generate stage (and in commands without one).
 func (st *state) weightsModule() string {
 	w := st.facts.workspace
-	if w == nil {
+	if w == nil || st.facts.quant != nil {
+		// A quantized folder's module is no Phase 0 module: the baseline
+		// runs with phase0's Config.
 		return ""
 	}
 	return filepath.Join(w.dir, w.spec.Name+"_weights.py")
@@ -119,7 +121,7 @@ func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) 
 		detail = fmt.Sprintf("%s: validating the existing %s (not phase0's); %d document(s) written", ws, module, len(res.Written))
 	}
 	if foreign {
-		out, err := st.in.s.outsideRecordDir(ws, st.facts.model.ID)
+		out, err := st.in.s.places().OutsideRecord(ws, st.facts.model.ID)
 		if err != nil {
 			return nil, outcome{}, err
 		}
@@ -168,7 +170,7 @@ func nonNil(list []string) []string {
 // spec around the one Config.
 func workspaceFor(st *state, version string) (string, scaffold.Spec, error) {
 	s, ref, a := st.in.s, st.facts.model, st.facts.analysis
-	root, err := filepath.Abs(workspaceRoot(s))
+	root, err := filepath.Abs(s.places().Root())
 	if err != nil {
 		return "", scaffold.Spec{}, err
 	}
@@ -190,39 +192,13 @@ func workspaceFor(st *state, version string) (string, scaffold.Spec, error) {
 	return root, spec, nil
 }
 
-// workspaceDir is <llms>/<name> for a model id.
-func workspaceDir(s *Settings, modelID string) (string, error) {
-	root, err := filepath.Abs(workspaceRoot(s))
-	if err != nil {
-		return "", err
-	}
-	name, err := wsfolder.Name(s.Name, s.LLMSDir, modelID)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(root, name), nil
-}
-
-// reportDirFor is where run records report.json for a workspace: the
-// report_dir setting, else the workspace's docs/development_progress/phase0,
-// else, for a folder phase0 did not create, outside it (foreign.go).
-func reportDirFor(s *Settings, ws, modelID string) (string, error) {
-	if s.ReportDir != "" {
-		return filepath.Abs(s.ReportDir)
-	}
-	if wsfolder.Foreign(ws) {
-		return s.outsideRecordDir(ws, modelID)
-	}
-	return filepath.Join(ws, "docs", "development_progress", "phase0"), nil
-}
-
 // lockWorkspace creates <name>/ and takes its lock for the rest of the run
 // (released when the chain ends); a held lock names its holder. A folder
-// phase0 did not create (foreign) is locked from outside (foreign.go).
+// phase0 did not create (foreign) is locked from outside (wsfolder.Places).
 func (st *state) lockWorkspace(ws string) (lock *wslock.Lock, foreign bool, err error) {
 	lockPath := filepath.Join(ws, scaffold.LockName)
 	if wsfolder.Foreign(ws) {
-		out, err := st.in.s.outsideDir(ws)
+		out, err := st.in.s.places().Outside(ws)
 		if err != nil {
 			return nil, false, err
 		}

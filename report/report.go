@@ -12,6 +12,7 @@ import (
 	"phase0/judge"
 	"phase0/model"
 	"phase0/preflight"
+	"phase0/quant"
 	"phase0/verdict"
 	"phase0/weights"
 )
@@ -36,6 +37,20 @@ type Gates struct {
 	ConfigConsistency *configgate.Consistency `json:"config_consistency"`
 	PyWeights         *weights.Loader         `json:"python_weights,omitempty"`
 	HFBaseline        *judge.Baseline         `json:"hf_baseline,omitempty"`
+	// A quantized folder's gates 1 and 3 and its pairing (quant/).
+	QuantWeights *quant.Weights   `json:"quantized_weights,omitempty"`
+	QuantConfig  *quant.Constants `json:"quantized_config,omitempty"`
+	Pairing      *quant.Pairing   `json:"pairing,omitempty"`
+	QuantE2E     *quant.EndToEnd  `json:"quantized_end_to_end,omitempty"`
+}
+
+// QuantizedKey is the quantized folder's MODEL_CHOICES key a run validated.
+type QuantizedKey struct {
+	Folder    string `json:"folder"`
+	Key       string `json:"key"`
+	Reference string `json:"reference"`
+	Bundle    string `json:"bundle,omitempty"`
+	Loader    string `json:"loader"`
 }
 
 // Gate is one row of the gate table, in every rendering.
@@ -53,17 +68,34 @@ func (g Gates) Rows() []Gate {
 	if g.PyWeights != nil {
 		out = append(out, Gate{"weights (python)", &g.PyWeights.Section})
 	}
+	if g.QuantWeights != nil {
+		out = append(out, Gate{"weights (quantized " + g.QuantWeights.Format + ")", &g.QuantWeights.Section})
+	}
 	if g.ConfigConsistency != nil {
 		out = append(out, Gate{"config consistency", &g.ConfigConsistency.Section})
 	}
+	if g.QuantConfig != nil {
+		out = append(out, Gate{"config consistency (quantized module)", &g.QuantConfig.Section})
+	}
+	if g.Pairing != nil {
+		out = append(out, Gate{"pairing (bundle source vs reference)", &g.Pairing.Section})
+	}
 	if g.HFBaseline != nil {
 		out = append(out, Gate{"hf bf16 baseline", &g.HFBaseline.Section})
+	}
+	if g.QuantE2E != nil {
+		out = append(out, Gate{"quantized end to end (" + g.QuantE2E.Format + " in the bf16 model)", &g.QuantE2E.Section})
 	}
 	return out
 }
 
 // Report is the one JSON object phase0 prints with --json.
 type Report struct {
+	// Quantized names the quantized folder's key a run validated (nil for
+	// a bf16 run); Keys are the other keys' reports of the same command
+	// (a bundle loaded by a folder with base and instruct keys).
+	Quantized    *QuantizedKey     `json:"quantized,omitempty"`
+	Keys         []*Report         `json:"keys,omitempty"`
 	Tool         string            `json:"tool"`
 	Version      string            `json:"version"`
 	Command      string            `json:"command"`

@@ -21,6 +21,7 @@ func (r *Report) Text() string {
 	if r.Error != "" {
 		fmt.Fprintf(&b, "  error: %s\n", r.Error)
 	}
+	b.WriteString(r.Quantized.keyLine())
 	if r.ModelDir != "" {
 		fmt.Fprintf(&b, "  model dir: %s", r.ModelDir)
 		if r.Revision != "" {
@@ -69,6 +70,7 @@ func (r *Report) Text() string {
 			b.WriteString("  " + line + "\n")
 		}
 	}
+	b.WriteString(r.keysText())
 	return b.String()
 }
 

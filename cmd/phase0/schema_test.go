@@ -54,6 +54,12 @@ func typeKeys(t reflect.Type, prefix string, out *keyPaths, seen map[reflect.Typ
 		depth    int
 	}
 	var fields []field
+	var embedded []reflect.Type
+	defer func() {
+		for _, et := range embedded {
+			delete(seen, et)
+		}
+	}()
 	var collect func(t reflect.Type, depth int)
 	collect = func(t reflect.Type, depth int) {
 		for i := range t.NumField() {
@@ -68,6 +74,12 @@ func typeKeys(t reflect.Type, prefix string, out *keyPaths, seen map[reflect.Typ
 					et = et.Elem()
 				}
 				if et.Kind() == reflect.Struct {
+					// An embedded struct is this type too: a field of its
+					// own type (a report's keys) is the cycle it is.
+					if !seen[et] {
+						seen[et] = true
+						embedded = append(embedded, et)
+					}
 					collect(et, depth+1)
 					continue
 				}

@@ -87,6 +87,7 @@ func run() int {
 		{"scan, 1 GiB bf16", false, (*bench).scan},
 		{"loader, Llama-3.2-3B shape", true, (*bench).loader},
 		{"Phase 0 at the Llama-3.2-3B shape", true, (*bench).shaped},
+		{"quantized gate 1, Llama-3.2-1B shape", true, (*bench).quantGate},
 		{"baseline overhead", true, (*bench).baseline},
 		{"reference recording and compare", true, (*bench).reference},
 		{"repeat and fresh run", true, (*bench).rerun},

@@ -272,3 +272,32 @@ func cachedBuild(py, prefix string, gen generator, spec string, script func(tmp 
 	}
 	return dir, nil
 }
+
+// quantFixtures is the quantized gate's fixture builder: the packers of
+// phase0_testmodels/quant (and the tokenizer of phase0_testmodels), driven
+// by pyshim/tests/quant_gate_fixtures.py.
+var quantFixtures = generator{filepath.Join("phase0_testmodels", "quant"), filepath.Join("..", "*.py")}
+
+// QuantFixtures returns the quantized gate's fixtures, built once per
+// content of their builder and cached like TinyModels: ref/ and other/
+// (256-wide tiny Llama checkpoints written by transformers), and
+// bundles/<case>/model.q4nx (the clean Q4NX bundle of ref in both header
+// codecs, one negative per failure class, another model's bundle), packed
+// by our own packer. The upstream-style tree is not part of it: tests copy
+// pyshim/tests/data/quant themselves.
+func QuantFixtures(t testing.TB) string {
+	t.Helper()
+	py := Python(t)
+	script := filepath.Join(PyShim(), "tests", "quant_gate_fixtures.py")
+	spec, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := cachedBuild(py, "quantfixtures", quantFixtures, string(spec), func(tmp string) string {
+		return fmt.Sprintf("import runpy, sys\nsys.argv = [%q, %q]\nrunpy.run_path(%q, run_name=\"__main__\")\n", script, tmp, script)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

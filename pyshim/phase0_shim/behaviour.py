@@ -104,7 +104,7 @@ def _raised(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def rope_facts(module: Any, config: Any, seq_len: int, payload: _Payload) -> RopeFacts:
+def rope_facts(module: Any, config: Any, seq_len: int, payload: _Payload, config_function: str = "LlamaConfig") -> RopeFacts:
     fn = getattr(module, "generate_rope_lut", None)
     out: RopeFacts = {"seq_len": seq_len, "head_dim": _head_dim(config), "rope_type": _rope_type(config), "defined": callable(fn)}
     payload.add("rope.transformers", _transformers_table(config, seq_len))
@@ -113,7 +113,7 @@ def rope_facts(module: Any, config: Any, seq_len: int, payload: _Payload) -> Rop
     if not callable(fn):
         return out
     try:
-        table = fn(config=module.LlamaConfig(), seq_len=seq_len)
+        table = fn(config=getattr(module, config_function)(), seq_len=seq_len)
     except Exception as e:  # reported as a fact; Go decides
         out["raised"] = _raised(e)
         return out
@@ -185,7 +185,13 @@ def norm_facts(helpers: Any, config: Any, payload: _Payload) -> list[NormFacts]:
     return out
 
 
-def collect(weights_module: Path | str, helpers_module: Path | str | None, model_dir: Path | str, max_seq: int) -> tuple[BehaviourFacts, np.ndarray]:
+def collect(
+    weights_module: Path | str,
+    helpers_module: Path | str | None,
+    model_dir: Path | str,
+    max_seq: int,
+    config_function: str = "LlamaConfig",
+) -> tuple[BehaviourFacts, np.ndarray]:
     from transformers import AutoConfig
 
     if max_seq < 1:
@@ -193,7 +199,7 @@ def collect(weights_module: Path | str, helpers_module: Path | str | None, model
     config = AutoConfig.from_pretrained(str(model_dir))
     module = import_module_from_path(weights_module)
     payload = _Payload()
-    rope = rope_facts(module, config, max_seq, payload)
+    rope = rope_facts(module, config, max_seq, payload, config_function)
     helpers = None
     helpers_path = Path(helpers_module) if helpers_module else None
     found = helpers_path is not None and helpers_path.is_file()
@@ -218,7 +224,13 @@ def collect(weights_module: Path | str, helpers_module: Path | str | None, model
 @op_with_array("behaviour_facts", BehaviourArgs, BehaviourFacts, nonempty=("weights_module", "model_dir", "max_seq"))
 def behaviour_facts(args: BehaviourArgs) -> tuple[BehaviourFacts, np.ndarray]:
     """Gate 3 behaviour: the facts and their float32 arrays."""
-    return collect(args["weights_module"], args["helpers_module"], args["model_dir"], int(args["max_seq"]))
+    return collect(
+        args["weights_module"],
+        args["helpers_module"],
+        args["model_dir"],
+        int(args["max_seq"]),
+        args.get("config_function") or "LlamaConfig",
+    )
 
 
 @op("module_config", ModuleConfigArgs, ModuleConfigResult, nonempty=("weights_module",))

@@ -21,7 +21,16 @@ from phase0_shim import facts, heap, progress
 from phase0_shim.calibration import passage_facts
 from phase0_shim.config import generated_config, runner_config
 from phase0_shim.opargs import NoArgs, op, op_with_array
-from phase0_shim.optypes import BaselineArgs, BaselineResult, Decode, ConfigFactsResult, EnvironmentResult, LoaderFactsResult, ModuleArgs
+from phase0_shim.optypes import (
+    BaselineArgs,
+    BaselineResult,
+    ConfigFactsResult,
+    Decode,
+    EnvironmentResult,
+    LoaderFactsResult,
+    ModuleArgs,
+    QuantE2EFacts,
+)
 from phase0_shim.prompts import PromptStyle, canonical_prompt, style_from_model_id
 from phase0_shim.tokens import load_tokenizer, special_token_ids, top_tokens
 
@@ -31,6 +40,7 @@ from phase0_shim.behaviour import behaviour_facts, module_config  # noqa: F401
 from phase0_shim.default_model import default_model  # noqa: F401
 from phase0_shim.hub import download  # noqa: F401
 from phase0_shim.reference_op import record_reference, reference_plan  # noqa: F401
+from phase0_shim.quant import quant_e2e, quant_facts, quant_module_facts  # noqa: F401
 from phase0_shim.session import reset_session  # noqa: F401
 from phase0_shim.sources import python_sources  # noqa: F401
 
@@ -126,6 +136,14 @@ def baseline(args: BaselineArgs) -> tuple[BaselineResult, np.ndarray]:
     with progress.layers(STAGE_BASELINE, model, "calibration passage"):
         calibration = passage_facts(model, tokenizer)
     seconds_calibration = time.perf_counter() - start
+    quant_facts: QuantE2EFacts | None = None
+    if q := args.get("quant"):
+        # Quantized gate 2: the same model, its projections swapped for the
+        # folder's dequantized ones after the bf16 prefills above.
+        from phase0_shim.quant import e2e_facts
+
+        with progress.layers(STAGE_BASELINE, model, "dequantized weights: prompt and passage"):
+            quant_facts = e2e_facts(model, tokens, calibration["tokens"], q)
     result: BaselineResult = {
         "runner": resolved.kind,
         "runner_path": str(resolved.path),
@@ -147,6 +165,8 @@ def baseline(args: BaselineArgs) -> tuple[BaselineResult, np.ndarray]:
         "torch_version": torch.__version__,
         "transformers_version": transformers.__version__,
     }
+    if quant_facts is not None:
+        result["quant"] = quant_facts
     return result, logits
 
 

@@ -103,11 +103,17 @@ class ModuleConfigResult(TypedDict):
     generated: GeneratedFacts
 
 
-class BehaviourArgs(TypedDict):
+class _BehaviourArgsRequired(TypedDict):
     weights_module: str
     helpers_module: str | None
     model_dir: str
     max_seq: int
+
+
+class BehaviourArgs(_BehaviourArgsRequired, total=False):
+    # The module function that builds the config its RoPE table is asked
+    # for (a quantized module's ``llama31_8b_config``); default LlamaConfig().
+    config_function: str
 
 
 class _RopeFactsRequired(TypedDict):
@@ -165,11 +171,40 @@ class _BaselineArgsRequired(TypedDict):
     decode_n: int
 
 
+class QuantE2EArgs(TypedDict):
+    """Quantized gate 2: the folder's loader whose dequantized projections
+    are patched into the baseline's model after the bf16 prefills."""
+
+    weights_module: str
+    source: str
+    reference_dir: str
+    n_layers: int
+
+
+class QuantE2EFacts(TypedDict):
+    """Both sides' next-token facts (bf16 reference, dequantized weights)."""
+
+    loader: str
+    patched: int
+    reference_top: list[int]
+    reference_top_logprobs: list[float]
+    quantized_top: list[int]
+    quantized_top_logprobs: list[float]
+    kl_prompt: float
+    passage_tokens: int
+    kl_passage: list[float]
+    reference_nll: list[float]
+    quantized_nll: list[float]
+    reference_argmax: list[int]
+    quantized_argmax: list[int]
+
+
 class BaselineArgs(_BaselineArgsRequired, total=False):
     llms_dir: str | None
     prompt_style: str | None
     prompt: str | None
     weights_module: str | None
+    quant: QuantE2EArgs | None
 
 
 class SpecialIds(TypedDict):
@@ -201,7 +236,7 @@ class PassageFacts(TypedDict):
     logits_size: int
 
 
-class BaselineResult(TypedDict):
+class _BaselineResultRequired(TypedDict):
     runner: str
     runner_path: str
     prompts_dir: str
@@ -221,6 +256,10 @@ class BaselineResult(TypedDict):
     seconds_calibration: float
     torch_version: str
     transformers_version: str
+
+
+class BaselineResult(_BaselineResultRequired, total=False):
+    quant: QuantE2EFacts
 
 
 class PromptSet(TypedDict):
@@ -246,3 +285,109 @@ class RecordReferenceArgs(BaselineArgs):
     dtype: str
     out_dir: str
     meta: dict[str, Any] | None
+
+
+class QuantBound(TypedDict):
+    """A format's own error bound, per group of ``group`` input elements:
+    ``step = (max - min) / levels`` (affine) or ``absmax / levels``
+    (symmetric); an element is beyond the bound when its error exceeds
+    ``step / 2 + slack * absmax`` (the bf16 rounding of scales, offsets and
+    the dequantized value)."""
+
+    group: int
+    levels: int
+    symmetric: bool
+    slack: float
+
+
+class _QuantArgsRequired(TypedDict):
+    weights_module: str
+    source: str
+    reference_dir: str
+    n_layers: int
+    bound: QuantBound
+
+
+class QuantArgs(_QuantArgsRequired, total=False):
+    # Other cached checkpoints the bundle might come from (the folder's
+    # other references, the card's base_model): layer 0's projections are
+    # compared with each too, so the numbers can name the source.
+    candidate_dirs: list[str]
+
+
+class QuantStats(TypedDict):
+    """Sufficient statistics of x (the loader's tensor) against y."""
+
+    n: int
+    sum_x: float
+    sum_y: float
+    sum_xx: float
+    sum_yy: float
+    sum_xy: float
+    sum_dd: float
+    max_abs_diff: float
+    beyond_bound: int
+
+
+class QuantTensorBase(TypedDict):
+    layer: int
+    field: str
+    reference: str
+    shape: list[int]
+    reference_shape: list[int]
+
+
+class QuantTensor(QuantTensorBase, total=False):
+    stats: QuantStats
+    confusions: dict[str, QuantStats]
+    differing: int
+    problem: str
+
+
+class QuantImportFailure(TypedDict):
+    module: str
+    missing_paths: list[str]
+    message: str
+
+
+class QuantCandidate(TypedDict):
+    """Layer 0's projections against one candidate checkpoint."""
+
+    reference_dir: str
+    fields: list[str]
+    stats: list[QuantStats]
+
+
+class _QuantFactsResultRequired(TypedDict):
+    loader: str
+    layers_loaded: int
+    tensors: list[QuantTensor]
+    import_failure: QuantImportFailure | None
+
+
+class QuantFactsResult(_QuantFactsResultRequired, total=False):
+    candidates: list[QuantCandidate]
+
+
+class QuantModuleArgs(TypedDict):
+    weights_module: str
+
+
+class QuantModuleFacts(TypedDict):
+    """A quantized module's config functions (``*_config()``), called, and
+    whether it defines the behaviour gate 3 judges."""
+
+    configs: dict[str, GeneratedFacts]
+    raised: dict[str, str]
+    rope_lut: bool
+    rms_norm: bool
+    import_failure: QuantImportFailure | None
+
+
+class QuantE2EOnlyArgs(QuantE2EArgs):
+    """Quantized gate 2 alone, when the bf16 gate 2 is reused from its
+    record: the reference model (``model_dir``) and the canonical prompt's
+    token ids as the record has them."""
+
+    model_dir: str
+    prompt_tokens: list[int]

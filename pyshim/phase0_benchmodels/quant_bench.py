@@ -1,0 +1,65 @@
+"""Bench child for quantized gate 1: one measurement per process, so each peak RSS is its own.
+
+    python -m phase0_benchmodels.quant_bench loader|gate|model MODULE SOURCE REFERENCE N_LAYERS
+
+``loader`` runs the folder's own loader alone (every tensor of every layer,
+one layer at a time, as quantized gate 1 reads it); ``gate`` runs quantized
+gate 1's facts (the loader plus every statistic); ``model`` loads the bf16
+reference in transformers and prefills 16 tokens, as the baseline's stage does. Prints one JSON object:
+wall seconds and the process's peak RSS.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def main(argv: list[str]) -> int:
+    mode, module, source, reference, n_layers = argv[0], Path(argv[1]), argv[2], Path(argv[3]), int(argv[4])
+    from phase0_shim.quant import Reference, _import, find_loader, quant_facts_of
+
+    start = time.perf_counter()
+    tensors = 0
+    if mode == "loader":
+        mod, failure = _import(module)
+        if failure is not None:
+            raise ImportError(failure["message"])
+        _, layers = find_loader(mod, source, n_layers, Reference(reference))
+        for _, _, value in layers:
+            if value is not None:
+                np.asarray(value)
+                tensors += 1
+    elif mode == "gate":
+        facts = quant_facts_of(
+            {
+                "weights_module": str(module),
+                "source": source,
+                "reference_dir": str(reference),
+                "n_layers": n_layers,
+                "bound": {"group": 32, "levels": 15, "symmetric": False, "slack": 1.0 / 128},
+            }
+        )
+        tensors = len(facts["tensors"])
+    elif mode == "model":
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        model = AutoModelForCausalLM.from_pretrained(str(reference), dtype=torch.bfloat16, low_cpu_mem_usage=True)
+        tensors = sum(1 for _ in model.parameters())
+        with torch.inference_mode():  # a prefill touches every weight, as the baseline's does
+            model(torch.arange(16, dtype=torch.long)[None], use_cache=False)
+    else:
+        raise SystemExit(f"unknown mode {mode!r}: loader, gate or model")
+    seconds = time.perf_counter() - start
+    print(json.dumps({"seconds": seconds, "tensors": tensors, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,582 @@
+"""Quantized gate 1 facts: a quantized folder's own loader, tensor by tensor,
+against the bf16 reference checkpoint.
+
+The loader is found by what the module defines: a ``load_*weights*``
+function returning the bf16 loaders' ``LlamaWeights`` structure, else a
+class with ``layer_weights(k)`` / ``layer_rms(k)`` / ``embed_norm_lmhead()``
+(read one layer at a time). For every tensor the op reports sufficient
+statistics of the loader's values against the reference's in the same
+(in, out) layout, the same against the obvious confusions (the transposed
+tensor, the partner projection, even/odd rows swapped), and for every
+tensor a bitwise comparison with the reference. Go computes the metrics
+and judges; nothing here decides PASS or FAIL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from phase0_shim import heap, progress
+from phase0_shim.config import import_module_from_path
+from phase0_shim.opargs import op
+from phase0_shim.optypes import (
+    QuantArgs,
+    QuantBound,
+    QuantCandidate,
+    QuantE2EArgs,
+    QuantE2EFacts,
+    QuantE2EOnlyArgs,
+    QuantFactsResult,
+    QuantImportFailure,
+    QuantModuleArgs,
+    QuantModuleFacts,
+    QuantStats,
+    QuantTensor,
+)
+
+STAGE = "quant_weights"
+# Rows of the reference processed at once: bounds the float32 temporaries.
+CHUNK_ROWS = 512
+# The confusions (transposed, partner, row pairs swapped) only tell a cosine
+# near 1 from one near 0: the first rows of the output dimension suffice.
+CONFUSION_ROWS = 256
+# Tensors whose statistics may wait while the loader reads on (about a layer).
+PENDING = 8
+
+# Projection fields (LlamaWeights' names, the classes' dict keys) and their HF tensors.
+PROJECTIONS = {
+    "wq": ("q", "self_attn.q_proj"),
+    "wk": ("k", "self_attn.k_proj"),
+    "wv": ("v", "self_attn.v_proj"),
+    "wo": ("o", "self_attn.o_proj"),
+    "w_gate": ("gate", "mlp.gate_proj"),
+    "w_up": ("up", "mlp.up_proj"),
+    "w_down": ("down", "mlp.down_proj"),
+}
+# The projection each one is most easily confused with (same shape by design).
+PARTNERS = {"w_gate": "w_up", "w_up": "w_gate", "wk": "wv", "wv": "wk", "wq": "wo", "wo": "wq"}
+KEPT = {
+    "attn_norm": "input_layernorm",
+    "ffn_norm": "post_attention_layernorm",
+    "q_norm": "self_attn.q_norm",
+    "k_norm": "self_attn.k_norm",
+    "bq": "self_attn.q_proj.bias",
+    "bk": "self_attn.k_proj.bias",
+    "bv": "self_attn.v_proj.bias",
+}
+_DTYPES = {"F32": np.float32, "F16": np.float16}
+
+
+class Reference:
+    """The bf16 reference checkpoint's tensors, memory-mapped (one file or an index's shards)."""
+
+    def __init__(self, model_dir: Path) -> None:
+        import ml_dtypes
+
+        self._dtypes: dict[str, Any] = {**_DTYPES, "BF16": ml_dtypes.bfloat16}
+        index = model_dir / "model.safetensors.index.json"
+        if index.is_file():
+            weight_map = json.loads(index.read_text())["weight_map"]
+            files = sorted(set(weight_map.values()))
+        else:
+            files = ["model.safetensors"]
+        self._where: dict[str, tuple[np.memmap, int, dict[str, Any]]] = {}
+        for rel in files:
+            # Shard names stay inside the folder (its files may be links
+            # into an HF cache's blobs/, which is fine).
+            if Path(rel).is_absolute() or ".." in Path(rel).parts:
+                raise ValueError(f"shard {rel} of {model_dir} names a path outside the folder")
+            path = model_dir / rel
+            mm = np.memmap(path, dtype=np.uint8, mode="r")
+            n = int(np.frombuffer(mm[:8].tobytes(), dtype="<u8")[0])
+            header = json.loads(mm[8 : 8 + n].tobytes())
+            for name, entry in header.items():
+                if name != "__metadata__":
+                    self._where[name] = (mm, 8 + n, entry)
+
+    def shape(self, name: str) -> list[int]:
+        return list(self._where[name][2]["shape"])
+
+    def has(self, name: str) -> bool:
+        return name in self._where
+
+    def release(self, name: str) -> None:
+        """Drop the tensor's pages from this process (they stay in the page
+        cache): the mapped reference would otherwise count whole in the
+        worker's RSS by the last layer."""
+        import mmap
+
+        mm, base, entry = self._where[name]
+        raw = getattr(mm, "_mmap", None)
+        if raw is None:
+            return
+        o0, o1 = entry["data_offsets"]
+        start = (base + o0) // mmap.PAGESIZE * mmap.PAGESIZE
+        with contextlib.suppress(OSError, ValueError):
+            raw.madvise(mmap.MADV_DONTNEED, start, base + o1 - start)
+
+    def get(self, name: str) -> np.ndarray:
+        """The tensor as stored (bf16 stays bf16), shaped."""
+        mm, base, entry = self._where[name]
+        dtype = self._dtypes.get(entry["dtype"])
+        if dtype is None:
+            raise ValueError(f"reference tensor {name} has dtype {entry['dtype']}; expected BF16, F16 or F32")
+        o0, o1 = entry["data_offsets"]
+        return np.frombuffer(mm[base + o0 : base + o1], dtype=dtype).reshape(entry["shape"])
+
+
+def _rowsum(a: np.ndarray, b: np.ndarray) -> float:
+    """sum(a * b): float32 products summed per row, rows summed in float64
+    (a row is at most a few thousand elements, so float32 keeps ~1e-6)."""
+    return float(np.einsum("ij,ij->i", a, b).sum(dtype=np.float64))
+
+
+def _f32(a: np.ndarray) -> np.ndarray:
+    """a as float32; bf16 by widening its bits (exact, and faster than a cast)."""
+    if a.dtype.itemsize == 2 and a.dtype.name == "bfloat16":
+        return (np.ascontiguousarray(a).view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return np.asarray(a, dtype=np.float32)
+
+
+def _stats(x_oi: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, rows: int | None = None) -> QuantStats:
+    """Sums of x (loader) against y (reference), both [out, in]; groups of the
+    bound run along the input dimension. ``rows`` limits the sums to the
+    first rows (the confusions only need a cosine near 1 or near 0)."""
+    n = 0
+    sx = sy = sxx = syy = sxy = sdd = 0.0
+    maxd = 0.0
+    beyond = 0
+    g = bound["group"] if bound else 0
+    total = y_oi.shape[0] if rows is None else min(rows, y_oi.shape[0])
+    for r in range(0, total, CHUNK_ROWS):
+        e = min(r + CHUNK_ROWS, total)
+        x = _f32(x_oi[r:e])
+        y = _f32(y_oi[r:e])
+        d = x - y
+        n += x.size
+        sx += float(x.sum(dtype=np.float64))
+        sy += float(y.sum(dtype=np.float64))
+        sxx += _rowsum(x, x)
+        syy += _rowsum(y, y)
+        sxy += _rowsum(x, y)
+        sdd += _rowsum(d, d)
+        if not d.size:
+            continue
+        ad = np.abs(d, out=d)
+        maxd = max(maxd, float(ad.max()))
+        if bound and g > 0 and y.shape[1] % g == 0:
+            yg = y.reshape(y.shape[0], -1, g)
+            hi, lo = yg.max(axis=2), yg.min(axis=2)
+            absmax = np.maximum(hi, -lo)
+            step = absmax / bound["levels"] if bound["symmetric"] else (hi - lo) / bound["levels"]
+            limit = 0.5 * step + bound["slack"] * absmax
+            # Count element by element only in the groups whose largest
+            # error exceeds the bound (none in a clean tensor).
+            adg = ad.reshape(yg.shape)
+            over = adg.max(axis=2) > limit
+            if over.any():
+                beyond += int((adg[over] > limit[over][:, None]).sum())
+    return {"n": n, "sum_x": sx, "sum_y": sy, "sum_xx": sxx, "sum_yy": syy, "sum_xy": sxy, "sum_dd": sdd, "max_abs_diff": maxd, "beyond_bound": beyond}
+
+
+def _bf16_bits(a: np.ndarray) -> np.ndarray:
+    """a's values as bf16 bit patterns (float32 rounded to nearest even, as
+    ml_dtypes does for finite values; bf16 as stored)."""
+    a = np.ascontiguousarray(a)
+    if a.dtype.name == "bfloat16":
+        return a.view(np.uint16)
+    u = np.asarray(a, dtype=np.float32).view(np.uint32)
+    return ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
+
+
+def _differing(x: np.ndarray, y: np.ndarray) -> int:
+    """Elements whose bf16 bits differ (x brought to bf16; a float32 copy of
+    a bf16 tensor converts back exactly)."""
+    if x.ndim < 2:
+        return int((_bf16_bits(x).ravel() != _bf16_bits(y).ravel()).sum())
+    rows = max(1, (CHUNK_ROWS * 8192) // max(1, int(np.prod(y.shape[1:]))))
+    return sum(int((_bf16_bits(x[r : r + rows]).ravel() != _bf16_bits(y[r : r + rows]).ravel()).sum()) for r in range(0, y.shape[0], rows))
+
+
+def _swap_row_pairs(y: np.ndarray) -> np.ndarray:
+    """y with rows 2k and 2k+1 exchanged: a wrong nibble order within a byte."""
+    out = y.copy()
+    out[0::2], out[1::2] = y[1::2], y[0::2]
+    return out
+
+
+def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, partner: str | None, bound: QuantBound) -> QuantTensor:
+    """One projection: the loader's x [in, out] against the reference's [out, in]."""
+    y = ref.get(hf)
+    x = np.asarray(x)
+    fact: QuantTensor = {"layer": layer, "field": field, "reference": hf, "shape": list(x.shape), "reference_shape": list(y.shape)}
+    confusions: dict[str, QuantStats] = {}
+    if x.ndim != 2 or y.ndim != 2:
+        fact["problem"] = f"{x.ndim}-D array, expected 2-D (in, out)"
+        return fact
+    if x.shape == (y.shape[1], y.shape[0]):
+        fact["stats"] = _stats(x.T, y, bound)
+        if x.shape[0] == x.shape[1]:
+            confusions["transposed"] = _stats(x, y, None, CONFUSION_ROWS)
+        if y.shape[0] % 2 == 0:
+            head = min(CONFUSION_ROWS, y.shape[0])
+            confusions["row_pairs_swapped"] = _stats(x.T, _swap_row_pairs(y[:head]), None)
+        if partner is not None and ref.has(partner):
+            py = ref.get(partner)
+            if py.shape == y.shape:
+                confusions["partner"] = _stats(x.T, py, None, CONFUSION_ROWS)
+    elif x.shape == y.shape:
+        confusions["transposed"] = _stats(x, y, None)
+    else:
+        fact["problem"] = f"shape {list(x.shape)}, expected {[y.shape[1], y.shape[0]]} (in, out) for reference {list(y.shape)}"
+    if confusions:
+        fact["confusions"] = confusions
+    return fact
+
+
+def kept_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, stats: bool = True) -> QuantTensor:
+    """A tensor kept in bf16: compared bit for bit (and, when bits differ
+    and ``stats``, how far off)."""
+    y = ref.get(hf)
+    x = np.asarray(x)
+    fact: QuantTensor = {"layer": layer, "field": field, "reference": hf, "shape": list(x.shape), "reference_shape": list(y.shape)}
+    if x.size != y.size:
+        fact["problem"] = f"shape {list(x.shape)}, expected {list(y.shape)}"
+        return fact
+    fact["differing"] = _differing(x.reshape(y.shape), y)
+    if fact["differing"] and stats:
+        rows = y.shape[0] if y.ndim > 1 else 1
+        fact["stats"] = _stats(x.reshape(rows, -1), y.reshape(rows, -1), None)
+    return fact
+
+
+def find_loader(module: Any, source: str, n_layers: int, ref: Reference) -> tuple[str, Iterator[tuple[int, str, Any]]]:
+    """The loader's name and its tensors, one layer at a time where its API
+    allows: (layer, LlamaWeights field, array), layer -1 for the whole-model arrays."""
+    funcs = sorted(n for n in vars(module) if re.fullmatch(r"load_\w*weights\w*", n) and callable(getattr(module, n)))
+    if funcs:
+        return f"{funcs[0]}()", _from_function(getattr(module, funcs[0]), source)
+    for name, value in vars(module).items():
+        if isinstance(value, type) and callable(getattr(value, "layer_weights", None)):
+            return f"class {name}", _from_class(value, source, n_layers, ref)
+    raise AttributeError(f"{module.__file__} defines no load_*weights* function and no class with layer_weights(k)")
+
+
+def _from_function(fn: Any, source: str) -> Iterator[tuple[int, str, Any]]:
+    with contextlib.redirect_stdout(sys.stderr):
+        w = fn(source)
+    for field in ("embed_table", "final_norm", "lm_head"):
+        yield -1, field, getattr(w, field, None)
+    for k, layer in enumerate(w.layers):
+        for field in (*PROJECTIONS, *KEPT):
+            value = getattr(layer, field, None)
+            if value is not None:
+                yield k, field, value
+
+
+def _from_class(cls: Any, source: str, n_layers: int, ref: Reference) -> Iterator[tuple[int, str, Any]]:
+    import inspect
+
+    # layer_weights(k, dims=None) defaults to the module's own model's dims;
+    # an I8 header does not carry them, so they come from the reference.
+    takes_dims = "dims" in inspect.signature(cls.layer_weights).parameters
+    with contextlib.redirect_stdout(sys.stderr):
+        model = cls(source)
+        embed, norm, lm_head = model.embed_norm_lmhead()
+    yield -1, "embed_table", embed
+    yield -1, "final_norm", norm
+    yield -1, "lm_head", lm_head
+    del embed, norm, lm_head
+    by_key = {key: field for field, (key, _) in PROJECTIONS.items()}
+    for k in range(n_layers):
+        dims = {key: tuple(ref.shape(f"model.layers.{k}.{hf}.weight")) for key, hf in PROJECTIONS.values()}
+        with contextlib.redirect_stdout(sys.stderr):
+            w = model.layer_weights(k, dims) if takes_dims else model.layer_weights(k)
+        for key, value in w.items():
+            if key in by_key:
+                yield k, by_key[key], value
+        del w
+        attn_norm, ffn_norm = model.layer_rms(k)
+        yield k, "attn_norm", attn_norm
+        yield k, "ffn_norm", ffn_norm
+        if callable(getattr(model, "layer_qk_norm", None)):
+            qn, kn = model.layer_qk_norm(k)
+            yield k, "q_norm", qn
+            yield k, "k_norm", kn
+        bias = getattr(model, "layer_qkv_bias", None) or getattr(model, "layer_bias", None)
+        if callable(bias):
+            for field, value in zip(("bq", "bk", "bv"), bias(k)):
+                yield k, field, value
+
+
+def _import(module_path: Path) -> tuple[Any, QuantImportFailure | None]:
+    """The module, or why it could not be imported when what it imports is
+    missing (a --llms-dir holding an extracted llms/ without the folders
+    beside it: ../../fused_decode, matrix_vector_multiplication/int4_awq)."""
+    before = list(sys.path)
+    try:
+        return import_module_from_path(module_path), None
+    except ModuleNotFoundError as e:
+        added = [p for p in sys.path if p not in before]
+        missing = [p for p in added if not Path(p).is_dir()]
+        return None, {"module": e.name or "", "missing_paths": missing, "message": str(e)}
+
+
+def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
+    module, failure = _import(Path(args["weights_module"]))
+    if failure is not None:
+        return {"loader": "", "layers_loaded": 0, "tensors": [], "import_failure": failure}
+    ref = Reference(Path(args["reference_dir"]))
+    bound = args["bound"]
+    loader, layers = find_loader(module, args["source"], int(args["n_layers"]), ref)
+    tensors: list[QuantTensor] = []
+    loaded = set()
+    candidates: list[tuple[Reference, QuantCandidate]] = [
+        (Reference(Path(d)), {"reference_dir": d, "fields": [], "stats": []}) for d in args.get("candidate_dirs") or []
+    ]
+
+    def facts_of(layer: int, field: str, value: Any) -> QuantTensor | None:
+        if layer < 0:
+            hf = {"embed_table": "model.embed_tokens.weight", "final_norm": "model.norm.weight", "lm_head": "lm_head.weight"}[field]
+            if field == "lm_head" and not ref.has(hf):
+                hf = "model.embed_tokens.weight"  # tied: the head is the embedding
+            # A quantized copy of the head is judged as a projection; its
+            # statistics are computed there, once.
+            fact = kept_facts(layer, field, value, ref, hf, stats=field != "lm_head")
+            if field == "lm_head" and fact.get("differing"):
+                fact = projection_facts(layer, field, np.asarray(value).T, ref, hf, None, bound)
+            ref.release(hf)
+            return fact
+        if field in PROJECTIONS:
+            prefix = f"model.layers.{layer}."
+            partner = PARTNERS.get(field)
+            hf = prefix + PROJECTIONS[field][1] + ".weight"
+            fact = projection_facts(layer, field, value, ref, hf, prefix + PROJECTIONS[partner][1] + ".weight" if partner else None, bound)
+            if layer == 0:
+                _candidate_stats(candidates, field, value, hf)
+            ref.release(hf)
+            return fact
+        if field in KEPT:
+            suffix = KEPT[field] if KEPT[field].endswith(".bias") else KEPT[field] + ".weight"
+            return kept_facts(layer, field, value, ref, f"model.layers.{layer}.{suffix}")
+        return None
+
+    # The statistics of one tensor run on a second thread while the loader
+    # dequantizes the next (NumPy releases the GIL): the gate then costs
+    # about the loader's time, not the sum. At most PENDING tensors wait,
+    # which bounds the memory to about one layer beyond the loader's own.
+    pending: deque[Future[QuantTensor | None]] = deque()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="quant-stats") as pool:
+        for layer, field, value in layers:
+            if value is None:
+                continue
+            if layer >= 0:
+                loaded.add(layer)
+            pending.append(pool.submit(facts_of, layer, field, value))
+            del value
+            while len(pending) > PENDING:
+                if (fact := pending.popleft().result()) is not None:
+                    tensors.append(fact)
+        while pending:
+            if (fact := pending.popleft().result()) is not None:
+                tensors.append(fact)
+    result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
+    if candidates:
+        result["candidates"] = [c for _, c in candidates]
+    return result
+
+
+def _candidate_stats(candidates: list[tuple[Reference, QuantCandidate]], field: str, value: Any, hf: str) -> None:
+    """Layer 0's projection against each candidate checkpoint (same layout as the reference's)."""
+    x = np.asarray(value)
+    for cand, out in candidates:
+        if not cand.has(hf):
+            continue
+        y = cand.get(hf)
+        if x.ndim == 2 and x.shape == (y.shape[1], y.shape[0]):
+            out["fields"].append(field)
+            out["stats"].append(_stats(x.T, y, None))
+
+
+@op("quant_facts", QuantArgs, QuantFactsResult, nonempty=("weights_module", "source", "reference_dir"))
+def quant_facts(args: QuantArgs) -> QuantFactsResult:
+    """Quantized gate 1 facts: the folder's own loader, every tensor against the reference."""
+    try:
+        with progress.heartbeat(STAGE, f"{Path(args['weights_module']).name}: dequantizing and comparing every tensor"):
+            return quant_facts_of(args)
+    finally:
+        heap.release()
+
+
+# Quantized gate 2: the dequantized projections patched into the reference's
+# own transformers model (already loaded by the baseline op: no second load).
+
+TOP_K = 5
+
+
+def _last_logits(model: Any, ids: list[int]) -> Any:
+    import torch
+
+    with torch.inference_mode():
+        out = model(torch.tensor([ids], dtype=torch.long), use_cache=False, return_dict=True)
+    return out.logits[0].to(torch.float32)
+
+
+def _projection_param(model: Any, layer: int, field: str) -> Any:
+    """The HF parameter of LlamaWeights field ``field`` in layer ``layer`` ([out, in])."""
+    path = PROJECTIONS[field][1].split(".")
+    obj = model.get_decoder().layers[layer]
+    for part in path:
+        obj = getattr(obj, part)
+    return obj.weight
+
+
+def _side(logits: Any) -> tuple[list[int], list[float]]:
+    import torch
+
+    lp = torch.log_softmax(logits, dim=-1)
+    top = torch.topk(lp, TOP_K)
+    return [int(i) for i in top.indices.tolist()], [float(v) for v in top.values.tolist()]
+
+
+def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: QuantE2EArgs) -> QuantE2EFacts:
+    """Prefill the prompt and the passage through ``model`` as loaded (bf16),
+    patch every projection the folder's loader dequantizes into it, layer by
+    layer, and prefill both again. Facts only: each side's top-5 (ids and
+    log-probabilities) at the prompt's last position, the KL divergence
+    KL(bf16 || quantized) of the next-token distributions there and at every
+    passage position, each side's per-token NLL of the passage and its
+    argmax per position. The model's weights stay patched: the caller drops it."""
+    import torch
+
+    module, failure = _import(Path(args["weights_module"]))
+    if failure is not None:
+        raise ImportError(f"{args['weights_module']}: {failure['message']}")
+    ref = Reference(Path(args["reference_dir"]))
+    ref_prompt = _last_logits(model, prompt_ids)[-1]
+    ref_passage = _last_logits(model, passage_ids)[:-1]
+    loader, layers = find_loader(module, args["source"], int(args["n_layers"]), ref)
+    patched = 0
+    with torch.no_grad():
+        for layer, field, value in layers:
+            if layer < 0 or field not in PROJECTIONS or value is None:
+                continue
+            param = _projection_param(model, layer, field)
+            w = torch.from_numpy(np.ascontiguousarray(np.asarray(value, dtype=np.float32).T))
+            if tuple(w.shape) != tuple(param.shape):
+                raise ValueError(f"layer {layer} {field}: the loader's {list(value.shape)} does not fit {list(param.shape)} transposed")
+            param.copy_(w.to(param.dtype))
+            patched += 1
+            del w
+    q_prompt = _last_logits(model, prompt_ids)[-1]
+    q_passage = _last_logits(model, passage_ids)[:-1]
+
+    def kl(p_logits: Any, q_logits: Any) -> list[float]:
+        lp, lq = torch.log_softmax(p_logits, dim=-1), torch.log_softmax(q_logits, dim=-1)
+        return [float(x) for x in (lp.exp() * (lp - lq)).sum(-1).reshape(-1).tolist()]
+
+    target = torch.tensor(passage_ids[1:], dtype=torch.long)[:, None]
+
+    def nll(logits: Any) -> list[float]:
+        return [float(x) for x in (-torch.log_softmax(logits, dim=-1).gather(1, target).squeeze(1)).tolist()]
+
+    ref_ids, ref_lp = _side(ref_prompt)
+    q_ids, q_lp = _side(q_prompt)
+    return {
+        "loader": loader,
+        "patched": patched,
+        "reference_top": ref_ids,
+        "reference_top_logprobs": ref_lp,
+        "quantized_top": q_ids,
+        "quantized_top_logprobs": q_lp,
+        "kl_prompt": kl(ref_prompt, q_prompt)[0],
+        "passage_tokens": len(passage_ids),
+        "kl_passage": kl(ref_passage, q_passage),
+        "reference_nll": nll(ref_passage),
+        "quantized_nll": nll(q_passage),
+        "reference_argmax": [int(x) for x in ref_passage.argmax(-1).tolist()],
+        "quantized_argmax": [int(x) for x in q_passage.argmax(-1).tolist()],
+    }
+
+
+# Quantized gate 3: what the module's own config functions say.
+
+
+def _config_functions(module: Any) -> list[str]:
+    """Top-level ``*_config`` functions of the module itself taking no required argument."""
+    import inspect
+
+    out = []
+    for name, fn in vars(module).items():
+        if not (name.endswith("_config") and inspect.isfunction(fn) and fn.__module__ == module.__name__):
+            continue
+        params = inspect.signature(fn).parameters.values()
+        if all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+            out.append(name)
+    return sorted(out)
+
+
+@op("quant_module_facts", QuantModuleArgs, QuantModuleFacts, nonempty=("weights_module",))
+def quant_module_facts(args: QuantModuleArgs) -> QuantModuleFacts:
+    """Call the module's ``*_config()`` functions; say whether it defines generate_rope_lut."""
+    import dataclasses
+
+    from phase0_shim.facts import jsonable
+
+    module, failure = _import(Path(args["weights_module"]))
+    if failure is not None:
+        return {"configs": {}, "raised": {}, "rope_lut": False, "rms_norm": False, "import_failure": failure}
+    configs: dict[str, Any] = {}
+    raised: dict[str, str] = {}
+    for name in _config_functions(module):
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                config = getattr(module, name)()
+        except Exception as e:  # reported as a fact; Go decides
+            raised[name] = f"{type(e).__name__}: {e}"
+            continue
+        if dataclasses.is_dataclass(config) and not isinstance(config, type):
+            values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+        else:
+            values = {k: v for k, v in vars(config).items() if not k.startswith("_")}
+        configs[name] = {"class": type(config).__name__, "fields": {k: jsonable(v) for k, v in values.items()}}
+    return {
+        "configs": configs,
+        "raised": raised,
+        "rope_lut": callable(getattr(module, "generate_rope_lut", None)),
+        "rms_norm": callable(getattr(module, "rms_norm", None)),
+        "import_failure": None,
+    }
+
+
+@op("quant_e2e", QuantE2EOnlyArgs, QuantE2EFacts, nonempty=("weights_module", "source", "reference_dir", "model_dir"))
+def quant_e2e(args: QuantE2EOnlyArgs) -> QuantE2EFacts:
+    """Quantized gate 2 without the bf16 baseline (reused from its record):
+    one model load, then e2e_facts on the recorded prompt tokens and the
+    calibration passage."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from phase0_shim.calibration import PASSAGE
+    from phase0_shim.tokens import load_tokenizer
+
+    tokens = [int(t) for t in args["prompt_tokens"]]
+    if not tokens:
+        raise ValueError("quant_e2e: prompt_tokens is empty")
+    tokenizer = load_tokenizer(args["model_dir"])
+    with progress.heartbeat("quant_baseline", "loading the HF bf16 model"):
+        model = AutoModelForCausalLM.from_pretrained(args["model_dir"], dtype=torch.bfloat16, low_cpu_mem_usage=True)
+        model.eval()  # type: ignore[no-untyped-call]
+    passage = [int(t) for t in tokenizer.encode(PASSAGE)]
+    with progress.layers("quant_baseline", model, "bf16 and dequantized weights: prompt and passage"):
+        return e2e_facts(model, tokens, passage, args)
