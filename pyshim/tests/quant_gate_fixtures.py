@@ -3,6 +3,11 @@
 ``python quant_gate_fixtures.py OUT`` writes, under OUT:
 
 - ``ref``, ``other``: 256-wide tiny Llama checkpoints (seeds 0 and 1);
+- ``qwen3``, ``qwen2``: 256-wide tiny Qwen3 (QK-norms, untied lm_head) and
+  Qwen2 (q/k/v biases, tied) checkpoints, the references of the
+  ``qwen3_8b_q4nx`` and ``qwen25_3b_q4`` folders;
+- ``bundles/qwen3/model.q4nx``: the clean bundle of ``qwen3`` (its untied
+  lm_head quantized as blocks);
 - ``bundles/<case>/model.q4nx``: the clean bundle of ``ref`` and one negative
   per failure class quantized gate 1 must FAIL (a random-init tensor, a
   transposed one, gate/up swapped, the wrong nibble order, a doubled scale,
@@ -70,6 +75,10 @@ def main(out: Path) -> None:
         pack_bundle(ckpt, out / "bundles" / name / "model.q4nx", opts)
     (out / "bundles" / "other_model").mkdir(parents=True, exist_ok=True)
     pack_bundle(other, out / "bundles" / "other_model" / "model.q4nx")
+    qwen3 = make_quant_model(out / "qwen3", "qwen3")
+    make_quant_model(out / "qwen2", "qwen2")
+    (out / "bundles" / "qwen3").mkdir(parents=True, exist_ok=True)
+    pack_bundle(qwen3, out / "bundles" / "qwen3" / "model.q4nx")
     assemble_tree(out / "tree")
 
 
