@@ -17,12 +17,14 @@ func (q40) Bound() Bound { return Bound{Group: 32, Levels: 8, Symmetric: true, S
 // 0.094, std ratio 0.991) and on SmolLM2-135M quantized off its own grid
 // (cosine ≥ 0.9934, rel L2 ≤ 0.115, std ratio 0.988–0.991); upstream prints
 // 0.095–0.098 for Qwen2.5-3B. Q4_0 clips a group's positive peak from +8 to
-// +7, a whole step: 1.9–2.2 % of a clean tensor's elements lie beyond half a
-// step, so the share allowed beyond the bound is 5 % (every broken tensor
-// measured: ≥ 68 %).
+// +7, a whole step: 1.8–2.1 % of a clean tensor's elements lie beyond half a
+// step (the worker's own statistics: 2.01–2.03 % on real-shaped 1B
+// projections, 1.89–2.12 % on SmolLM2's, 1.8–2.1 % on the tests' tiny
+// Qwen2), so the share allowed beyond the bound is 5 % (every broken
+// tensor measured: ≥ 68 %).
 func (q40) Limits() Limits {
 	return Limits{MinCosine: 0.99, MaxRelL2: 0.16, MinStdRatio: 0.93, MaxStdRatio: 1.07, MaxBeyond: 0.05,
-		Calibration: "symmetric 4-bit g32 on real-shaped Llama-3.2-1B and SmolLM2 weights: cosine >= 0.993, rel L2 <= 0.115, 2.2 % beyond half a step (the +8 -> +7 clip)"}
+		Calibration: "symmetric 4-bit g32 on real-shaped Llama-3.2-1B and SmolLM2 weights: cosine >= 0.993, rel L2 <= 0.115, <= 2.1 % beyond half a step (the +8 -> +7 clip)"}
 }
 
 func (q40) marks() []string { return []string{"requant_q4_0", "dequant_q4_0"} }
