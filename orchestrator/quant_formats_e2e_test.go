@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -125,4 +126,73 @@ func TestQuantizedFormats(t *testing.T) {
 			t.Errorf("new file in the tree: %s", p)
 		}
 	}
+}
+
+// TestQuantizedGate2Reuse: gate 2 of a quantized key is the reference's own
+// recorded bf16 PASS when its inputs are unchanged. The tree's Q4_0 folder
+// is paired with Qwen/Qwen2.5-0.5B (a trained tiny Qwen2 whose baseline
+// PASSes, validated in the tree's qwen25_0_5b folder) and its constants set
+// to that model's. (1) The reference's own run records its bf16 PASS; (2)
+// the quantized key's run shows gate 2 "reused from" that record (the very
+// section recorded: no baseline ran) and runs quantized gate 2 alone; (3)
+// after the reference's files change, the key's run runs the baseline again.
+func TestQuantizedGate2Reuse(t *testing.T) {
+	t.Parallel()
+	const ref = "Qwen/Qwen2.5-0.5B"
+	llms := quantTree(t)
+	folder := filepath.Join(llms, "qwen25_3b_q4")
+	writeFile(t, filepath.Join(folder, "verify_adapter.py"), "MODEL_CHOICES = {\"instruct\": \""+ref+"\"}\nDEFAULT_MODEL = \"instruct\"\n")
+	module := filepath.Join(folder, "qwen25_3b_q4_weights.py")
+	text := mustReadString(t, module)
+	for _, c := range [][2]string{{"D = 256", "D = 64"}, {"DQ = 256", "DQ = 64"}, {"DK = 128", "DK = 32"}, {"DV = 128", "DV = 32"},
+		{"DH = 64", "DH = 16"}, {"INTER = 512", "INTER = 128"}} {
+		if !strings.Contains(text, c[0]) {
+			t.Fatalf("%s has no %q", module, c[0])
+		}
+		text = strings.Replace(text, c[0], c[1], 1)
+	}
+	writeFile(t, module, text)
+	env := offlineHub(t, map[string]string{ref: tiny(t, "qwen2")})
+	cache := t.TempDir()
+	run := func(name string) *report.Report {
+		s := settingsFor(t, llms)
+		s.Env, s.Name, s.CacheDir = env, name, cache
+		return Run(context.Background(), s, ref, "test")
+	}
+
+	bf16 := run("")
+	mustPass(t, bf16)
+	recorded := bf16.Gates.HFBaseline
+
+	r := run("qwen25_3b_q4")
+	b, e := r.Gates.HFBaseline, r.Gates.QuantE2E
+	if r.Quantized == nil || b == nil || !strings.HasPrefix(b.Summary, "reused from ") || b.Seconds != recorded.Seconds || b.Status != verdict.Pass {
+		t.Fatalf("gate 2 is not the reference's recorded PASS, reused: %+v", b)
+	}
+	if e == nil || e.Patched != 14 || e.Status != verdict.Pass {
+		t.Errorf("quantized gate 2 did not run alone on the reused baseline's prompt and PASS: %+v", e)
+	}
+	if w := r.Gates.QuantWeights; w == nil || w.Status != verdict.Pass || r.Gates.QuantConfig == nil || r.Gates.QuantConfig.Status != verdict.Pass {
+		t.Errorf("quantized gates 1 and 3 do not PASS: %+v %+v", r.Gates.QuantWeights, r.Gates.QuantConfig)
+	}
+	t.Logf("reused: %s", stageDetail(r, "quant_baseline"))
+	if !strings.Contains(stageDetail(r, "quant_baseline"), "reused from") {
+		t.Errorf("the quant_baseline stage does not say gate 2 was reused: %s", stageDetail(r, "quant_baseline"))
+	}
+
+	// The reference's files change (its generation config, here): its
+	// recorded baseline no longer stands for it.
+	snap := filepath.Join(env("HF_HUB_CACHE"), "models--Qwen--Qwen2.5-0.5B", "snapshots", testenv.HubCommit(ref))
+	gen := filepath.Join(snap, "generation_config.json")
+	body := strings.Replace(mustReadString(t, gen), "{", "{\n  \"phase0_test_changed\": true,", 1)
+	if err := os.Remove(gen); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, gen, body)
+	r = run("qwen25_3b_q4")
+	b = r.Gates.HFBaseline
+	if b == nil || strings.Contains(b.Summary, "reused") || b.Seconds == recorded.Seconds || r.Gates.QuantE2E == nil {
+		t.Fatalf("after the reference changed, gate 2 was not run again: %+v", b)
+	}
+	t.Logf("after the change: %s", stageDetail(r, "quant_baseline"))
 }
