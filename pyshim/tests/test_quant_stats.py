@@ -1,0 +1,43 @@
+"""The worker's quantized gate 1 statistics: the fast paths give the plain computation's facts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from ml_dtypes import bfloat16
+
+from phase0_shim.optypes import QuantBound
+from phase0_shim.quant import _bf16_bits, _differing, _stats, _stats_io
+
+
+@pytest.mark.parametrize(
+    ("out", "inp", "group", "levels", "symmetric"),
+    [(512, 2048, 32, 15, False), (256, 512, 32, 8, True), (384, 1024, 128, 15, False), (96, 200, 32, 15, False)],
+)
+def test_stats_in_the_loaders_layout_are_the_transposed_ones(
+    out: int, inp: int, group: int, levels: int, symmetric: bool
+) -> None:
+    rng = np.random.default_rng(out + inp)
+    y = (0.02 * rng.standard_normal((out, inp))).astype(bfloat16)  # the reference [out, in]
+    noisy = y.astype(np.float32) + 0.0006 * rng.standard_normal((out, inp)).astype(np.float32)
+    noisy[::7, ::5] += 0.05  # errors beyond any 4-bit bound in some groups
+    x = np.ascontiguousarray(noisy.T.astype(bfloat16))  # the loader's [in, out]
+    bound: QuantBound = {"group": group, "levels": levels, "symmetric": symmetric, "slack": 1 / 128}
+    want = _stats(x.T, y, bound)
+    assert (want["beyond_bound"] > 0) == (inp % group == 0)
+    for got in (_stats_io(x, y, bound), _stats_io(x.astype(np.float32), y, bound), _stats_io(np.ascontiguousarray(x.T).T, y, bound)):
+        assert got["n"] == want["n"] and got["beyond_bound"] == want["beyond_bound"]
+        for key in ("sum_x", "sum_y", "sum_xx", "sum_yy", "sum_xy", "sum_dd", "max_abs_diff"):
+            assert got[key] == pytest.approx(want[key], rel=1e-5, abs=1e-9), key  # type: ignore[literal-required]
+
+
+def test_differing_counts_what_bf16_rounding_changes() -> None:
+    rng = np.random.default_rng(3)
+    y = rng.standard_normal((700, 300)).astype(bfloat16)
+    x = y.astype(np.float32)
+    assert _differing(x, y) == 0 and _differing(y, y) == 0
+    x[3, 4] += 1.0
+    x[5, 6] = np.nextafter(x[5, 6], np.float32(np.inf))  # rounds back to y's bits
+    x[9, 9] = -x[9, 9]
+    want = int((_bf16_bits(x) != _bf16_bits(y)).sum())
+    assert want == 2 and _differing(x, y) == want
