@@ -21,6 +21,9 @@ const TableWidth = 120
 const (
 	modelWidth  = 38
 	folderWidth = 14
+	// quantModelWidth is modelWidth in a table with the Q column (a tree
+	// with quantized deployments): the column's 4 characters and its gap.
+	quantModelWidth = modelWidth - 6
 )
 
 // ListRow is one model of a list and the list line it came from
@@ -45,6 +48,10 @@ const listLegend = "ARCH architecture gate · WTS weights from the headers (gate
 	"MODE gen generated, val an existing module validated, reused the recorded PASS reused · " +
 	"ok passed, REJ rejected, ERR could not evaluate, - not run"
 
+// quantLegend explains the Q column, shown when a row is a quantized deployment.
+const quantLegend = "Q a quantized deployment's gates, worst over its keys: quantized weights (gate 1), quantized module config (gate 3), " +
+	"pairing, quantized end to end (gate 2); + passed, F failed, W warned, E could not evaluate, R rejected, - not run"
+
 // runListGates are the gate columns of a run list: header, and the gate's
 // title in Gates.Rows.
 var runListGates = []struct{ header, title string }{
@@ -62,10 +69,18 @@ func RunListText(rows []ListRow, t ListTotals) string {
 	if t.Shard != "" {
 		fmt.Fprintf(&sb, "shard %s: %d of %d models\n\n", t.Shard, len(rows), t.Listed)
 	}
+	quantized := slices.ContainsFunc(rows, func(r ListRow) bool { return r.Report.Quantized != nil })
+	nameWidth := modelWidth
+	if quantized {
+		nameWidth = quantModelWidth
+	}
 	tw := tabwriter.NewWriter(&sb, 2, 4, 2, ' ', 0)
 	header := []string{"MODEL", "FOLDER", "MODE", "ARCH"}
 	for _, g := range runListGates {
 		header = append(header, g.header)
+	}
+	if quantized {
+		header = append(header, "Q")
 	}
 	fmt.Fprintln(tw, strings.Join(append(header, "REF", "SEC", "VERDICT"), "\t"))
 	for _, row := range rows {
@@ -84,9 +99,12 @@ func RunListText(rows []ListRow, t ListTotals) string {
 		for _, g := range m.Gates.Rows() {
 			ran[g.Title] = g.Section.Status
 		}
-		cells := []string{Elide(m.Model, modelWidth), Elide(folder, folderWidth), mode, archCell(m)}
+		cells := []string{Elide(m.Model, nameWidth), Elide(folder, folderWidth), mode, archCell(m)}
 		for _, g := range runListGates {
 			cells = append(cells, statusCell(ran[g.title]))
+		}
+		if quantized {
+			cells = append(cells, quantCell(m))
 		}
 		cells = append(cells, referenceCell(m.Reference), secondsCell(m.Seconds), string(m.Status))
 		fmt.Fprintln(tw, strings.Join(cells, "\t"))
@@ -94,6 +112,9 @@ func RunListText(rows []ListRow, t ListTotals) string {
 	tw.Flush()
 	sb.WriteString("\n")
 	sb.WriteString(wrap(listLegend, TableWidth, "", ""))
+	if quantized {
+		sb.WriteString(wrap(quantLegend, TableWidth, "", ""))
+	}
 	if why := Causes(rows); why != "" {
 		sb.WriteString("\n" + why)
 	}
@@ -130,6 +151,53 @@ func statusCell(s verdict.Status) string {
 		return "skip"
 	}
 	return string(s)
+}
+
+// quantCell is a quantized deployment's four gates, one character each
+// (quantized weights, module config, pairing, end to end), each the worst
+// over the row's keys; "-" for a bf16 row.
+func quantCell(r *Report) string {
+	if r.Quantized == nil {
+		return "-"
+	}
+	worst := make([]verdict.Status, 4)
+	for _, k := range append([]*Report{r}, r.Keys...) {
+		g := k.Gates
+		var secs [4]*verdict.Section
+		if g.QuantWeights != nil {
+			secs[0] = &g.QuantWeights.Section
+		}
+		if g.QuantConfig != nil {
+			secs[1] = &g.QuantConfig.Section
+		}
+		if g.Pairing != nil {
+			secs[2] = &g.Pairing.Section
+		}
+		if g.QuantE2E != nil {
+			secs[3] = &g.QuantE2E.Section
+		}
+		for i, sec := range secs {
+			if sec != nil {
+				worst[i] = verdict.Worst(worst[i], sec.Status)
+			}
+		}
+	}
+	var b strings.Builder
+	for _, st := range worst {
+		switch st {
+		case "", verdict.Skip:
+			b.WriteByte('-')
+		case verdict.Pass:
+			b.WriteByte('+')
+		case verdict.Rejected:
+			b.WriteByte('R')
+		case verdict.Error:
+			b.WriteByte('E')
+		default:
+			b.WriteString(string(st)[:1])
+		}
+	}
+	return b.String()
 }
 
 // archCell is the architecture gate's outcome: REJ, ok once a config was

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"phase0/configgate"
 	"phase0/model"
+	"phase0/quant"
 	"phase0/verdict"
 	"phase0/weights"
 )
@@ -149,5 +151,57 @@ func TestInspectListTableFits120Columns(t *testing.T) {
 	}
 	if strings.Count(text, "not in the cache") != 0 || !strings.Contains(text, "24 models ERROR: not in the HF cache") || !strings.Contains(text, "REJECTED (quantized)") {
 		t.Errorf("table:\n%s", text)
+	}
+}
+
+// A list through a tree with quantized deployments gets the Q column: a
+// bundle row shows its four quantized gates, each the worst over its keys
+// (the base key's pairing FAIL), a bf16 row "-", and every line still fits
+// 120 columns.
+func TestRunListQuantizedColumn(t *testing.T) {
+	rows := offlineFleet()
+	key := func(name string, pairing verdict.Status) *Report {
+		pass := verdict.Section{Status: verdict.Pass}
+		return &Report{Model: "FastFlowLM/Llama-3.2-1B-NPU2", Status: verdict.Worst(pairing), Seconds: 31.5, Config: &model.Config{},
+			Quantized: &QuantizedKey{Folder: "llama32_1b_q4nx", Key: name, Reference: "meta-llama/Llama-3.2-1B-Instruct"},
+			Workspace: &Workspace{Name: "llama32_1b_q4nx", Mode: ModeValidatedExisting},
+			Gates: Gates{QuantWeights: &quant.Weights{Section: pass}, QuantConfig: &quant.Constants{Section: pass},
+				Pairing: &quant.Pairing{Section: verdict.Section{Status: pairing}}, QuantE2E: &quant.EndToEnd{Section: pass}}}
+	}
+	bundle := key("instruct", verdict.Pass)
+	bundle.Keys = []*Report{key("base", verdict.Fail)}
+	bundle.Status = verdict.Fail
+	long := key("base", verdict.Pass)
+	long.Model, long.ReusedFrom = "NousResearch/Meta-Llama-3.1-8B-Instruct-With-A-Long-Suffix", &ReusedFrom{Path: "/x/report.json", Recorded: time.Now()}
+	rows = append(rows, ListRow{Report: bundle, ListedAt: "hf_models.txt:40"}, ListRow{Report: long, ListedAt: "hf_models.txt:41"})
+	text := RunListText(rows, ListTotals{Status: verdict.Error, Seconds: 1234.5})
+	for i, line := range strings.Split(text, "\n") {
+		if n := utf8.RuneCountInString(line); n > TableWidth {
+			t.Errorf("line %d is %d columns, more than %d:\n%s", i+1, n, TableWidth, line)
+		}
+	}
+	var bundleLine, bf16Line string
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case bundleLine == "" && strings.HasPrefix(line, "FastFlowLM/Llama-3.2-1B-NPU2 "):
+			bundleLine = line
+		case bf16Line == "" && strings.HasPrefix(line, "Qwen/Qwen3-0.6B "):
+			bf16Line = line
+		}
+	}
+	if f := strings.Fields(bundleLine); !slices.Contains(f, "++F+") {
+		t.Errorf("the bundle row does not show its quantized gates (++F+: the base key's pairing):\n%s", text)
+	}
+	if f := strings.Fields(bf16Line); !slices.Contains(f, "-") {
+		t.Errorf("a bf16 row's Q cell is not -:\n%s", text)
+	}
+	if !strings.HasPrefix(text, "MODEL ") || !slices.Contains(strings.Fields(strings.SplitN(text, "\n", 2)[0]), "Q") || !strings.Contains(text, "Q a quantized deployment's gates") {
+		t.Errorf("no Q column or legend:\n%s", text)
+	}
+	if plain := RunListText(offlineFleet(), ListTotals{Status: verdict.Error}); slices.Contains(strings.Fields(strings.SplitN(plain, "\n", 2)[0]), "Q") {
+		t.Errorf("a list with no quantized row has a Q column:\n%s", plain)
+	}
+	if t.Failed() {
+		t.Log("\n" + text)
 	}
 }
