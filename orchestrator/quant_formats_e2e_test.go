@@ -17,6 +17,7 @@ const (
 	qwen3ID       = "Qwen/Qwen3-8B"
 	qwen3BundleID = "FastFlowLM/Qwen3-8B-NPU2"
 	qwen25Instr   = "Qwen/Qwen2.5-3B-Instruct"
+	awqRef        = "amd/Llama-3.2-1B-Instruct-awq-uint4-asym-g128-bf16-lmhead"
 )
 
 // cleanKey checks a clean folder's key: quantized gates 1 and 3 PASS with
@@ -48,9 +49,8 @@ func cleanKey(t *testing.T, r *report.Report, format string, judged, kept int) {
 // qwen25_3b_q4 (no bundle: the bf16 checkpoint quantized to Q4_0 on load,
 // q/k/v biases kept bf16). Each PASSes quantized gates 1 and 3 with every
 // tensor judged, and the tree stays byte for byte as it was.
-// (llama32_1b_int4's only key names the AWQ checkpoint itself as its
-// reference, which has no bf16 weights to judge against: see
-// docs/quantized.md.)
+// llama32_1b_int4 (AWQ), whose only key names the AWQ checkpoint itself as
+// its reference, is REJECTED: there are no bf16 weights to judge against.
 func TestQuantizedFormats(t *testing.T) {
 	t.Parallel()
 	fx := testenv.QuantFixtures(t)
@@ -63,6 +63,7 @@ func TestQuantizedFormats(t *testing.T) {
 		qwen3ID:       filepath.Join(fx, "qwen3"),
 		qwen3BundleID: bundle,
 		qwen25Instr:   filepath.Join(fx, "qwen2"),
+		awqRef:        filepath.Join(fx, "awq"),
 	})
 	cache := t.TempDir()
 	before := snapshotTree(t, llms)
@@ -117,6 +118,19 @@ func TestQuantizedFormats(t *testing.T) {
 			t.Errorf("clean Q4_0 tensors have %.4f–%.4f of their elements beyond half a step; want the clip's few per cent, under %.3f", lo, hi, w.Limits.MaxBeyond)
 		}
 		t.Logf("clean Q4_0: %.4f–%.4f beyond half a step", lo, hi)
+	})
+
+	// llama32_1b_int4's only key names the AWQ checkpoint itself as its
+	// reference: packed integers, no bf16 weights to judge the dequant
+	// against. The key is REJECTED as a quantized packaging, with nothing
+	// judged (docs/quantized.md, "Limits of what is checked").
+	t.Run("llama32_1b_int4", func(t *testing.T) {
+		keys := run(t, awqRef, "llama32_1b_int4")
+		r := keys[0]
+		if len(keys) != 1 || r.Status != verdict.Rejected || len(r.Rejections) == 0 || r.Rejections[0].Code != "quantized" || r.Gates.QuantWeights != nil {
+			b, _ := json.MarshalIndent(r, "", " ")
+			t.Errorf("the AWQ key (its reference is the AWQ checkpoint) is not REJECTED [quantized] with nothing judged:\n%s", b)
+		}
 	})
 
 	after := snapshotTree(t, llms)

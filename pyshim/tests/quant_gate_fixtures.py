@@ -6,6 +6,8 @@
 - ``qwen3``, ``qwen2``: 256-wide tiny Qwen3 (QK-norms, untied lm_head) and
   Qwen2 (q/k/v biases, tied) checkpoints, the references of the
   ``qwen3_8b_q4nx`` and ``qwen25_3b_q4`` folders;
+- ``awq``: ``ref`` as an AutoAWQ g128 checkpoint (``qweight/qzeros/scales``,
+  ``quantization_config``), what ``llama32_1b_int4`` names as its reference;
 - ``bundles/qwen3/model.q4nx``: the clean bundle of ``qwen3`` (its untied
   lm_head quantized as blocks);
 - ``bundles/<case>/model.q4nx``: the clean bundle of ``ref`` and one negative
@@ -29,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from quant_helpers import assemble_tree  # noqa: E402
 
+from phase0_testmodels.quant import awq  # noqa: E402
 from phase0_testmodels.quant.bundle import PackOptions, pack_bundle  # noqa: E402
 from phase0_testmodels.quant.models import make_quant_model  # noqa: E402
 from phase0_testmodels.quant.st import Checkpoint  # noqa: E402
@@ -77,6 +80,7 @@ def main(out: Path) -> None:
     pack_bundle(other, out / "bundles" / "other_model" / "model.q4nx")
     qwen3 = make_quant_model(out / "qwen3", "qwen3")
     make_quant_model(out / "qwen2", "qwen2")
+    awq.pack_checkpoint(out / "ref", out / "awq")
     (out / "bundles" / "qwen3").mkdir(parents=True, exist_ok=True)
     pack_bundle(qwen3, out / "bundles" / "qwen3" / "model.q4nx")
     assemble_tree(out / "tree")
