@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"hash/fnv"
@@ -169,5 +170,22 @@ func TestRunListShardJUnit(t *testing.T) {
 	if c := testenv.ValidateXML(t, testenv.JUnitXSD(), file); c[0] != "" {
 		b, _ := os.ReadFile(file)
 		t.Errorf("not valid JUnit: %s\n%s", c[0], b)
+	}
+}
+
+// `inspect default default` (a list holding the default model): the
+// parallel inspect passes no progress writer, and the default model's
+// "reused" line must not dereference it (it panicked).
+func TestInspectListOfTheDefaultModel(t *testing.T) {
+	t.Setenv("PHASE0_PYTHON", testenv.Python(t))
+	code, stdout, stderr := run(t, "inspect", "default", "default", "--json")
+	var got struct {
+		Status string `json:"status"`
+		Models []struct {
+			Status string `json:"status"`
+		} `json:"models"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 0 || len(got.Models) != 2 || got.Models[0].Status != "PASS" || got.Models[1].Status != "PASS" {
+		t.Errorf("exit %d, %v, %+v; want exit 0 and two PASS rows\n%s", code, err, got, stderr)
 	}
 }
