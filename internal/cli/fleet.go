@@ -48,6 +48,9 @@ func fleetFlags(cmd *cobra.Command) (fleet, error) {
 		if err := atomicfile.CheckWritable(f.junit); err != nil {
 			return f, fmt.Errorf("--junit: %w", err)
 		}
+		if err := junit.CheckReplaceable(f.junit); err != nil {
+			return f, fmt.Errorf("--junit: %w", err)
+		}
 	}
 	return f, nil
 }

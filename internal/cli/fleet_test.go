@@ -189,3 +189,31 @@ func TestInspectListOfTheDefaultModel(t *testing.T) {
 		t.Errorf("exit %d, %v, %+v; want exit 0 and two PASS rows\n%s", code, err, got, stderr)
 	}
 }
+
+// --junit never destroys a file it did not write: the list itself, the
+// model's config.json (exit 2, nothing run, the file as it was); an
+// earlier JUnit report of phase0's is replaced.
+func TestJUnitKeepsOtherFiles(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	dir := t.TempDir()
+	list := filepath.Join(dir, "hf_models.txt")
+	os.WriteFile(list, []byte(good+"\n"), 0o644)
+	config := filepath.Join(good, "config.json")
+	for _, target := range []string{list, config} {
+		before, _ := os.ReadFile(target)
+		code, stdout, stderr := run(t, "inspect", "@"+list, "--junit", target)
+		after, _ := os.ReadFile(target)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, "is not a JUnit report phase0 wrote") || string(after) != string(before) {
+			t.Errorf("--junit %s: exit %d, %q; want exit 2 and the file as it was (now %q)", target, code, stderr, after)
+		}
+	}
+	file := filepath.Join(dir, "out.xml")
+	for i := range 2 {
+		if code, _, stderr := run(t, "inspect", "@"+list, "--junit", file); code != 0 {
+			t.Errorf("run %d: exit %d, %q", i+1, code, stderr)
+		}
+	}
+	if names, _, _ := junitCases(t, file); len(names) != 1 {
+		t.Errorf("the report phase0 wrote was not replaced: %v", names)
+	}
+}
