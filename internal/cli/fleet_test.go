@@ -119,6 +119,9 @@ func TestFleetFlagRefusals(t *testing.T) {
 		{[]string{"run", good, "--shard", "1/0"}, "N is 0"},
 		{[]string{"inspect", good, "--junit", filepath.Join(dir, "no", "such", "\x00", "j.xml")}, "--junit: cannot write"},
 		{[]string{"inspect", good, "--junit", dir}, "--junit: cannot write"},
+		{[]string{"inspect", good, "--junit="}, "--junit: an empty value"},
+		{[]string{"inspect", good, "--shard="}, "--shard: an empty value"},
+		{[]string{"inspect", good, "--shard", "01/4"}, "base-10 integers"},
 	} {
 		code, stdout, stderr := run(t, tc.args...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) {
