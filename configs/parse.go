@@ -109,9 +109,10 @@ func (r Range) String() string { return "[" + r.Min + ", " + r.Max + "]" }
 const wantBool = "true or false"
 
 var (
-	// base-10, an optional minus (a range then refuses it), no leading zero
-	// (YAML 1.1 and Python 2 read 010 as octal), no '+', '_', space or prefix.
-	integerText = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+	// base-10, an optional minus (a range then refuses it) but no -0 (as
+	// no +3), no leading zero (YAML 1.1 and Python 2 read 010 as octal), no
+	// '+', '_', space or prefix.
+	integerText = regexp.MustCompile(`^(0|-?[1-9][0-9]*)$`)
 	// a decimal number: digits on both sides of a point, an optional exponent.
 	decimalText = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$`)
 )

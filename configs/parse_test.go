@@ -27,6 +27,8 @@ func TestParse(t *testing.T) {
 		{count, num("1024"), 1024},
 		{count, TextValue("0"), 0},
 		{count, TextValue("007"), nil},
+		{count, TextValue("-0"), nil},
+		{count, num("-0"), nil},
 		{count, TextValue("1025"), nil},
 		{count, TextValue("99999999999999999999"), nil},
 		{count, num("7.0"), nil},
@@ -103,6 +105,34 @@ func TestReadYAMLShape(t *testing.T) {
 			t.Errorf("%s: %v", tc.name, err)
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, ErrFile)):
 			t.Errorf("%s: error %v, want ErrFile saying %q", tc.name, err, tc.err)
+		}
+	}
+}
+
+// An explicit YAML tag says what a value is: `!!float 7` is the float 7.0,
+// which an integer setting refuses and a decimal one takes.
+func TestYAMLTags(t *testing.T) {
+	for _, tc := range []struct {
+		yaml string
+		want any // nil: refused
+	}{
+		{"workers: !!float 7\n", nil},
+		{"decode: !!float \"3\"\n", nil},
+		{"workers: !!int \"7\"\n", 7},
+		{"max_perplexity_ratio: !!float 1\n", 1.0},
+		{"max_perplexity_ratio: !!float 0.5\n", 0.5},
+	} {
+		values, err := ReadYAML("s.yaml", []byte(tc.yaml))
+		if err != nil {
+			t.Errorf("%q: %v", tc.yaml, err)
+			continue
+		}
+		for key, v := range values {
+			row, _ := Lookup(key)
+			got, err := row.Parse(v.Value)
+			if tc.want == nil && err == nil || tc.want != nil && got != tc.want {
+				t.Errorf("%q: %v, %v; want %v", tc.yaml, got, err, tc.want)
+			}
 		}
 	}
 }

@@ -118,7 +118,13 @@ func scalar(n *yaml.Node) (Value, error) {
 	switch n.ShortTag() {
 	case "!!str":
 		return Value{Text: n.Value, Form: FormText}, nil
-	case "!!int", "!!float":
+	case "!!int":
+		return Value{Text: n.Value, Form: FormNumber}, nil
+	case "!!float":
+		// `!!float 7` is the float 7.0, never the integer 7.
+		if integerText.MatchString(n.Value) {
+			return Value{Text: n.Value + ".0", Form: FormNumber}, nil
+		}
 		return Value{Text: n.Value, Form: FormNumber}, nil
 	case "!!bool":
 		return Value{Text: n.Value, Form: FormBool}, nil

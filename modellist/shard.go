@@ -3,6 +3,7 @@ package modellist
 import (
 	"fmt"
 	"hash/fnv"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -17,6 +18,10 @@ type Shard struct {
 	I, N int
 }
 
+// shardInt is a base-10 integer as the settings read one: no '+', no
+// leading zero (01, -0), no space.
+var shardInt = regexp.MustCompile(`^(0|-?[1-9][0-9]*)$`)
+
 // ParseShard reads "I/N": base-10 integers, 1 ≤ I ≤ N ≤ MaxShards.
 func ParseShard(s string) (Shard, error) {
 	i, n, ok := strings.Cut(s, "/")
@@ -25,7 +30,7 @@ func ParseShard(s string) (Shard, error) {
 	}
 	si, err1 := strconv.Atoi(i)
 	sn, err2 := strconv.Atoi(n)
-	if err1 != nil || err2 != nil || strings.HasPrefix(i, "+") || strings.HasPrefix(n, "+") {
+	if err1 != nil || err2 != nil || !shardInt.MatchString(i) || !shardInt.MatchString(n) {
 		return Shard{}, fmt.Errorf("shard %q: want I/N with I and N base-10 integers, e.g. 2/4", s)
 	}
 	if sn < 1 || sn > MaxShards {

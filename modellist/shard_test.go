@@ -96,6 +96,10 @@ func TestParseShard(t *testing.T) {
 		{"+1/4", "", "base-10 integers"},
 		{"1/4/2", "", "base-10 integers"},
 		{" 1/4", "", "base-10 integers"},
+		{"01/4", "", "base-10 integers"},
+		{"1/04", "", "base-10 integers"},
+		{"-0/4", "", "base-10 integers"},
+		{"-1/4", "", "I is -1"},
 	} {
 		s, err := ParseShard(tc.in)
 		switch {

@@ -75,4 +75,20 @@ func TestMidDeploymentFolderKeepsPeoplesLines(t *testing.T) {
 	if r.ReusedFrom == nil || !strings.Contains(stageDetail(r, "enter"), "up to date") {
 		t.Errorf("third run: reused %v, enter %q", r.ReusedFrom != nil, stageDetail(r, "enter"))
 	}
+
+	// A progress.md phase0 cannot enter into (a person's unbalanced
+	// marker): exit 2, nothing written, and the report does not claim
+	// the entry and tick were written.
+	broken := progressText + "<!-- phase0:begin -->\nhalf an entry\n"
+	writeFile(t, progress, broken)
+	writeFile(t, todo, todoText)
+	s := settings()
+	s.Fresh = true
+	r = Run(context.Background(), s, model, "test")
+	if r.Status != verdict.Error || mustReadString(t, progress) != broken || mustReadString(t, todo) != todoText {
+		t.Errorf("unbalanced markers: %s, %s; want ERROR with both files as they were", r.Status, r.Error)
+	}
+	if txt := r.Text(); strings.Contains(txt, "written into the folder") || r.Workspace == nil || len(r.Workspace.Entered) > 0 {
+		t.Errorf("an ERROR that wrote nothing says it wrote into the folder:\n%s", txt)
+	}
 }

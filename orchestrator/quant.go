@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"phase0/hfcache"
@@ -90,6 +91,9 @@ type quantResult struct {
 // loader; Go judges every tensor.
 func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome, error) {
 	q, cfg := st.facts.quant, st.facts.analysis.Config
+	if len(q.BundleProblems) > 0 {
+		return quant.LoaderRaised(q.Format, q.Use.Loader, strings.Join(q.BundleProblems, "; ")), outcome{status: verdict.Fail, detail: q.BundleProblems[0]}, nil
+	}
 	facts, err := st.py().QuantFacts(ctx, ops.QuantArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers, Bound: q.Format.Bound(),
 		CandidateDirs: q.CandidateDirs()})
 	if err != nil {
@@ -230,6 +234,8 @@ func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, er
 	detail = "bf16: " + detail + "; quantized: " + out.e2e.Summary
 	return out, outcome{status: status, detail: detail}, nil
 }
+
+func quantBaselineReady(st *state) (bool, string) { return st.facts.quant.Readable(pythonReady(st)) }
 
 // bf16Record is the reference's own bf16 run's recorded report when it can
 // be reused (a PASS whose inputs are unchanged: reuse.go decides, for the

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"slices"
@@ -247,4 +248,54 @@ func quantCleanTree(t *testing.T) (*Settings, func(*testing.T)) {
 			}
 		}
 	}
+}
+
+// A bundle whose model.q4nx does not fit its header (a truncated download,
+// a dtype that lies about the bytes) FAILs quantized gate 1 naming the file
+// and the tensor, before any loader reads it; the bf16 baseline that would
+// load it with the quantized projections is not run (its FAIL would blame
+// the bf16 reference); the tree is byte for byte as it was.
+func TestQuantizedCorruptBundle(t *testing.T) {
+	t.Parallel()
+	fx := testenv.QuantFixtures(t)
+	clean := mustReadString(t, filepath.Join(fx, "bundles", "clean", "model.q4nx"))
+	n := binary.LittleEndian.Uint64([]byte(clean[:8]))
+	header := clean[8 : 8+n]
+	gate := `"model.layers.0.mlp.gate_proj.weight":{"dtype":"I8"`
+	if !strings.Contains(header, gate) {
+		t.Fatalf("the clean bundle's header has no %s: %s", gate, header)
+	}
+	for _, tc := range []struct{ name, bundle, want string }{
+		{"truncated", clean[:len(clean)/2], "model.q4nx: offset"},
+		{"dtype lies", relabel(header, gate, strings.Replace(gate, "I8", "F64", 1)) + clean[8+n:], `tensor "model.layers.0.mlp.gate_proj.weight": shape [16 5120] of F64`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			llms := quantTree(t)
+			repo := fastflowlmRepo(t, fx, "clean", llamaInstr)
+			writeFile(t, filepath.Join(repo, "model.q4nx"), tc.bundle)
+			s := settingsFor(t, llms)
+			s.CacheDir = t.TempDir()
+			s.Env = offlineHub(t, map[string]string{llamaInstr: filepath.Join(fx, "ref"), llamaBase: filepath.Join(fx, "other"), bundleID: repo})
+			before := snapshotTree(t, llms)
+			r := Run(context.Background(), s, bundleID, "test")
+			unchangedExcept(t, before, snapshotTree(t, llms))
+			for _, k := range append([]*report.Report{r}, r.Keys...) {
+				w := k.Gates.QuantWeights
+				if k.Status != verdict.Fail || w == nil || w.Status != verdict.Fail || !strings.Contains(w.Summary, tc.want) || k.Gates.HFBaseline != nil {
+					b, _ := k.JSON()
+					t.Errorf("want FAIL, quantized gate 1 naming %q, no bf16 baseline:\n%s", tc.want, b)
+				}
+			}
+		})
+	}
+}
+
+// relabel is a safetensors header with old replaced by new, its length
+// prefix and padding redone.
+func relabel(header, old, new string) string {
+	h := strings.Replace(header, old, new, 1)
+	h += strings.Repeat(" ", (8-len(h)%8)%8)
+	var length [8]byte
+	binary.LittleEndian.PutUint64(length[:], uint64(len(h)))
+	return string(length[:]) + h
 }

@@ -33,7 +33,7 @@ func recordStage(_ context.Context, st *state) (*recorded, outcome, error) {
 	entry := func() string { return st.progressEntryOf(r) }
 	docs, err := record.Docs(r, w.dir, !w.foreign, passed, entry, record.WithoutLocalPaths(report.Blockers(r), ref.Dir, w.dir))
 	if err != nil {
-		return rec, outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err)
+		return &recorded{json: rec.json, md: rec.md}, outcome{}, fmt.Errorf("recording the result (nothing was written): %w", err) // nothing entered
 	}
 	var encode func([]report.File) ([]byte, error)
 	if in := st.facts.inputs; in != nil {

@@ -20,6 +20,7 @@ import (
 	"phase0/llmstree"
 	"phase0/model"
 	"phase0/quant"
+	"phase0/safetensors"
 )
 
 // MaxTextBytes bounds a file of the tree or the bundle read as text (a
@@ -84,6 +85,11 @@ type Folder struct {
 	Candidates []quant.CandidateID
 	Bundle     *model.Config // the bundle's config.json, when it ships one
 	Declared   string        // the bundle card's base_model
+	// BundleProblems say which of the bundle's safetensors files (model.q4nx
+	// is one) has a header that does not fit the file: truncated, or
+	// shapes, dtypes or offsets that lie. Quantized gate 1 fails on them
+	// before any loader reads the bundle.
+	BundleProblems []string
 }
 
 // Open reads u's folder under llms and resolves its bundle through the HF
@@ -110,6 +116,7 @@ func Open(llms string, u llmstree.Use, refDir, cache string) (*Folder, []string,
 			return nil, nil, fmt.Errorf("bundle %s of %s is not in the HF cache (phase0 reads bundles offline; fetch it with `hf download %s`): %w", u.Bundle, u.Folder, u.Bundle, err)
 		}
 		q.Source = res.Dir
+		q.BundleProblems = checkBundle(u.Bundle, res.Dir)
 		if card, err := boundedfile.Read(filepath.Join(res.Dir, "README.md"), MaxTextBytes); err == nil {
 			q.Declared = quant.BaseModel(card)
 		}
@@ -151,6 +158,47 @@ func candidates(cache string, u *llmstree.Use, declared string) []quant.Candidat
 		}
 	}
 	return out
+}
+
+// checkBundle reads the header of every safetensors file of the bundle
+// snapshot dir against the file's size, as gate 1 reads a bf16 checkpoint's.
+func checkBundle(id, dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return []string{fmt.Sprintf("bundle %s: %v", id, err)}
+	}
+	var problems []string
+	for _, e := range entries {
+		if name := e.Name(); strings.HasSuffix(name, ".q4nx") || strings.HasSuffix(name, ".safetensors") {
+			if err := checkHeader(filepath.Join(dir, name), name); err != nil {
+				problems = append(problems, fmt.Sprintf("bundle %s: %v", id, err))
+			}
+		}
+	}
+	return problems
+}
+
+func checkHeader(path, name string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	_, err = safetensors.ReadHeader(f, fi.Size(), name)
+	return err
+}
+
+// Readable is when (ok, why) for quantized gate 2, which loads the bundle:
+// not when the bundle's headers do not fit its files (gate 1 said why).
+func (q *Folder) Readable(ok bool, why string) (bool, string) {
+	if q != nil && len(q.BundleProblems) > 0 {
+		return false, "the bundle's files are unreadable (quantized gate 1 names them)"
+	}
+	return ok, why
 }
 
 // CandidateDirs are the candidates' folders, as the worker reads them.

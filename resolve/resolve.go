@@ -31,6 +31,14 @@ type Options struct {
 	Ops func() *ops.Client
 }
 
+// progressf writes a progress line, when there is a writer: a list's
+// parallel inspect passes none.
+func (s *Options) progressf(format string, args ...any) {
+	if s.Progress != nil {
+		fmt.Fprintf(s.Progress, format, args...)
+	}
+}
+
 // ErrNoModel means the MODEL argument names nothing phase0 can find.
 var ErrNoModel = errors.New("model not found")
 
@@ -115,7 +123,7 @@ func resolveHub(ctx context.Context, s *Options, arg string) (*Model, error) {
 	if hfcache.Offline(s.Getenv) {
 		return nil, fmt.Errorf("%w: %s is %s (%s) and the hub is switched off (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE); download it first or unset them", ErrHub, ref.ID, why, cache)
 	}
-	fmt.Fprintf(s.Progress, "phase0: %s is %s; downloading safetensors, config and tokenizer through huggingface_hub\n", ref.ID, why)
+	s.progressf("phase0: %s is %s; downloading safetensors, config and tokenizer through huggingface_hub\n", ref.ID, why)
 	py := s.Ops()
 	defer py.Close()
 	dl, err := py.Download(ctx, ops.DownloadArgs{RepoID: ref.ID, Revision: nilIfEmpty(ref.Revision), CacheDir: cache})
@@ -210,7 +218,7 @@ func resolveDefault(ctx context.Context, s *Options) (*Model, error) {
 	if res.Reused {
 		verb = "reused"
 	}
-	fmt.Fprintf(s.Progress, "phase0: default model %s in %.1fs: %s\n", verb, res.Seconds, res.Path)
+	s.progressf("phase0: default model %s in %.1fs: %s\n", verb, res.Seconds, res.Path)
 	// Not a hub snapshot: no revision, and the source names what was validated.
 	source := res.Stamp.Requirement
 	if res.Stamp.GGUFSHA256 != "" {

@@ -127,6 +127,38 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}
 }
 
+// A value that is given and then overridden is still read: --config twice
+// (the first file, bad or not, would be ignored) and an empty --config are
+// refused; a setting flag given twice has each value parsed, the last one
+// counting.
+func TestRepeatedFlags(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	dir := t.TempDir()
+	bad, fine := filepath.Join(dir, "bad.yaml"), filepath.Join(dir, "fine.yaml")
+	os.WriteFile(bad, []byte("workers: x\n"), 0o644)
+	os.WriteFile(fine, []byte("workers: 3\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"inspect", good, "--config", bad, "--config", fine}, "given twice"},
+		{[]string{"inspect", good, "--config", fine, "--config", fine}, "given twice"},
+		{[]string{"inspect", good, "--config", ""}, "an empty path"},
+		{[]string{"inspect", good, "--workers", "x", "--workers", "3"}, `--workers: "x" is not a base-10 integer`},
+		{[]string{"inspect", good, "--workers", "-0"}, `--workers: "-0" is not a base-10 integer`},
+	} {
+		code, stdout, stderr := run(t, tc.args...)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 saying %q", tc.args, code, stderr, tc.want)
+		}
+	}
+	code, stdout, stderr := run(t, "inspect", good, "--workers", "3", "--workers", "4", "--config", fine, "--json")
+	var r struct{ Status string }
+	if err := json.Unmarshal([]byte(stdout), &r); code != 0 || err != nil || r.Status != "PASS" {
+		t.Errorf("--workers 3 --workers 4: exit %d, %v, %q", code, err, stderr)
+	}
+}
+
 func TestSettingsPrecedence(t *testing.T) {
 	good := writeModel(t, tinyLlama)
 	cfg := filepath.Join(t.TempDir(), "p.yaml")

@@ -36,6 +36,11 @@ type fleet struct {
 // is refused before anything runs.
 func fleetFlags(cmd *cobra.Command) (fleet, error) {
 	var f fleet
+	for _, name := range []string{flagJUnit, flagShard} {
+		if v, _ := cmd.Flags().GetString(name); v == "" && cmd.Flags().Changed(name) {
+			return f, fmt.Errorf("--%s: an empty value: give one, or leave --%s out", name, name)
+		}
+	}
 	f.junit, _ = cmd.Flags().GetString(flagJUnit)
 	if s, _ := cmd.Flags().GetString(flagShard); s != "" {
 		sh, err := modellist.ParseShard(s)
@@ -46,6 +51,9 @@ func fleetFlags(cmd *cobra.Command) (fleet, error) {
 	}
 	if f.junit != "" {
 		if err := atomicfile.CheckWritable(f.junit); err != nil {
+			return f, fmt.Errorf("--junit: %w", err)
+		}
+		if err := junit.CheckReplaceable(f.junit); err != nil {
 			return f, fmt.Errorf("--junit: %w", err)
 		}
 	}

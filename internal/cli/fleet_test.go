@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"hash/fnv"
@@ -118,6 +119,9 @@ func TestFleetFlagRefusals(t *testing.T) {
 		{[]string{"run", good, "--shard", "1/0"}, "N is 0"},
 		{[]string{"inspect", good, "--junit", filepath.Join(dir, "no", "such", "\x00", "j.xml")}, "--junit: cannot write"},
 		{[]string{"inspect", good, "--junit", dir}, "--junit: cannot write"},
+		{[]string{"inspect", good, "--junit="}, "--junit: an empty value"},
+		{[]string{"inspect", good, "--shard="}, "--shard: an empty value"},
+		{[]string{"inspect", good, "--shard", "01/4"}, "base-10 integers"},
 	} {
 		code, stdout, stderr := run(t, tc.args...)
 		if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) {
@@ -169,5 +173,50 @@ func TestRunListShardJUnit(t *testing.T) {
 	if c := testenv.ValidateXML(t, testenv.JUnitXSD(), file); c[0] != "" {
 		b, _ := os.ReadFile(file)
 		t.Errorf("not valid JUnit: %s\n%s", c[0], b)
+	}
+}
+
+// `inspect default default` (a list holding the default model): the
+// parallel inspect passes no progress writer, and the default model's
+// "reused" line must not dereference it (it panicked).
+func TestInspectListOfTheDefaultModel(t *testing.T) {
+	t.Setenv("PHASE0_PYTHON", testenv.Python(t))
+	code, stdout, stderr := run(t, "inspect", "default", "default", "--json")
+	var got struct {
+		Status string `json:"status"`
+		Models []struct {
+			Status string `json:"status"`
+		} `json:"models"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 0 || len(got.Models) != 2 || got.Models[0].Status != "PASS" || got.Models[1].Status != "PASS" {
+		t.Errorf("exit %d, %v, %+v; want exit 0 and two PASS rows\n%s", code, err, got, stderr)
+	}
+}
+
+// --junit never destroys a file it did not write: the list itself, the
+// model's config.json (exit 2, nothing run, the file as it was); an
+// earlier JUnit report of phase0's is replaced.
+func TestJUnitKeepsOtherFiles(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	dir := t.TempDir()
+	list := filepath.Join(dir, "hf_models.txt")
+	os.WriteFile(list, []byte(good+"\n"), 0o644)
+	config := filepath.Join(good, "config.json")
+	for _, target := range []string{list, config} {
+		before, _ := os.ReadFile(target)
+		code, stdout, stderr := run(t, "inspect", "@"+list, "--junit", target)
+		after, _ := os.ReadFile(target)
+		if code != 2 || stdout != "" || !strings.Contains(stderr, "is not a JUnit report phase0 wrote") || string(after) != string(before) {
+			t.Errorf("--junit %s: exit %d, %q; want exit 2 and the file as it was (now %q)", target, code, stderr, after)
+		}
+	}
+	file := filepath.Join(dir, "out.xml")
+	for i := range 2 {
+		if code, _, stderr := run(t, "inspect", "@"+list, "--junit", file); code != 0 {
+			t.Errorf("run %d: exit %d, %q", i+1, code, stderr)
+		}
+	}
+	if names, _, _ := junitCases(t, file); len(names) != 1 {
+		t.Errorf("the report phase0 wrote was not replaced: %v", names)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -21,15 +22,44 @@ import (
 // settingFlag is a setting's flag: typed in --help by the row's kind (int,
 // float, duration, bool, string), but it keeps the text as given, so that
 // configs' one parser reads a flag exactly as it reads a variable, a file's
-// key or a Python option (pflag's own int would take 0x41 and 1_0).
+// key or a Python option (pflag's own int would take 0x41 and 1_0). A flag
+// given twice keeps both texts: the last one counts, and the parser reads
+// every one, as it reads a value a higher layer overrides.
 type settingFlag struct {
-	kind configs.Kind
-	text string
+	kind  configs.Kind
+	texts []string
 }
 
-func (f *settingFlag) String() string     { return f.text }
-func (f *settingFlag) Set(s string) error { f.text = s; return nil }
+func (f *settingFlag) String() string {
+	if len(f.texts) == 0 {
+		return ""
+	}
+	return f.texts[len(f.texts)-1]
+}
+func (f *settingFlag) Set(s string) error { f.texts = append(f.texts, s); return nil }
 func (f *settingFlag) Type() string       { return f.kind.FlagType() }
+
+// configFlag is --config: one file. Given twice, the one a person meant is
+// unknown (the other would be silently ignored, its errors too): refused.
+type configFlag struct{ paths []string }
+
+func (f *configFlag) String() string {
+	if len(f.paths) == 0 {
+		return ""
+	}
+	return f.paths[len(f.paths)-1]
+}
+func (f *configFlag) Set(s string) error {
+	switch {
+	case len(f.paths) > 0:
+		return fmt.Errorf("given twice (%s, then %s): give one settings file", configs.Quote(f.paths[0]), configs.Quote(s))
+	case s == "":
+		return errors.New("an empty path: name a YAML file, or leave --config out")
+	}
+	f.paths = append(f.paths, s)
+	return nil
+}
+func (f *configFlag) Type() string { return "string" }
 
 // addSettingFlags adds the flag of every setting command takes (configs.Table).
 func addSettingFlags(flags *pflag.FlagSet, command string) {
@@ -46,7 +76,7 @@ func addSettingFlags(flags *pflag.FlagSet, command string) {
 
 // addConfigFlag adds --config to a command that reads settings from a file.
 func addConfigFlag(flags *pflag.FlagSet) {
-	flags.String("config", "", "YAML settings file (overrides configs/default.yaml; flags and PHASE0_* env override it)")
+	flags.Var(&configFlag{}, "config", "YAML settings file (overrides configs/default.yaml; flags and PHASE0_* env override it)")
 }
 
 func (inv *invocation) settings(cmd *cobra.Command) (*orchestrator.Settings, error) {
@@ -142,7 +172,14 @@ func gather(cmd *cobra.Command, overrides map[string]any) (map[string][]given, e
 	}
 	for _, row := range configs.Table {
 		if f := cmd.Flags().Lookup(row.Flag); row.Flag != "" && f != nil && f.Changed {
-			layers[row.Key] = append(layers[row.Key], given{configs.TextValue(f.Value.String()), "--" + row.Flag})
+			texts := []string{f.Value.String()}
+			if sf, ok := f.Value.(*settingFlag); ok {
+				texts = slices.Clone(sf.texts)
+				slices.Reverse(texts) // the last given first: it counts
+			}
+			for _, text := range texts {
+				layers[row.Key] = append(layers[row.Key], given{configs.TextValue(text), "--" + row.Flag})
+			}
 		}
 		if text, ok := os.LookupEnv(row.Env()); ok {
 			layers[row.Key] = append(layers[row.Key], given{configs.TextValue(text), row.Env()})

@@ -284,6 +284,25 @@ def _differing_rows(x: np.ndarray, y: np.ndarray) -> int:
     return int((_bf16_bits(xc).ravel() != yb).sum())
 
 
+def _nonfinite(a: np.ndarray) -> int:
+    """How many of a's values are NaN or Inf (bf16 by its exponent bits)."""
+    a = np.ascontiguousarray(a)
+    if a.dtype.name == "bfloat16":
+        return int(((a.view(np.uint16) & np.uint16(0x7F80)) == np.uint16(0x7F80)).sum())
+    if not np.issubdtype(a.dtype, np.floating):
+        return 0
+    return int(a.size - np.isfinite(a).sum())
+
+
+def _nonfinite_problem(x: np.ndarray, y: np.ndarray) -> str | None:
+    """Why x (the loader's) or y (the reference's) cannot be compared: NaN
+    or Inf values, which no statistic (nor the worker's JSON) carries."""
+    for what, a in (("the loader's tensor", x), ("the reference", y)):
+        if bad := _nonfinite(a):
+            return f"{what} holds {bad} NaN or Inf values of {a.size}"
+    return None
+
+
 def _swap_row_pairs(y: np.ndarray) -> np.ndarray:
     """y with rows 2k and 2k+1 exchanged: a wrong nibble order within a byte."""
     out = y.copy()
@@ -299,6 +318,9 @@ def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, pa
     confusions: dict[str, QuantStats] = {}
     if x.ndim != 2 or y.ndim != 2:
         fact["problem"] = f"{x.ndim}-D array, expected 2-D (in, out)"
+        return fact
+    if (bad := _nonfinite_problem(x, y)) is not None:
+        fact["problem"] = bad
         return fact
     if x.shape == (y.shape[1], y.shape[0]):
         fact["stats"] = _stats_io(x, y, bound)
@@ -328,6 +350,9 @@ def kept_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, stats: b
     fact: QuantTensor = {"layer": layer, "field": field, "reference": hf, "shape": list(x.shape), "reference_shape": list(y.shape)}
     if x.size != y.size:
         fact["problem"] = f"shape {list(x.shape)}, expected {list(y.shape)}"
+        return fact
+    if (bad := _nonfinite_problem(x, y)) is not None:
+        fact["problem"] = bad
         return fact
     fact["differing"] = _differing(x.reshape(y.shape), y)
     if fact["differing"] and stats:

@@ -8,7 +8,11 @@ package junit
 
 import (
 	"encoding/xml"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"strings"
 	"time"
 
@@ -169,4 +173,30 @@ func WriteFile(path string, s Suite) error {
 		return fmt.Errorf("writing the JUnit report: %w", err)
 	}
 	return nil
+}
+
+// ownMark opens every file WriteFile writes (after the XML declaration).
+const ownMark = `<testsuites name="phase0"`
+
+// CheckReplaceable says why path must not be written: it holds something
+// other than a JUnit report phase0 wrote (the model list, a config.json, a
+// settings file given by mistake), which writing would destroy. A missing or
+// empty file, or an earlier report of phase0's, may be replaced.
+func CheckReplaceable(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, 512)
+	n, err := io.ReadFull(f, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if n == 0 || strings.Contains(string(head[:n]), ownMark) {
+		return nil
+	}
+	return fmt.Errorf("%s exists and is not a JUnit report phase0 wrote: writing it would destroy it; name a new file, or remove it first", path)
 }
