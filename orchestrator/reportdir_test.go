@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,4 +35,25 @@ func TestReportDirKeepsAPersonsReport(t *testing.T) {
 	mustPass(t, Run(context.Background(), s, model, "test"))
 	s.Fresh = true
 	mustPass(t, Run(context.Background(), s, model, "test"))
+}
+
+// A workspace (--out-dir) or a report dir inside the model folder is
+// refused before anything is written: its files would change the
+// checkpoint phase0 validates, and no later run could reuse the PASS.
+func TestNothingWrittenIntoTheModelFolder(t *testing.T) {
+	t.Parallel()
+	model := t.TempDir()
+	if err := os.CopyFS(model, os.DirFS(tiny(t, "qwen2"))); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadDir(model)
+	for _, tc := range []struct{ out, reports string }{{model, ""}, {t.TempDir(), filepath.Join(model, "reports")}} {
+		s := settingsFor(t, tc.out)
+		s.ReportDir, s.ReferenceSteps = tc.reports, 0
+		r := Run(context.Background(), s, model, "test")
+		after, _ := os.ReadDir(model)
+		if r.Status != verdict.Error || !strings.Contains(r.Error, "is inside the model folder "+model) || len(after) != len(before) {
+			t.Errorf("--out-dir %s --report-dir %q: %s, %q, %d entries in the model folder (was %d); want ERROR and nothing written", tc.out, tc.reports, r.Status, r.Error, len(after), len(before))
+		}
+	}
 }
