@@ -121,8 +121,9 @@ func scalar(n *yaml.Node) (Value, error) {
 	case "!!int":
 		return Value{Text: n.Value, Form: FormNumber}, nil
 	case "!!float":
-		// `!!float 7` is the float 7.0, never the integer 7.
-		if integerText.MatchString(n.Value) {
+		// `!!float 7` is the float 7.0, never the integer 7 (an untagged
+		// integer beyond int64, which YAML also calls a float, stays as written).
+		if n.Style&yaml.TaggedStyle != 0 && integerText.MatchString(n.Value) {
 			return Value{Text: n.Value + ".0", Form: FormNumber}, nil
 		}
 		return Value{Text: n.Value, Form: FormNumber}, nil
