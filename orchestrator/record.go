@@ -81,7 +81,7 @@ func enterStage(_ context.Context, st *state) (outcome, error) {
 	r := st.facts.reuse.reused // a PASS of a mid-deployment folder (reusedMidDeployment)
 	w := r.Workspace
 	// The spec the entry names the model by, as generate built it
-	// (recordCheckpoint: a local folder by its name, never its path).
+	// (wsfolder.RecordCheckpoint: a local folder by its name, never its path).
 	spec := scaffold.Spec{Name: w.Name, ModelID: r.ModelID, OnHub: !filepath.IsAbs(r.ModelID), Revision: r.Revision, Source: r.Source}
 	if !spec.OnHub {
 		spec.ModelID = filepath.Base(r.ModelDir)

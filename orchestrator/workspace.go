@@ -186,7 +186,7 @@ func workspaceFor(st *state, version string) (string, scaffold.Spec, error) {
 		Name: name, ModelID: ref.ID, OnHub: !ref.Local, Revision: ref.Revision, Source: ref.Source,
 		ToolVersion: version, AttentionFallback: s.AttentionFallback, LicenseHeader: s.LicenseHeader,
 	}
-	if err := recordCheckpoint(&spec, ref, filepath.Join(root, name)); err != nil {
+	if err := wsfolder.RecordCheckpoint(&spec, ref, filepath.Join(root, name), s.ReportDir); err != nil {
 		return "", scaffold.Spec{}, err
 	}
 	return root, spec, nil

@@ -14,7 +14,10 @@
 package record
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,6 +29,31 @@ import (
 	"phase0/scaffold"
 	"phase0/verdict"
 )
+
+// ownReports are the report files a person may also keep in a folder given
+// as --report-dir, and what opens every one phase0 writes.
+var ownReports = map[string]string{"report.json": `"tool": "phase0"`, "report.md": "# Phase 0 report"}
+
+// foreignReport says which report file in dir phase0 did not write (a
+// --report-dir pointed at a folder of a person's): it is never overwritten.
+func foreignReport(dir string) error {
+	for name, mark := range ownReports {
+		path := filepath.Join(dir, name)
+		f, err := os.Open(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		head := make([]byte, 512)
+		n, _ := io.ReadFull(f, head)
+		f.Close()
+		if n > 0 && !strings.Contains(string(head[:n]), mark) {
+			return fmt.Errorf("%s exists and phase0 did not write it: it is never overwritten; give another --report-dir, or move the file", path)
+		}
+	}
+	return nil
+}
 
 // Paths of the documents the record updates, relative to the workspace.
 var (
@@ -41,6 +69,9 @@ var (
 func Commit(r *report.Report, dir string, docs []report.File, inputs string, encode func([]report.File) ([]byte, error)) error {
 	files, err := report.Files(r, dir)
 	if err != nil {
+		return fmt.Errorf("recording the result (nothing was written): %w", err)
+	}
+	if err := foreignReport(dir); err != nil {
 		return fmt.Errorf("recording the result (nothing was written): %w", err)
 	}
 	files = append(files, docs...)

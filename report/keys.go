@@ -39,12 +39,21 @@ func (q *QuantizedKey) keyLine() string {
 }
 
 // WithKeys is a quantized command's report: the first key's, carrying
-// every other key's report, with the worst of their verdicts.
+// every other key's report, with the worst of their verdicts. A key that
+// was interrupted makes the command interrupted (exit 130), and a key that
+// could not be evaluated gives an ERROR command its error.
 func WithKeys(reports []*Report) *Report {
 	first := reports[0]
 	for _, r := range reports[1:] {
 		first.Keys = append(first.Keys, r)
 		first.Status = verdict.Worst(first.Status, r.Status)
+		first.Interrupted = first.Interrupted || r.Interrupted
+		if first.Error == "" && r.Status == verdict.Error {
+			first.Error = r.Error
+			if q := r.Quantized; q != nil {
+				first.Error = fmt.Sprintf("key %q: %s", q.Key, r.Error)
+			}
+		}
 	}
 	return first
 }

@@ -5,8 +5,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode"
 	"unicode/utf8"
 
 	"phase0/verdict"
@@ -235,7 +237,10 @@ func secondsCell(s float64) string {
 
 // Elide cuts s to at most n characters by replacing its middle with "…",
 // keeping both ends (an org and a model's distinguishing suffix).
+// Control characters (a tab or newline would break the table's columns,
+// an escape sequence would reach the terminal) are shown escaped.
 func Elide(s string, n int) string {
+	s = printable(s)
 	if utf8.RuneCountInString(s) <= n || n < 3 {
 		return s
 	}
@@ -243,6 +248,24 @@ func Elide(s string, n int) string {
 	head := (n - 1) / 2
 	tail := n - 1 - head
 	return string(r[:head]) + "…" + string(r[len(r)-tail:])
+}
+
+// printable is s with its control characters (C0, DEL, C1) written as
+// escapes (\t, \x1b), as strconv.Quote writes them.
+func printable(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // notInCache is the error of a hub id that is not in the HF cache while the
@@ -354,6 +377,7 @@ func wrap(text string, width int, first, rest string) string {
 	line := first
 	empty := true
 	for _, word := range strings.Fields(text) {
+		word = printable(word) // an escape sequence in a model's name
 		if !empty && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width {
 			sb.WriteString(line + "\n")
 			line, empty = rest, true

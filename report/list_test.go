@@ -205,3 +205,28 @@ func TestRunListQuantizedColumn(t *testing.T) {
 		t.Log("\n" + text)
 	}
 }
+
+// A model named with control characters (a folder named with a tab, a
+// newline, an escape sequence) keeps both tables' columns: each row is one
+// line of the same width as the header's columns, and no escape reaches the
+// terminal.
+func TestListTablesEscapeControlCharacters(t *testing.T) {
+	names := []string{"/m/tab\there", "/m/new\nline", "/m/esc\x1b[31mred", "/m/plain"}
+	var run []ListRow
+	var insp []InspectRow
+	for _, n := range names {
+		r := &Report{Model: n, Status: verdict.Rejected, Rejections: []model.Rejection{{Code: "moe", Message: "x"}}}
+		run = append(run, ListRow{Report: r})
+		insp = append(insp, InspectRow{ListRow: ListRow{Report: r}})
+	}
+	for name, text := range map[string]string{
+		"run":     RunListText(run, ListTotals{Status: verdict.Rejected}),
+		"inspect": InspectListText(insp, ListTotals{Status: verdict.Rejected}),
+	} {
+		lines := strings.Split(text, "\n")
+		if strings.ContainsAny(text, "\t\x1b") || !strings.HasPrefix(lines[1], `/m/tab\there`) || !strings.HasPrefix(lines[2], `/m/new\nline`) ||
+			!strings.HasPrefix(lines[3], `/m/esc\x1b[31mred`) || strings.Index(lines[0], "VERDICT") < 0 {
+			t.Errorf("%s table:\n%s", name, text)
+		}
+	}
+}

@@ -17,10 +17,27 @@ _INSTRUCT_WORDS = frozenset({"instruct", "it", "chat"})
 _WORD_SPLIT = re.compile(r"[^a-z0-9]+")
 
 
+# MAX_PROMPT_FILE bounds a prompt file (upstream's are a few hundred bytes):
+# a sparse or runaway file must not be read whole into the worker.
+MAX_PROMPT_FILE = 1 << 20
+
+
 def read_prompts(path: Path) -> list[str]:
-    """Return the prompts in a prompt file: one per line, `#` comments and blanks skipped."""
+    """Return the prompts in a prompt file: one per line, `#` comments and
+    blanks skipped. The file must be a regular file of at most
+    MAX_PROMPT_FILE bytes of UTF-8 text; the error names it."""
+    if path.exists() and not path.is_file():
+        raise ValueError(f"{path}: not a regular file")
+    with path.open("rb") as f:
+        data = f.read(MAX_PROMPT_FILE + 1)
+    if len(data) > MAX_PROMPT_FILE:
+        raise ValueError(f"{path}: larger than {MAX_PROMPT_FILE} bytes; a prompt file holds a few lines")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (byte {e.start})") from None
     prompts: list[str] = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in text.splitlines():
         text = line.strip()
         if not text or text.startswith("#"):
             continue

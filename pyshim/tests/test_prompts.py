@@ -14,6 +14,26 @@ def test_read_prompts_skips_comments_and_blanks(tmp_path: Path) -> None:
     assert read_prompts(path) == ["The sky is", "Two plus two is"]
 
 
+def test_read_prompts_is_bounded(tmp_path: Path) -> None:
+    """A sparse 2 GiB prompt file took the worker to 24 GB RSS; a binary one
+    raised a UnicodeDecodeError naming no file. Each is refused, named."""
+    import os
+
+    huge = tmp_path / "huge.txt"
+    with huge.open("wb") as f:
+        f.truncate(2 << 30)
+    with pytest.raises(ValueError, match="huge.txt: larger than 1048576 bytes"):
+        read_prompts(huge)
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"The capital\xa5 of France is\n")
+    with pytest.raises(ValueError, match=r"binary.txt: not UTF-8 text \(byte 11\)"):
+        read_prompts(binary)
+    fifo = tmp_path / "fifo.txt"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="fifo.txt: not a regular file"):
+        read_prompts(fifo)
+
+
 def test_canonical_prompt_is_first_prompt(tmp_path: Path) -> None:
     (tmp_path / "instruct.txt").write_text("#x\n\nSay hi.\nSay bye.\n", encoding="utf-8")
     assert canonical_prompt(tmp_path, "instruct") == "Say hi."
