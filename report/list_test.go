@@ -225,7 +225,7 @@ func TestListTablesEscapeControlCharacters(t *testing.T) {
 	} {
 		lines := strings.Split(text, "\n")
 		if strings.ContainsAny(text, "\t\x1b") || !strings.HasPrefix(lines[1], `/m/tab\there`) || !strings.HasPrefix(lines[2], `/m/new\nline`) ||
-			!strings.HasPrefix(lines[3], `/m/esc\x1b[31mred`) || strings.Index(lines[0], "VERDICT") < 0 {
+			!strings.HasPrefix(lines[3], `/m/esc\x1b[31mred`) || !strings.Contains(lines[0], "VERDICT") {
 			t.Errorf("%s table:\n%s", name, text)
 		}
 	}
