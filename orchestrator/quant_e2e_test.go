@@ -113,16 +113,7 @@ func TestQuantizedTree(t *testing.T) {
 		s.Env, s.Name, s.CacheDir = env, name, cache
 		return s
 	}
-	sameTree := func(t *testing.T, before map[string]string) {
-		t.Helper()
-		after := snapshotTree(t, llms)
-		unchangedExcept(t, before, after)
-		for p := range after {
-			if _, ok := before[p]; !ok {
-				t.Errorf("new file in the tree: %s", p)
-			}
-		}
-	}
+	sameTree := func(t *testing.T, before map[string]string) { t.Helper(); sameTreeAs(t, llms, before) }
 
 	t.Run("the bundle id validates every key", func(t *testing.T) {
 		before := snapshotTree(t, llms)
@@ -240,13 +231,7 @@ func quantCleanTree(t *testing.T) (*Settings, func(*testing.T)) {
 	before := snapshotTree(t, llms)
 	return s, func(t *testing.T) {
 		t.Helper()
-		after := snapshotTree(t, llms)
-		unchangedExcept(t, before, after)
-		for p := range after {
-			if _, ok := before[p]; !ok {
-				t.Errorf("new file in the tree: %s", p)
-			}
-		}
+		sameTreeAs(t, llms, before)
 	}
 }
 

@@ -90,6 +90,19 @@ func snapshotTree(t *testing.T, dir string) map[string]string {
 	return out
 }
 
+// sameTreeAs fails unless the tree at dir is byte for byte as snapshotted
+// in before, with no file added.
+func sameTreeAs(t *testing.T, dir string, before map[string]string) {
+	t.Helper()
+	after := snapshotTree(t, dir)
+	unchangedExcept(t, before, after)
+	for p := range after {
+		if _, ok := before[p]; !ok {
+			t.Errorf("new file in the tree: %s", p)
+		}
+	}
+}
+
 // unchangedExcept fails for any file of before that changed or vanished,
 // outside the folders phase0 may write into.
 func unchangedExcept(t *testing.T, before, after map[string]string, writable ...string) {
@@ -154,17 +167,7 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 		s.Name, s.CacheDir = "qwen3_0_6b", cache
 		return s
 	}
-	// sameTree fails unless the tree is byte for byte as it was, with no file added.
-	sameTree := func(t *testing.T, before map[string]string) {
-		t.Helper()
-		after := snapshotTree(t, llms)
-		unchangedExcept(t, before, after)
-		for p := range after {
-			if _, ok := before[p]; !ok {
-				t.Errorf("new file in the tree: %s", p)
-			}
-		}
-	}
+	sameTree := func(t *testing.T, before map[string]string) { t.Helper(); sameTreeAs(t, llms, before) }
 
 	t.Run("validates a correct foreign module, --force or not, leaving the folder as it was", func(t *testing.T) {
 		for _, force := range []bool{false, true} {
