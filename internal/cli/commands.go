@@ -56,10 +56,7 @@ func newInspectCmd(inv *invocation) *cobra.Command {
 			}
 			started := time.Now()
 			if !isList(args) && f.shard.N == 0 {
-				rep := orchestrator.Inspect(ctx, s, args[0], inv.version)
-				out := reportOutcome(rep)
-				out.after = func() error { return f.writeJUnit("inspect", inv.version, started, rep.Seconds, singleCase(rep)) }
-				return out, nil
+				return f.single("inspect", inv.version, started, orchestrator.Inspect(ctx, s, args[0], inv.version)), nil
 			}
 			entries, err := f.entries(args)
 			if err != nil {
@@ -91,10 +88,7 @@ func newRunCmd(inv *invocation) *cobra.Command {
 			}
 			started := time.Now()
 			if !isList(args) && f.shard.N == 0 {
-				rep := orchestrator.Run(ctx, s, args[0], inv.version)
-				out := reportOutcome(rep)
-				out.after = func() error { return f.writeJUnit("run", inv.version, started, rep.Seconds, singleCase(rep)) }
-				return out, nil
+				return f.single("run", inv.version, started, orchestrator.Run(ctx, s, args[0], inv.version)), nil
 			}
 			b, err := inv.runList(ctx, cmd, s, args, f)
 			if err != nil {

@@ -96,3 +96,11 @@ func triageCases(t *listrun.Triage) []junit.Case {
 }
 
 func singleCase(r *report.Report) []junit.Case { return []junit.Case{{Report: r}} }
+
+// single is one model's outcome, its JUnit file (with --junit) written
+// after the report.
+func (f fleet) single(command, version string, started time.Time, rep *report.Report) *outcome {
+	out := reportOutcome(rep)
+	out.after = func() error { return f.writeJUnit(command, version, started, rep.Seconds, singleCase(rep)) }
+	return out
+}
