@@ -84,25 +84,9 @@ func TestReuseSeesIssue31(t *testing.T) {
 			t.Fatalf("an unchanged re-run was not reused: %s", stageDetail(r, "reuse"))
 		}
 	}
-	// refused runs only the reuse stage (then stops, as an interrupt does)
-	// and checks why the recorded PASS was not reused.
 	refused := func(t *testing.T, want ...string) {
 		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		progress := s.Progress
-		s.Progress = &cancelOn{stage: "reuse", cancel: cancel}
-		r := Run(ctx, s, modelDir, "test")
-		s.Progress = progress
-		if r.ReusedFrom != nil {
-			t.Fatalf("a stale PASS was reused (want it refused: %q)", want)
-		}
-		got := stageDetail(r, "reuse")
-		for _, w := range want {
-			if !strings.Contains(got, w) {
-				t.Errorf("reuse stage %q, want it to name %q", got, w)
-			}
-		}
+		refusedFor(t, s, modelDir, want...)
 	}
 
 	r := run(t)

@@ -150,22 +150,9 @@ func TestReuseIsNeverStale(t *testing.T) {
 		}
 		return r
 	}
-	// refused runs only the reuse stage (then stops, as an interrupt does)
-	// and returns why the recorded PASS was not reused.
 	refused := func(t *testing.T, want string) {
 		t.Helper()
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		progress := s.Progress
-		s.Progress = &cancelOn{stage: "reuse", cancel: cancel}
-		r := Run(ctx, s, modelDir, "test")
-		s.Progress = progress
-		if r.ReusedFrom != nil {
-			t.Fatalf("a stale PASS was reused (want it refused because %s)", want)
-		}
-		if got := stageDetail(r, "reuse"); !strings.Contains(got, want) {
-			t.Errorf("reuse stage %q, want it to name %q", got, want)
-		}
+		refusedFor(t, s, modelDir, want)
 	}
 	reused := func(t *testing.T) {
 		t.Helper()
@@ -279,4 +266,26 @@ func TestReuseIsNeverStale(t *testing.T) {
 		})
 		refused(t, "model file config.json changed")
 	})
+}
+
+// refusedFor runs only the reuse stage of run on modelDir (then stops, as an
+// interrupt does) and fails unless the recorded PASS was refused for a reason
+// naming each of want.
+func refusedFor(t *testing.T, s *Settings, modelDir string, want ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	progress := s.Progress
+	s.Progress = &cancelOn{stage: "reuse", cancel: cancel}
+	r := Run(ctx, s, modelDir, "test")
+	s.Progress = progress
+	if r.ReusedFrom != nil {
+		t.Fatalf("a stale PASS was reused (want it refused: %q)", want)
+	}
+	got := stageDetail(r, "reuse")
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("reuse stage %q, want it to name %q", got, w)
+		}
+	}
 }
