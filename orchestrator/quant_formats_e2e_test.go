@@ -93,6 +93,10 @@ func TestQuantizedFormats(t *testing.T) {
 		if p := r.Gates.Pairing; p == nil || p.Status != verdict.Pass {
 			t.Errorf("pairing is not a PASS: %+v", p)
 		}
+		// The NPU reads the quantized head: quantized gate 2 must too.
+		if e := r.Gates.QuantE2E; e == nil || !e.HeadPatched {
+			t.Errorf("the quantized lm_head is not patched into quantized gate 2: %+v", e)
+		}
 	})
 
 	t.Run("qwen25_3b_q4", func(t *testing.T) {

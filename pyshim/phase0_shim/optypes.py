@@ -186,6 +186,7 @@ class QuantE2EFacts(TypedDict):
 
     loader: str
     patched: int
+    head_patched: bool
     reference_top: list[int]
     reference_top_logprobs: list[float]
     quantized_top: list[int]

@@ -558,6 +558,23 @@ def _projection_param(model: Any, layer: int, field: str) -> Any:
     return obj.weight
 
 
+def _patch_head(model: Any, value: Any) -> bool:
+    """Put the loader's lm_head ((vocab, emb), as the NPU uses it) into the
+    model when it differs from the model's own: a quantized copy of a tied
+    head gets a parameter of its own, so the embedding stays bf16. Returns
+    whether the head was patched (False: it already was the model's)."""
+    import torch
+
+    head = model.get_output_embeddings()
+    w = torch.from_numpy(np.ascontiguousarray(np.asarray(value, dtype=np.float32))).to(head.weight.dtype)
+    if tuple(w.shape) != tuple(head.weight.shape):
+        raise ValueError(f"lm_head: the loader's {list(w.shape)} does not fit the model's {list(head.weight.shape)}")
+    if torch.equal(w, head.weight):
+        return False
+    head.weight = torch.nn.Parameter(w, requires_grad=False)
+    return True
+
+
 def _side(logits: Any) -> tuple[list[int], list[float]]:
     import torch
 
@@ -583,9 +600,12 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
     ref_prompt = _last_logits(model, prompt_ids)[-1]
     ref_passage = _last_logits(model, passage_ids)[:-1]
     loader, layers = find_loader(module, args["source"], int(args["n_layers"]), ref)
-    patched = 0
+    patched, head_patched = 0, False
     with torch.no_grad():
         for layer, field, value in layers:
+            if layer < 0 and field == "lm_head" and value is not None:
+                head_patched = _patch_head(model, value)
+                continue
             if layer < 0 or field not in PROJECTIONS or value is None:
                 continue
             param = _projection_param(model, layer, field)
@@ -612,6 +632,7 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
     return {
         "loader": loader,
         "patched": patched,
+        "head_patched": head_patched,
         "reference_top": ref_ids,
         "reference_top_logprobs": ref_lp,
         "quantized_top": q_ids,
