@@ -237,36 +237,6 @@ class HfRunner:
 	return llms
 }
 
-func TestRunnerCrashAndTimeoutFail(t *testing.T) {
-	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
-	tests := []struct {
-		name, body, reason string
-	}{
-		{"segfault", "        import ctypes\n        ctypes.string_at(0)", "SIGSEGV"},
-		{"hang", "        import time\n        time.sleep(600)", "timed out"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			llms := fakeVerify(t, tt.body)
-			s := settingsFor(t, llms)
-			s.Timeout = 45 * time.Second // room for torch's import on a loaded machine before the hang
-			s.Sessions = nil             // a lent session has no time limit
-			r := Run(context.Background(), s, tiny(t, "qwen3"), "test")
-			b := r.Gates.HFBaseline
-			if r.Status != verdict.Fail || ExitCode(r) != 1 || b == nil || !strings.Contains(strings.Join(b.Reasons, "\n"), tt.reason) {
-				t.Fatalf("status %s, baseline %+v", r.Status, b)
-			}
-			if _, err := os.Stat(filepath.Join(llms, "qwen3", "docs/development_progress/phase0/report.json")); err != nil {
-				t.Errorf("report not written: %v", err)
-			}
-			todo := string(mustRead(t, filepath.Join(llms, "qwen3", "TODO.md")))
-			if !strings.Contains(todo, "needs-human-review") {
-				t.Errorf("TODO.md lacks the blocker:\n%s", todo)
-			}
-		})
-	}
-}
-
 func TestUpstreamVerifyTreeIsUsed(t *testing.T) {
 	llms := filepath.Join(testenv.PyShim(), "tests", "data", "llms")
 	r := BaselineRun(context.Background(), settingsFor(t, llms), tiny(t, "llama-llama3"), "test")

@@ -135,28 +135,33 @@ func TestMessagesNameTheInput(t *testing.T) {
 	})
 }
 
-// TestWorkerDeathKeepsEarlierResults (issue 10 item 1): the worker dying in
-// the reference step fails gate 2 only; the loader and config facts it had
-// already answered stay PASS, and TODO.md's blockers name gate 2 alone.
+// TestWorkerDeathKeepsEarlierResults (issue 10 item 1): the runner
+// crashing or hanging in the reference step fails gate 2 only: exit 1, the
+// report written, TODO.md's blocker naming gate 2 alone, and the loader and
+// config facts the worker had already answered kept as PASS. Each case
+// starts a worker of its own (a lent session has no time limit), all at once.
 func TestWorkerDeathKeepsEarlierResults(t *testing.T) {
 	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
 	for _, tc := range []struct {
 		name, body, reason string
 		timeout            time.Duration
 	}{
+		{"segfault", "        import ctypes\n        ctypes.string_at(0)", "SIGSEGV", 0},
 		{"abort", "        import os\n        os.abort()", "SIGABRT", 0},
 		{"killed as by the OOM killer", "        import os, signal\n        os.kill(os.getpid(), signal.SIGKILL)", "killed (likely out of memory)", 0},
 		{"timeout", "        import time\n        time.sleep(600)", "timed out", 45 * time.Second}, // room for torch's import on a loaded machine before the hang
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			llms := fakeVerify(t, tc.body)
 			s := settingsFor(t, llms)
+			s.Sessions = nil
 			if tc.timeout > 0 {
-				s.Timeout, s.Sessions = tc.timeout, nil // a lent session has no time limit
+				s.Timeout = tc.timeout
 			}
 			r := Run(context.Background(), s, tiny(t, "qwen3"), "test")
 			g := r.Gates
-			if ExitCode(r) != 1 || g.HFBaseline == nil || !g.HFBaseline.Status.Failed() || !strings.Contains(strings.Join(g.HFBaseline.Reasons, "\n"), tc.reason) {
+			if r.Status != verdict.Fail || ExitCode(r) != 1 || g.HFBaseline == nil || !g.HFBaseline.Status.Failed() || !strings.Contains(strings.Join(g.HFBaseline.Reasons, "\n"), tc.reason) {
 				t.Fatalf("exit %d, status %s, baseline %+v; want exit 1 with gate 2 failed naming %s", ExitCode(r), r.Status, g.HFBaseline, tc.reason)
 			}
 			if g.PyWeights == nil || g.PyWeights.Status != verdict.Pass {
@@ -165,7 +170,13 @@ func TestWorkerDeathKeepsEarlierResults(t *testing.T) {
 			if g.ConfigConsistency == nil || g.ConfigConsistency.Status != verdict.Pass {
 				t.Errorf("config_consistency %+v, want PASS kept", g.ConfigConsistency)
 			}
+			if _, err := os.Stat(filepath.Join(llms, "qwen3", "docs/development_progress/phase0/report.json")); err != nil {
+				t.Errorf("report not written: %v", err)
+			}
 			todo := string(mustRead(t, filepath.Join(llms, "qwen3", "TODO.md")))
+			if !strings.Contains(todo, "needs-human-review") {
+				t.Errorf("TODO.md lacks the blocker:\n%s", todo)
+			}
 			if strings.Contains(strings.ToLower(todo), "config consistency:") || strings.Contains(strings.ToLower(todo), "python weights:") {
 				t.Errorf("TODO.md blames a gate that passed:\n%s", todo)
 			}

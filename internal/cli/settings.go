@@ -161,6 +161,9 @@ func settings(cmd *cobra.Command, stderr io.Writer, overrides map[string]any) (*
 
 // gather is every layer's value of every setting, highest layer first.
 func gather(cmd *cobra.Command, overrides map[string]any) (map[string][]given, error) {
+	if err := configs.UnknownEnv(os.Environ()); err != nil {
+		return nil, err
+	}
 	layers := map[string][]given{}
 	command := cmd.Name()
 	opts, err := options(command, overrides)
