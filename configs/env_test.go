@@ -126,7 +126,15 @@ func TestEveryPhase0VariableIsDeclared(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The docs' example of a refused typo.
+	typos := map[string]bool{"PHASE0_" + "WORKRES": true}
 	for name, path := range used {
+		if typos[name] {
+			if UnknownEnv([]string{name + "=1"}) == nil {
+				t.Errorf("%s (the example in %s) is accepted", name, path)
+			}
+			continue
+		}
 		if !settings[name] && OtherEnv[name] == "" {
 			t.Errorf("%s (used in %s) is neither a setting's variable nor in configs.OtherEnv: phase0 would refuse it", name, path)
 		}
