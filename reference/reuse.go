@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 
 	"phase0/fingerprint"
@@ -27,7 +28,14 @@ func WriteSources(dir string, sources fingerprint.Sources) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.Write(filepath.Join(dir, SourcesFile), append(js, '\n')); err != nil {
+	path := filepath.Join(dir, SourcesFile)
+	if err := atomicfile.Write(path, append(js, '\n')); err != nil {
+		// The recording beside it is new: the previous recording's stamp
+		// must not vouch for it (the next run records anew). Removing
+		// needs no space.
+		if rerr := os.Remove(path); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return fmt.Errorf("recording the reference's sources: %w (and the previous recording's %s could not be removed: %v)", err, path, rerr)
+		}
 		return fmt.Errorf("recording the reference's sources: %w", err)
 	}
 	return nil

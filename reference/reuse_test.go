@@ -1,8 +1,15 @@
 package reference
 
 import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"phase0/fingerprint"
+	"phase0/internal/testenv"
 )
 
 // TestReusableWithoutRecording: an empty folder has nothing to reuse and
@@ -24,5 +31,31 @@ func TestFindings(t *testing.T) {
 	got.Prompts[0].Nonfinite = nil
 	if f := Findings(got, "k1"); len(f) != 0 {
 		t.Errorf("clean recording: %q", f)
+	}
+}
+
+// TestWriteSourcesOnAFullDiskLeavesNoStaleStamp: on a real full tmpfs the
+// new stamp cannot be written; the previous recording's is removed, so it
+// cannot vouch for the new recording beside it (the next run records anew).
+func TestWriteSourcesOnAFullDiskLeavesNoStaleStamp(t *testing.T) {
+	dir := testenv.Tmpfs(t, 1<<20)
+	old := fingerprint.Sources{Names: []string{"old"}}
+	if err := WriteSources(dir, old); err != nil {
+		t.Fatal(err)
+	}
+	testenv.FillTo(t, dir, 0)
+	big := fingerprint.Sources{Names: []string{strings.Repeat("n", 64<<10)}}
+	err := WriteSources(dir, big)
+	if err == nil || !strings.Contains(err.Error(), "no space left") {
+		t.Fatalf("error %v, want no space left", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, SourcesFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the previous recording's %s is left beside a new recording (%v)", SourcesFile, err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("left %d entries, want the filler alone: %v", len(entries), entries)
+	}
+	if err := sourcesUnchanged(dir); err == nil {
+		t.Error("a recording without its stamp counts as unchanged")
 	}
 }
