@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"phase0/configgate"
+	"phase0/report"
 	"phase0/verdict"
 )
 
@@ -144,22 +145,35 @@ func TestWorkerDeathKeepsEarlierResults(t *testing.T) {
 	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
 	for _, tc := range []struct {
 		name, body, reason string
-		timeout            time.Duration
+		hang               bool
 	}{
-		{"segfault", "        import ctypes\n        ctypes.string_at(0)", "SIGSEGV", 0},
-		{"abort", "        import os\n        os.abort()", "SIGABRT", 0},
-		{"killed as by the OOM killer", "        import os, signal\n        os.kill(os.getpid(), signal.SIGKILL)", "killed (likely out of memory)", 0},
-		{"timeout", "        import time\n        time.sleep(600)", "timed out", 45 * time.Second}, // room for torch's import on a loaded machine before the hang
+		{"segfault", "        import ctypes\n        ctypes.string_at(0)", "SIGSEGV", false},
+		{"abort", "        import os\n        os.abort()", "SIGABRT", false},
+		{"killed as by the OOM killer", "        import os, signal\n        os.kill(os.getpid(), signal.SIGKILL)", "killed (likely out of memory)", false},
+		{"timeout", "        import time\n        open(HUNG, 'w').close()\n        time.sleep(600)", "timed out", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			llms := fakeVerify(t, tc.body)
-			s := settingsFor(t, llms)
-			s.Sessions = nil
-			if tc.timeout > 0 {
-				s.Timeout = tc.timeout
+			var llms string
+			var r *report.Report
+			// The session's time limit must outlast torch's import and the
+			// stages before the hang, which a loaded machine stretches: a
+			// run that timed out before the runner hung (it writes HUNG
+			// first) is tried again with twice the limit.
+			for timeout := 12 * time.Second; ; timeout *= 2 {
+				hung := filepath.Join(t.TempDir(), "hung")
+				llms = fakeVerify(t, strings.ReplaceAll(tc.body, "HUNG", fmt.Sprintf("%q", hung)))
+				s := settingsFor(t, llms)
+				s.Sessions = nil // a lent session has no time limit
+				if tc.hang {
+					s.Timeout = timeout
+				}
+				r = Run(context.Background(), s, tiny(t, "qwen3"), "test")
+				if _, err := os.Stat(hung); !tc.hang || err == nil || timeout >= 96*time.Second {
+					break
+				}
+				t.Logf("the session timed out at %s before the runner hung: again with %s", timeout, 2*timeout)
 			}
-			r := Run(context.Background(), s, tiny(t, "qwen3"), "test")
 			g := r.Gates
 			if r.Status != verdict.Fail || ExitCode(r) != 1 || g.HFBaseline == nil || !g.HFBaseline.Status.Failed() || !strings.Contains(strings.Join(g.HFBaseline.Reasons, "\n"), tc.reason) {
 				t.Fatalf("exit %d, status %s, baseline %+v; want exit 1 with gate 2 failed naming %s", ExitCode(r), r.Status, g.HFBaseline, tc.reason)
