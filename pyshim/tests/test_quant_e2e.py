@@ -1,0 +1,109 @@
+"""Quantized gate 2's patching (phase0_shim.quant.e2e_facts): the loader's arrays become the model's
+projections without a second copy of the model, whatever the loader's dtype, and what it does not
+give keeps the reference's weights."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from phase0_shim.quant import PROJECTIONS, e2e_facts
+from phase0_testmodels.quant.models import make_quant_model
+
+# An upstream-style module whose load_*weights function returns the whole
+# model at once, as upstream's 8 B modules do: here the reference's own bf16
+# weights in the (in, out) layout, so the patched model is the bf16 model.
+MODULE = '''
+import types
+
+import numpy as np
+import torch
+from ml_dtypes import bfloat16
+from safetensors.torch import load_file
+
+DTYPE = "bf16"
+SKIP = ()
+LAST = {}
+
+PROJ = {"wq": "self_attn.q_proj", "wk": "self_attn.k_proj", "wv": "self_attn.v_proj",
+        "wo": "self_attn.o_proj", "w_gate": "mlp.gate_proj", "w_up": "mlp.up_proj",
+        "w_down": "mlp.down_proj"}
+
+
+def _np(t):
+    a = t.contiguous().view(torch.int16).numpy().view(bfloat16)
+    return a if DTYPE == "bf16" else a.astype(np.float32)
+
+
+def load_test_weights(source):
+    sd = load_file(source + "/model.safetensors")
+    n = 1 + max(int(k.split(".")[2]) for k in sd if k.startswith("model.layers."))
+    layers = []
+    for k in range(n):
+        p = f"model.layers.{k}."
+        fields = {f: (None if (k, f) in SKIP else np.ascontiguousarray(_np(sd[p + hf + ".weight"]).T))
+                  for f, hf in PROJ.items()}
+        fields["attn_norm"] = _np(sd[p + "input_layernorm.weight"])
+        fields["ffn_norm"] = _np(sd[p + "post_attention_layernorm.weight"])
+        layers.append(types.SimpleNamespace(**fields))
+    LAST["layers"] = layers
+    embed = _np(sd["model.embed_tokens.weight"])
+    return types.SimpleNamespace(embed_table=embed, final_norm=_np(sd["model.norm.weight"]),
+                                 lm_head=embed, layers=layers)
+'''
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_quant_model(tmp_path_factory.mktemp("e2e") / "llama", "llama")
+
+
+def _run(checkpoint: Path, tmp_path: Path, dtype: str, skip: tuple[tuple[int, str], ...] = ()) -> tuple[Any, Any, dict[str, Any]]:
+    import importlib.util
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    path = tmp_path / "test_weights.py"
+    path.write_text(textwrap.dedent(MODULE).replace('DTYPE = "bf16"', f"DTYPE = {dtype!r}").replace("SKIP = ()", f"SKIP = {skip!r}"))
+    model = AutoModelForCausalLM.from_pretrained(str(checkpoint), dtype=torch.bfloat16).eval()
+    n_layers = model.config.num_hidden_layers
+    facts = e2e_facts(
+        model,
+        [1, 5, 9, 13, 17, 21],
+        list(range(2, 40)),
+        {"weights_module": str(path), "source": str(checkpoint), "reference_dir": str(checkpoint), "n_layers": n_layers},
+    )
+    # e2e_facts imports the module under its own name; find the loader's arrays through sys.modules.
+    import sys
+
+    module = next(m for m in list(sys.modules.values()) if getattr(m, "__file__", None) == str(path))
+    return model, module, dict(facts)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_the_reference_weights_patched_in_give_the_reference(checkpoint: Path, tmp_path: Path, dtype: str) -> None:
+    model, module, facts = _run(checkpoint, tmp_path, dtype)
+    n = model.config.num_hidden_layers
+    assert facts["patched"] == n * len(PROJECTIONS)
+    assert facts["head_patched"] is False  # the loader's head is the tied embedding, already the model's
+    assert facts["quantized_top"] == facts["reference_top"]
+    assert facts["kl_prompt"] < 1e-4 and max(facts["kl_passage"]) < 1e-4
+    if dtype == "bf16":
+        # No second copy: each projection is a view of the loader's own array.
+        for k, layer in enumerate(module.LAST["layers"]):
+            for field, (_, hf) in PROJECTIONS.items():
+                param = model.get_decoder().layers[k].get_submodule(hf).weight
+                assert param.data_ptr() == getattr(layer, field).ctypes.data, (k, field)
+
+
+def test_a_projection_the_loader_does_not_give_keeps_the_reference(checkpoint: Path, tmp_path: Path) -> None:
+    model, _, facts = _run(checkpoint, tmp_path, "bf16", skip=((1, "w_down"),))
+    assert facts["patched"] == model.config.num_hidden_layers * len(PROJECTIONS) - 1
+    # The prefill still ran, on the reference's own down projection there.
+    assert facts["kl_prompt"] < 1e-4
+    assert model.get_decoder().layers[1].mlp.down_proj.weight.shape == (model.config.hidden_size, model.config.intermediate_size)
