@@ -130,6 +130,13 @@ def test_keyword_options_are_parsed_like_flags(model: Path, tmp_path: Path, comm
     assert sorted(p.name for p in tmp_path.iterdir()) == before, "a refused call wrote something"
 
 
+def test_a_misspelled_variable_is_a_usage_error(model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # os.environ as Python sees it reaches the Go core: a typo is refused there too.
+    monkeypatch.setenv("PHASE0_" + "WORKRES", "2")
+    with pytest.raises(phase0.UsageError, match=r"did you mean PHASE0_WORKERS\?"):
+        phase0.inspect(model)
+
+
 def test_unusual_but_valid_names_still_work(model: Path, tmp_path: Path) -> None:
     odd = model.rename(tmp_path / "modèle ü #1")
     assert phase0.inspect(odd, cache=tmp_path / "cache ü").status == "PASS"
