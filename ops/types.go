@@ -148,11 +148,14 @@ type QuantModuleArgs struct {
 // (name → its config), the ones that raised, and whether it defines
 // generate_rope_lut.
 type QuantModuleFacts struct {
-	Configs       map[string]configgate.GeneratedFacts `json:"configs"`
-	Raised        map[string]string                    `json:"raised"`
-	RopeLUT       bool                                 `json:"rope_lut"`
-	RMSNorm       bool                                 `json:"rms_norm"`
-	ImportFailure *quant.ImportFailure                 `json:"import_failure"`
+	Configs map[string]configgate.GeneratedFacts `json:"configs"`
+	Raised  map[string]string                    `json:"raised"`
+	RopeLUT bool                                 `json:"rope_lut"`
+	// RopeModule is the module whose generate_rope_lut the folder uses when
+	// its own module has none: the one its config class comes from.
+	RopeModule    string               `json:"rope_module"`
+	RMSNorm       bool                 `json:"rms_norm"`
+	ImportFailure *quant.ImportFailure `json:"import_failure"`
 }
 
 // BaselineArgs asks for the canonical-prompt prefill through the reference

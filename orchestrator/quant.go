@@ -141,9 +141,11 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 	for _, n := range notes {
 		c.FailWith("%s", n)
 	}
-	if rope != nil && rope.RopeLUT {
+	if rope != nil && (rope.RopeLUT || rope.RopeModule != "") {
 		// The RoPE table judged by behaviour, as for a bf16 module, built
-		// for the module's own config (its *_config(), else LlamaConfig()).
+		// for the module's own config (its *_config(), else LlamaConfig()),
+		// or the table and config of the module its config class comes
+		// from, which the folder's prefill uses.
 		fn := ""
 		for name := range rope.Configs {
 			if fn == "" || name < fn {
@@ -151,7 +153,10 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 			}
 		}
 		args := ops.BehaviourArgs{WeightsModule: q.Module, ModelDir: st.facts.model.Dir, MaxSeq: st.in.s.MaxSeq, ConfigFunction: fn}
-		if rope.RMSNorm {
+		if !rope.RopeLUT {
+			args.WeightsModule, args.ConfigFunction = rope.RopeModule, ""
+			c.RopeFrom = rope.RopeModule
+		} else if rope.RMSNorm {
 			args.HelpersModule = q.Module // its norms are the module's own
 		}
 		b, err := st.py().BehaviourFacts(ctx, args)
@@ -161,7 +166,7 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 			}
 			c.FailWith("behaviour facts of %s: %s", q.Use.Module, st.explain("quant_config", err))
 		} else {
-			c.JudgeBehaviour(st.facts.analysis.Config, b, rope.RMSNorm)
+			c.JudgeBehaviour(st.facts.analysis.Config, b, rope.RMSNorm && rope.RopeLUT)
 		}
 	}
 	c.Conclude()

@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"phase0/configgate"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"phase0/configgate"
 	"phase0/model"
 	"phase0/verdict"
 )
@@ -22,8 +23,12 @@ type Constants struct {
 	Module  string     `json:"module"`
 	Checked []Constant `json:"checked"`
 	// Behaviour is the module's RoPE table judged by behaviour against
-	// transformers (configgate), when the module defines generate_rope_lut.
+	// transformers (configgate), when the module defines generate_rope_lut
+	// or takes its config class from a module that does (RopeFrom).
 	Behaviour *configgate.Consistency `json:"behaviour,omitempty"`
+	// RopeFrom is the module whose RoPE table was judged when it is not
+	// Module itself.
+	RopeFrom string `json:"rope_from,omitempty"`
 }
 
 // Constant is one hard-coded value and what it was compared with.
@@ -177,10 +182,14 @@ func ConfigFunctionConstants(fn string, fields map[string]json.RawMessage) map[s
 // rms_norm (norms); a finding there is one of this section's.
 func (c *Constants) JudgeBehaviour(cfg *model.Config, b *configgate.BehaviourFacts, norms bool) {
 	cc := configgate.New()
+	module := c.Module
+	if c.RopeFrom != "" {
+		module = filepath.Base(c.RopeFrom) + " (whose RoPE table and config " + c.Module + " uses)"
+	}
 	if norms {
-		cc.Behaviour(cfg, b, c.Module)
+		cc.Behaviour(cfg, b, module)
 	} else {
-		cc.RopeBehaviour(cfg, b, c.Module)
+		cc.RopeBehaviour(cfg, b, module)
 	}
 	c.Behaviour = cc
 	if cc.Status != verdict.Pass {
@@ -190,9 +199,22 @@ func (c *Constants) JudgeBehaviour(cfg *model.Config, b *configgate.BehaviourFac
 	}
 }
 
-// Conclude puts the first finding of a section that did not pass into its
-// summary.
+// Conclude says what was judged beyond the constants, and puts the first
+// finding of a section that did not pass into its summary. A gate that
+// found nothing to check is a WARN, not a PASS: the module's constants
+// come from somewhere phase0 did not look.
 func (c *Constants) Conclude() {
+	if c.Behaviour != nil {
+		from := ""
+		if c.RopeFrom != "" {
+			from = " (" + filepath.Base(c.RopeFrom) + "'s, which the folder uses)"
+		}
+		c.Summary += "; RoPE table" + from + " judged by behaviour"
+	}
+	if len(c.Checked) == 0 && c.Behaviour == nil && c.Status == verdict.Pass {
+		c.Status = verdict.Warn
+		c.Find("%s hard-codes no config constant, defines no *_config() function or config class and no RoPE table: nothing of gate 3 could be checked", c.Module)
+	}
 	if c.Status != verdict.Pass {
 		c.Summary = c.Summary + "; " + c.Findings[0]
 	}

@@ -116,11 +116,13 @@ func JudgeE2E(f Format, facts *E2EFacts, nLayers int) *EndToEnd {
 		}
 		e.PassageTop1Agreement = float64(same) / float64(m)
 	}
-	summary := fmt.Sprintf("%s patched into the bf16 model: top-1 %d vs %d (%s), KL prompt %.4g, passage mean %.4g nats (limit %g), perplexity ratio %.4g (limit %g)",
-		e.Format, e.ReferenceTop1, e.QuantizedTop1, agreeWord(e.Top1Agrees), e.KLPrompt, e.KLPassageMean, lim.MaxKL, e.PerplexityRatio, lim.MaxPerplexityRatio)
-	e.Summary = summary
+	figures := fmt.Sprintf("KL prompt %.4g, passage mean %.4g nats (limit %g), perplexity ratio %.4g (limit %g)",
+		e.KLPrompt, e.KLPassageMean, lim.MaxKL, e.PerplexityRatio, lim.MaxPerplexityRatio)
+	e.Summary = fmt.Sprintf("%s patched into the bf16 model: top-1 %d vs %d (%s), %s",
+		e.Format, e.ReferenceTop1, e.QuantizedTop1, agreeWord(e.Top1Agrees), figures)
 	if e.Status != verdict.Pass {
-		e.Summary = e.Findings[0]
+		// The finding first; the figures that passed stay in sight.
+		e.Summary = e.Findings[0] + " (" + figures + ")"
 	}
 	return e
 }

@@ -36,6 +36,10 @@ func TestJudgeE2E(t *testing.T) {
 		if e.Status != c.want || !strings.Contains(e.Summary, c.names) {
 			t.Errorf("%s: %s %q, want %s naming %q", c.name, e.Status, e.Summary, c.want, c.names)
 		}
+		// A failing gate's summary keeps every figure in sight, not only the failing one.
+		if !strings.Contains(e.Summary, "KL prompt ") || !strings.Contains(e.Summary, "perplexity ratio ") {
+			t.Errorf("%s: the summary hides the figures: %q", c.name, e.Summary)
+		}
 	}
 	if e := JudgeE2E(Q4NX(), facts(0.1, 0.1, 0, []int{5}), 3); e.Status != verdict.Fail || !strings.Contains(e.Summary, "patched 14 projections") {
 		t.Errorf("a loader missing a layer passes: %s", e.Summary)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"phase0/llmstree"
+	"phase0/configgate"
 	"phase0/model"
 	"phase0/verdict"
 )
@@ -69,5 +70,24 @@ func TestConstants(t *testing.T) {
 	want := []string{"m.py: INTER = 12288, but the bundle's config.json gives hidden_dim = 14336", "m.py: RMS_EPS = 1e-06, but the bundle's config.json gives rms_norm_eps = 1e-05"}
 	if c.Status != verdict.Fail || strings.Join(c.Findings, "\n") != strings.Join(want, "\n") {
 		t.Errorf("disagreeing bundle config: %s\n%s", c.Status, strings.Join(c.Findings, "\n"))
+	}
+}
+
+// TestConstantsNothingToCheckWarns: a module that hard-codes no constant and
+// has no config of its own and no RoPE table (its constants come from
+// elsewhere) is a WARN saying so, not a vacuous PASS; a judged RoPE table
+// of the module its config comes from is named in the summary.
+func TestConstantsNothingToCheckWarns(t *testing.T) {
+	ref := &model.Config{NLayers: 28, EmbDim: 3072}
+	c := CheckConstants("llama32_3b_q4nx_weights.py", map[string]float64{}, ref, nil)
+	c.Conclude()
+	if c.Status != verdict.Warn || !strings.Contains(c.Summary, "nothing of gate 3 could be checked") {
+		t.Errorf("nothing checked: %s %q, want WARN saying so", c.Status, c.Summary)
+	}
+	c = CheckConstants("llama32_3b_q4nx_weights.py", map[string]float64{"LlamaConfig().n_layers": 28}, ref, nil)
+	c.Behaviour, c.RopeFrom = &configgate.Consistency{}, "/t/llms/llama32_3b/llama32_3b_weights.py"
+	c.Conclude()
+	if c.Status != verdict.Pass || !strings.Contains(c.Summary, "RoPE table (llama32_3b_weights.py's, which the folder uses) judged by behaviour") {
+		t.Errorf("a config class and a borrowed RoPE table: %s %q", c.Status, c.Summary)
 	}
 }

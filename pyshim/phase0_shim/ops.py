@@ -107,13 +107,15 @@ def baseline(args: BaselineArgs) -> tuple[BaselineResult, np.ndarray]:
     else:
         config = runner_config(args.get("config") or {})
 
+    # A quantized key's baseline is Go's quant_baseline stage: its lines say so.
+    stage = "quant_baseline" if args.get("quant") else STAGE_BASELINE
     start = time.perf_counter()
-    with progress.loading_model(STAGE_BASELINE, "loading the HF bf16 model"):
+    with progress.loading_model(stage, "loading the HF bf16 model"):
         runner = resolved.runner_cls(model_dir, config, max_seq, lite_mode=True)
     seconds_load = time.perf_counter() - start
 
     start = time.perf_counter()
-    with progress.layers(STAGE_BASELINE, getattr(runner, "model", None), f"canonical prompt ({len(tokens)} tokens)"):
+    with progress.layers(stage, getattr(runner, "model", None), f"canonical prompt ({len(tokens)} tokens)"):
         record = runner.prefill(np.asarray(tokens, dtype=np.int64))
     seconds_prefill = time.perf_counter() - start
     logits = np.ascontiguousarray(np.asarray(record.logits_at_pred, dtype=np.float32).reshape(-1))
@@ -133,7 +135,7 @@ def baseline(args: BaselineArgs) -> tuple[BaselineResult, np.ndarray]:
     if model is None:
         raise ValueError(f"{resolved.path}: HfRunner keeps no .model, which the calibration passage needs")
     start = time.perf_counter()
-    with progress.layers(STAGE_BASELINE, model, "calibration passage"):
+    with progress.layers(stage, model, "calibration passage"):
         calibration = passage_facts(model, tokenizer)
     seconds_calibration = time.perf_counter() - start
     quant_facts: QuantE2EFacts | None = None
@@ -142,8 +144,7 @@ def baseline(args: BaselineArgs) -> tuple[BaselineResult, np.ndarray]:
         # folder's dequantized ones after the bf16 prefills above.
         from phase0_shim.quant import e2e_facts
 
-        with progress.layers(STAGE_BASELINE, model, "dequantized weights: prompt and passage"):
-            quant_facts = e2e_facts(model, tokens, calibration["tokens"], q)
+        quant_facts = e2e_facts(model, tokens, calibration["tokens"], q, stage)
     result: BaselineResult = {
         "runner": resolved.kind,
         "runner_path": str(resolved.path),

@@ -381,6 +381,7 @@ class QuantModuleFacts(TypedDict):
     configs: dict[str, GeneratedFacts]
     raised: dict[str, str]
     rope_lut: bool
+    rope_module: str
     rms_norm: bool
     import_failure: QuantImportFailure | None
 

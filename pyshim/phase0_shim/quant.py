@@ -595,7 +595,7 @@ def _side(logits: Any) -> tuple[list[int], list[float]]:
     return [int(i) for i in top.indices.tolist()], [float(v) for v in top.values.tolist()]
 
 
-def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: QuantE2EArgs) -> QuantE2EFacts:
+def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: QuantE2EArgs, stage: str = "quant_baseline") -> QuantE2EFacts:
     """Prefill the prompt and the passage through ``model`` as loaded (bf16),
     patch every projection the folder's loader dequantizes into it, layer by
     layer, and prefill both again. Facts only: each side's top-5 (ids and
@@ -609,8 +609,9 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
     if failure is not None:
         raise ImportError(f"{args['weights_module']}: {failure['message']}")
     ref = Reference(Path(args["reference_dir"]))
-    ref_prompt = _last_logits(model, prompt_ids)[-1]
-    ref_passage = _last_logits(model, passage_ids)[:-1]
+    with progress.layers(stage, model, "bf16 weights: prompt and passage"):
+        ref_prompt = _last_logits(model, prompt_ids)[-1]
+        ref_passage = _last_logits(model, passage_ids)[:-1]
     # The model's projections are dropped before the loader runs and the
     # loader's arrays become them (a bf16 array without a copy): a loader
     # that returns the whole model at once (upstream's load_*_weights) then
@@ -624,7 +625,7 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
             param.data = torch.empty(0, dtype=param.dtype)
     loader, layers = find_loader(module, args["source"], n_layers, ref)
     patched, head_patched = 0, False
-    with torch.no_grad():
+    with torch.no_grad(), progress.heartbeat(stage, f"{Path(args['weights_module']).name}: {loader} dequantizing into the model"):
         for layer, field, value in layers:
             if layer < 0 and field == "lm_head" and value is not None:
                 head_patched = _patch_head(model, value)
@@ -642,8 +643,9 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
             hf = f"model.layers.{layer}.{PROJECTIONS[field][1]}.weight"
             _projection_param(model, layer, field).data = _as_weight(np.asarray(ref.get(hf)).T)
             ref.release(hf)
-    q_prompt = _last_logits(model, prompt_ids)[-1]
-    q_passage = _last_logits(model, passage_ids)[:-1]
+    with progress.layers(stage, model, "dequantized weights: prompt and passage"):
+        q_prompt = _last_logits(model, prompt_ids)[-1]
+        q_passage = _last_logits(model, passage_ids)[:-1]
 
     def kl(p_logits: Any, q_logits: Any) -> list[float]:
         lp, lq = torch.log_softmax(p_logits, dim=-1), torch.log_softmax(q_logits, dim=-1)
@@ -691,19 +693,41 @@ def _config_functions(module: Any) -> list[str]:
     return sorted(out)
 
 
+def _config_classes(module: Any) -> list[str]:
+    """Config dataclasses in the module's namespace (its own or imported,
+    e.g. upstream's llama32_3b_q4nx uses llama32_3b's LlamaConfig) that
+    take no required argument: what its loader defaults to."""
+    import dataclasses
+    import inspect
+
+    out = []
+    for name, cls in vars(module).items():
+        if not (isinstance(cls, type) and name.endswith("Config") and dataclasses.is_dataclass(cls)):
+            continue
+        params = inspect.signature(cls).parameters.values()
+        if all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+            out.append(name)
+    return sorted(out)
+
+
 @op("quant_module_facts", QuantModuleArgs, QuantModuleFacts, nonempty=("weights_module",))
 def quant_module_facts(args: QuantModuleArgs) -> QuantModuleFacts:
-    """Call the module's ``*_config()`` functions; say whether it defines generate_rope_lut."""
+    """Call the module's ``*_config()`` functions, else the config classes it
+    uses, with their defaults; say where its RoPE table comes from: its own
+    generate_rope_lut, else the one of the module its config class comes
+    from (upstream's 3B folder takes both from the bf16 llama32_3b)."""
     import dataclasses
 
     from phase0_shim.facts import jsonable
 
     module, failure = _import(Path(args["weights_module"]))
     if failure is not None:
-        return {"configs": {}, "raised": {}, "rope_lut": False, "rms_norm": False, "import_failure": failure}
+        return {"configs": {}, "raised": {}, "rope_lut": False, "rope_module": "", "rms_norm": False, "import_failure": failure}
     configs: dict[str, Any] = {}
     raised: dict[str, str] = {}
-    for name in _config_functions(module):
+    functions = _config_functions(module)
+    classes = [] if functions else _config_classes(module)
+    for name in functions or classes:
         try:
             with contextlib.redirect_stdout(sys.stderr):
                 config = getattr(module, name)()
@@ -715,10 +739,19 @@ def quant_module_facts(args: QuantModuleArgs) -> QuantModuleFacts:
         else:
             values = {k: v for k, v in vars(config).items() if not k.startswith("_")}
         configs[name] = {"class": type(config).__name__, "fields": {k: jsonable(v) for k, v in values.items()}}
+    rope_lut = callable(getattr(module, "generate_rope_lut", None))
+    rope_module = ""
+    if not rope_lut:
+        for name in classes:
+            home = sys.modules.get(getattr(module, name).__module__)
+            if home is not None and home is not module and callable(getattr(home, "generate_rope_lut", None)):
+                rope_module = str(Path(home.__file__ or "").resolve())
+                break
     return {
         "configs": configs,
         "raised": raised,
-        "rope_lut": callable(getattr(module, "generate_rope_lut", None)),
+        "rope_lut": rope_lut,
+        "rope_module": rope_module,
         "rms_norm": callable(getattr(module, "rms_norm", None)),
         "import_failure": None,
     }
@@ -743,5 +776,4 @@ def quant_e2e(args: QuantE2EOnlyArgs) -> QuantE2EFacts:
         model = AutoModelForCausalLM.from_pretrained(args["model_dir"], dtype=torch.bfloat16, low_cpu_mem_usage=True)
         model.eval()  # type: ignore[no-untyped-call]
     passage = [int(t) for t in tokenizer.encode(PASSAGE)]
-    with progress.layers("quant_baseline", model, "bf16 and dequantized weights: prompt and passage"):
-        return e2e_facts(model, tokens, passage, args)
+    return e2e_facts(model, tokens, passage, args)

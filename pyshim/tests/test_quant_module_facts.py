@@ -1,0 +1,86 @@
+"""Quantized gate 3's facts (phase0_shim.quant.quant_module_facts): the config a module uses and
+where its RoPE table comes from, also when both are borrowed from a sibling bf16 module, as
+upstream's llama32_3b_q4nx borrows llama32_3b's."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from phase0_shim.quant import quant_module_facts
+
+SIBLING = """
+from dataclasses import dataclass
+
+
+@dataclass
+class LlamaConfig:
+    n_layers: int = 28
+    emb_dim: int = 3072
+    rope_base: float = 500000.0
+
+
+def generate_rope_lut(config=None, seq_len=2048):
+    raise NotImplementedError
+"""
+
+BORROWING = """
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bf16"))
+from bf16_weights import LlamaConfig  # noqa: E402
+
+
+def load_q4nx_weights(model_source, config=None):
+    config = config or LlamaConfig()
+"""
+
+
+def _facts(module: Path) -> Any:
+    """The op as the worker runs it: JSON in, JSON out (its result type checked)."""
+    return json.loads(quant_module_facts(json.dumps({"weights_module": str(module)})))
+
+
+def _write(root: Path, name: str, text: str) -> Path:
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_a_borrowed_config_class_and_rope_table_are_found(tmp_path: Path) -> None:
+    sibling = _write(tmp_path, "bf16/bf16_weights.py", SIBLING)
+    module = _write(tmp_path, "q4nx/borrowing_weights.py", BORROWING)
+    facts = _facts(module)
+    assert facts["import_failure"] is None
+    assert facts["configs"] == {"LlamaConfig": {"class": "LlamaConfig", "fields": {"n_layers": 28, "emb_dim": 3072, "rope_base": 500000.0}}}
+    assert facts["rope_lut"] is False
+    assert facts["rope_module"] == str(sibling.resolve())
+
+
+def test_the_modules_own_config_function_and_table_come_first(tmp_path: Path) -> None:
+    _write(tmp_path, "bf16/bf16_weights.py", SIBLING)
+    own = BORROWING + textwrap.dedent(
+        """
+        def q4nx_config():
+            return LlamaConfig(n_layers=16)
+
+
+        def generate_rope_lut(config=None, seq_len=2048):
+            raise NotImplementedError
+        """
+    )
+    module = _write(tmp_path, "q4nx/own_weights.py", own)
+    facts = _facts(module)
+    assert list(facts["configs"]) == ["q4nx_config"]
+    assert facts["configs"]["q4nx_config"]["fields"]["n_layers"] == 16
+    assert facts["rope_lut"] is True and facts["rope_module"] == ""
+
+
+def test_a_module_with_nothing_to_check_says_so(tmp_path: Path) -> None:
+    module = _write(tmp_path, "q4nx/bare_weights.py", "D = 1\n")
+    facts = _facts(module)
+    assert facts["configs"] == {} and facts["rope_lut"] is False and facts["rope_module"] == ""
