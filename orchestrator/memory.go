@@ -26,6 +26,9 @@ func pythonReady(st *state) (bool, string) {
 // (or warns with --force); the refusal stands as the baseline's FAIL.
 func memoryStage(_ context.Context, st *state) (*memoryVerdict, outcome, error) {
 	m := &memoryVerdict{need: preflight.CheckpointMemory(st.inv())}
+	if st.in.quant != nil {
+		m.need = m.need.WithQuantized()
+	}
 	avail := memAvailable()
 	detail := fmt.Sprintf("%s; %.1f GiB available", m.need.Describe(), gib(avail))
 	if avail == 0 || m.need.Peak <= avail {
