@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/llmstree"
 	"phase0/configgate"
+	"phase0/llmstree"
 	"phase0/model"
 	"phase0/verdict"
 )
