@@ -119,6 +119,15 @@ func TestChecks(t *testing.T) {
 		}, "hf_token", verdict.Warn, "is empty or not a file", "huggingface-cli login"},
 		{"no token", func(t *testing.T, in *Input) { in.Getenv = envOf(map[string]string{"HF_HOME": t.TempDir()}) },
 			"hf_token", verdict.Warn, "no token", "public models work without one"},
+		{"no token, hub off", func(t *testing.T, in *Input) {
+			in.Getenv = envOf(map[string]string{"HF_HOME": t.TempDir(), "HF_HUB_OFFLINE": "1"})
+		}, "hf_token", verdict.Pass, "none needed: the hub is switched off", ""},
+		{"no token, hub off by transformers' switch", func(t *testing.T, in *Input) {
+			in.Getenv = envOf(map[string]string{"HF_HOME": t.TempDir(), "TRANSFORMERS_OFFLINE": "yes"})
+		}, "hf_token", verdict.Pass, "none needed", ""},
+		{"no token, hub on (0)", func(t *testing.T, in *Input) {
+			in.Getenv = envOf(map[string]string{"HF_HOME": t.TempDir(), "HF_HUB_OFFLINE": "0"})
+		}, "hf_token", verdict.Warn, "no token", "public models work without one"},
 		{"tree ok", nil, "mlir_air_tree", verdict.Pass, "mlir-air llms tree at", ""},
 		{"tree not given", func(t *testing.T, in *Input) { in.LLMsDir = "" }, "mlir_air_tree", verdict.Warn, "no llms directory given", ""},
 		{"tree missing runner", func(t *testing.T, in *Input) {
