@@ -694,15 +694,22 @@ def _config_functions(module: Any) -> list[str]:
 
 
 def _config_classes(module: Any) -> list[str]:
-    """Config dataclasses in the module's namespace (its own or imported,
-    e.g. upstream's llama32_3b_q4nx uses llama32_3b's LlamaConfig) that
-    take no required argument: what its loader defaults to."""
+    """Config dataclasses in the module's namespace (its own or imported
+    from the tree, e.g. upstream's llama32_3b_q4nx uses llama32_3b's
+    LlamaConfig) that take no required argument: what its loader defaults
+    to. A class from outside the tree (transformers' LlamaConfig is a
+    dataclass too, with Llama-2 defaults) is not the folder's config."""
     import dataclasses
     import inspect
 
+    parents = Path(module.__file__ or ".").resolve().parents
+    tree = parents[min(2, len(parents) - 1)]  # programming_examples, above llms/<folder>/
     out = []
     for name, cls in vars(module).items():
         if not (isinstance(cls, type) and name.endswith("Config") and dataclasses.is_dataclass(cls)):
+            continue
+        home = getattr(sys.modules.get(cls.__module__), "__file__", None)
+        if home is None or tree not in Path(home).resolve().parents:
             continue
         params = inspect.signature(cls).parameters.values()
         if all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):

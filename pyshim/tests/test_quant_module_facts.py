@@ -84,3 +84,10 @@ def test_a_module_with_nothing_to_check_says_so(tmp_path: Path) -> None:
     module = _write(tmp_path, "q4nx/bare_weights.py", "D = 1\n")
     facts = _facts(module)
     assert facts["configs"] == {} and facts["rope_lut"] is False and facts["rope_module"] == ""
+
+
+def test_a_config_class_from_outside_the_tree_is_not_the_folders(tmp_path: Path) -> None:
+    # transformers 5's LlamaConfig is a dataclass with Llama-2-7B defaults: not the folder's config.
+    module = _write(tmp_path, "T/llms/q4nx/hf_weights.py", "from transformers import LlamaConfig  # noqa: F401\n")
+    facts = _facts(module)
+    assert facts["configs"] == {} and facts["rope_module"] == ""
