@@ -9,7 +9,10 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from phase0_shim.quant import quant_module_facts
+from tests.quant_helpers import mlir_air
 
 SIBLING = """
 from dataclasses import dataclass
@@ -91,3 +94,12 @@ def test_a_config_class_from_outside_the_tree_is_not_the_folders(tmp_path: Path)
     module = _write(tmp_path, "T/llms/q4nx/hf_weights.py", "from transformers import LlamaConfig  # noqa: F401\n")
     facts = _facts(module)
     assert facts["configs"] == {} and facts["rope_module"] == ""
+
+
+@pytest.mark.skipif(mlir_air() is None, reason="PHASE0_MLIR_AIR (a fetched mlir-air programming_examples) is not set")
+def test_upstreams_3b_folder_borrows_its_config_and_rope_table() -> None:
+    llms = mlir_air() / "llms"  # type: ignore[operator]
+    facts = _facts(llms / "llama32_3b_q4nx" / "llama32_3b_q4nx_weights.py")
+    assert list(facts["configs"]) == ["LlamaConfig"] and facts["configs"]["LlamaConfig"]["fields"]["n_layers"] == 28
+    assert facts["rope_lut"] is False
+    assert facts["rope_module"] == str((llms / "llama32_3b" / "llama32_3b_weights.py").resolve())
