@@ -92,6 +92,9 @@ type QuantArgs struct {
 	// CandidateDirs are other cached checkpoints the bundle might come
 	// from: layer 0's projections are compared with each (pairing).
 	CandidateDirs []string `json:"candidate_dirs,omitempty"`
+	// Keep leaves the dequantized projections (and head) in the worker for
+	// quantized gate 2 in the same session: the folder's loader runs once.
+	Keep bool `json:"keep,omitempty"`
 }
 
 // LoaderFactsResult is what the module's load_weights returned.

@@ -94,8 +94,10 @@ func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome,
 	if len(q.BundleProblems) > 0 {
 		return quant.LoaderRaised(q.Format, q.Use.Loader, strings.Join(q.BundleProblems, "; ")), outcome{status: verdict.Fail, detail: q.BundleProblems[0]}, nil
 	}
+	// The dequantized tensors stay in the worker for quantized gate 2 (the
+	// quant_baseline stage, same session): the folder's loader runs once.
 	facts, err := st.py().QuantFacts(ctx, ops.QuantArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers, Bound: q.Format.Bound(),
-		CandidateDirs: q.CandidateDirs()})
+		CandidateDirs: q.CandidateDirs(), Keep: true})
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return nil, outcome{}, stop

@@ -119,6 +119,13 @@ func TestQuantizedTree(t *testing.T) {
 		before := snapshotTree(t, llms)
 		r := Run(context.Background(), settings(t, hub(t, "clean"), ""), bundleID, "test")
 		sameTree(t, before)
+		// Each key's folder loader ran once: quantized gate 2 patched in
+		// what gate 1 kept (two keys, two runs of the loader, not four).
+		for _, k := range append([]*report.Report{r}, r.Keys...) {
+			if e := k.Gates.QuantE2E; e == nil || !e.FromGate1 {
+				t.Errorf("quantized gate 2 did not take gate 1's tensors: %+v", e)
+			}
+		}
 		keys := map[string]*report.Report{}
 		for _, k := range append([]*report.Report{r}, r.Keys...) {
 			if k.Quantized == nil {

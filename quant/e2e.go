@@ -16,6 +16,7 @@ type E2EFacts struct {
 	Loader               string    `json:"loader"`
 	Patched              int       `json:"patched"`
 	HeadPatched          bool      `json:"head_patched"`
+	FromGate1            bool      `json:"from_gate_1"`
 	ReferenceTop         []int     `json:"reference_top"`
 	ReferenceTopLogprobs []float64 `json:"reference_top_logprobs"`
 	QuantizedTop         []int     `json:"quantized_top"`
@@ -47,8 +48,11 @@ type EndToEnd struct {
 	Patched int    `json:"projections_patched"`
 	// HeadPatched says the loader's lm_head (a quantized copy of a tied
 	// head, or an untied head) differed from the model's and was patched in.
-	HeadPatched bool      `json:"lm_head_patched"`
-	Limits      E2ELimits `json:"limits"`
+	HeadPatched bool `json:"lm_head_patched"`
+	// FromGate1 says the tensors patched in are the ones gate 1 judged,
+	// kept in the worker: the folder's loader ran once for both gates.
+	FromGate1 bool      `json:"from_gate_1"`
+	Limits    E2ELimits `json:"limits"`
 	// Top1 is each side's top-1 at the prompt's last position; the rule
 	// is verify's: each within the other's top-5.
 	ReferenceTop1 int     `json:"reference_top1"`
@@ -68,7 +72,7 @@ type EndToEnd struct {
 // number of projections the reference has (nLayers × 7).
 func JudgeE2E(f Format, facts *E2EFacts, nLayers int) *EndToEnd {
 	lim := f.E2ELimits()
-	e := &EndToEnd{Section: verdict.NewSection(), Format: f.Name(), Loader: facts.Loader, Patched: facts.Patched, HeadPatched: facts.HeadPatched, Limits: lim,
+	e := &EndToEnd{Section: verdict.NewSection(), Format: f.Name(), Loader: facts.Loader, Patched: facts.Patched, HeadPatched: facts.HeadPatched, FromGate1: facts.FromGate1, Limits: lim,
 		KLPrompt: facts.KLPrompt}
 	if want := nLayers * len(projections); facts.Patched != want {
 		e.FailWith("%s patched %d projections into the reference model, expected %d (%d layers × %d)", facts.Loader, facts.Patched, want, nLayers, len(projections))

@@ -187,6 +187,7 @@ class QuantE2EFacts(TypedDict):
     loader: str
     patched: int
     head_patched: bool
+    from_gate_1: bool
     reference_top: list[int]
     reference_top_logprobs: list[float]
     quantized_top: list[int]
@@ -314,6 +315,10 @@ class QuantArgs(_QuantArgsRequired, total=False):
     # other references, the card's base_model): layer 0's projections are
     # compared with each too, so the numbers can name the source.
     candidate_dirs: list[str]
+    # Keep the dequantized projections (and head) in the worker for
+    # quantized gate 2 in the same session, which then does not run the
+    # folder's loader a second time.
+    keep: bool
 
 
 class QuantStats(TypedDict):

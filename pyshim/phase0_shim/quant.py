@@ -20,7 +20,7 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -433,13 +433,36 @@ def _import(module_path: Path) -> tuple[Any, QuantImportFailure | None]:
         return None, {"module": e.name or "", "missing_paths": missing, "message": str(e)}
 
 
+# The dequantized tensors gate 1 kept for quantized gate 2 in the same
+# worker (QuantArgs.keep): the loader, then (layer, field, array) for each
+# projection and the head, under the key they were loaded for.
+_Kept = tuple[tuple[str, str, int], str, list[tuple[int, str, Any]]]
+_kept: _Kept | None = None
+
+
+def _kept_key(weights_module: str, source: str, n_layers: int) -> tuple[str, str, int]:
+    return (str(Path(weights_module).resolve()), source, n_layers)
+
+
+def _take_kept(weights_module: str, source: str, n_layers: int) -> tuple[str, list[tuple[int, str, Any]]] | None:
+    """What gate 1 kept for this loader, source and depth, once; anything else kept is dropped."""
+    global _kept
+    kept, _kept = _kept, None
+    if kept is None or kept[0] != _kept_key(weights_module, source, n_layers):
+        return None
+    return kept[1], kept[2]
+
+
 def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
+    global _kept
+    _kept = None  # an earlier run's tensors are never this one's
     module, failure = _import(Path(args["weights_module"]))
     if failure is not None:
         return {"loader": "", "layers_loaded": 0, "tensors": [], "import_failure": failure}
     ref = Reference(Path(args["reference_dir"]))
     bound = args["bound"]
     loader, layers = find_loader(module, args["source"], int(args["n_layers"]), ref)
+    keep: list[tuple[int, str, Any]] | None = [] if args.get("keep") else None
     tensors: list[QuantTensor] = []
     loaded = set()
     candidates: list[tuple[Reference, QuantCandidate]] = [
@@ -491,6 +514,8 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
         for layer, field, value in layers:
             if value is None:
                 continue
+            if keep is not None and (field in PROJECTIONS if layer >= 0 else field == "lm_head"):
+                keep.append((layer, field, value))
             if layer >= 0:
                 loaded.add(layer)
                 embed = None
@@ -507,6 +532,8 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
         while pending:
             if (fact := pending.popleft().result()) is not None:
                 tensors.append(fact)
+    if keep is not None:
+        _kept = (_kept_key(args["weights_module"], args["source"], int(args["n_layers"])), loader, keep)
     result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
     if candidates:
         result["candidates"] = [c for _, c in candidates]
@@ -623,9 +650,17 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
             param = _projection_param(model, k, field)
             shapes[k, field] = tuple(param.shape)
             param.data = torch.empty(0, dtype=param.dtype)
-    loader, layers = find_loader(module, args["source"], n_layers, ref)
+    layers: Iterable[tuple[int, str, Any]]
+    from_gate_1 = (kept := _take_kept(args["weights_module"], args["source"], n_layers)) is not None
+    if kept is not None:
+        loader, layers = kept
+        doing = f"the tensors {loader} dequantized for gate 1 patched into the model"
+    else:
+        loader, layers = find_loader(module, args["source"], n_layers, ref)
+        doing = f"{loader} dequantizing into the model"
+    del kept
     patched, head_patched = 0, False
-    with torch.no_grad(), progress.heartbeat(stage, f"{Path(args['weights_module']).name}: {loader} dequantizing into the model"):
+    with torch.no_grad(), progress.heartbeat(stage, f"{Path(args['weights_module']).name}: {doing}"):
         for layer, field, value in layers:
             if layer < 0 and field == "lm_head" and value is not None:
                 head_patched = _patch_head(model, value)
@@ -662,6 +697,7 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
         "loader": loader,
         "patched": patched,
         "head_patched": head_patched,
+        "from_gate_1": from_gate_1,
         "reference_top": ref_ids,
         "reference_top_logprobs": ref_lp,
         "quantized_top": q_ids,

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from phase0_shim.quant import PROJECTIONS, e2e_facts
+from phase0_shim.quant import PROJECTIONS, e2e_facts, quant_facts_of
 from phase0_testmodels.quant.models import make_quant_model
 
 # An upstream-style module whose load_*weights function returns the whole
@@ -28,6 +28,7 @@ from safetensors.torch import load_file
 DTYPE = "bf16"
 SKIP = ()
 LAST = {}
+CALLS = []
 
 PROJ = {"wq": "self_attn.q_proj", "wk": "self_attn.k_proj", "wv": "self_attn.v_proj",
         "wo": "self_attn.o_proj", "w_gate": "mlp.gate_proj", "w_up": "mlp.up_proj",
@@ -40,6 +41,7 @@ def _np(t):
 
 
 def load_test_weights(source):
+    CALLS.append(source)
     sd = load_file(source + "/model.safetensors")
     n = 1 + max(int(k.split(".")[2]) for k in sd if k.startswith("model.layers."))
     layers = []
@@ -62,9 +64,9 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_quant_model(tmp_path_factory.mktemp("e2e") / "llama", "llama")
 
 
-def _run(checkpoint: Path, tmp_path: Path, dtype: str, skip: tuple[tuple[int, str], ...] = ()) -> tuple[Any, Any, dict[str, Any]]:
-    import importlib.util
-
+def _run(
+    checkpoint: Path, tmp_path: Path, dtype: str, skip: tuple[tuple[int, str], ...] = (), keep: bool = False
+) -> tuple[Any, Any, dict[str, Any]]:
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -72,6 +74,13 @@ def _run(checkpoint: Path, tmp_path: Path, dtype: str, skip: tuple[tuple[int, st
     path.write_text(textwrap.dedent(MODULE).replace('DTYPE = "bf16"', f"DTYPE = {dtype!r}").replace("SKIP = ()", f"SKIP = {skip!r}"))
     model = AutoModelForCausalLM.from_pretrained(str(checkpoint), dtype=torch.bfloat16).eval()
     n_layers = model.config.num_hidden_layers
+    if keep:
+        # Gate 1 first, in the same process, keeping what the loader returned.
+        bound = {"group": 32, "levels": 15, "symmetric": False, "slack": 1.0 / 128}
+        gate1 = quant_facts_of(
+            {"weights_module": str(path), "source": str(checkpoint), "reference_dir": str(checkpoint), "n_layers": n_layers, "bound": bound, "keep": True}  # type: ignore[typeddict-item]
+        )
+        assert gate1["import_failure"] is None and gate1["tensors"]
     facts = e2e_facts(
         model,
         [1, 5, 9, 13, 17, 21],
@@ -91,6 +100,7 @@ def test_the_reference_weights_patched_in_give_the_reference(checkpoint: Path, t
     n = model.config.num_hidden_layers
     assert facts["patched"] == n * len(PROJECTIONS)
     assert facts["head_patched"] is False  # the loader's head is the tied embedding, already the model's
+    assert facts["from_gate_1"] is False  # nothing kept: the loader ran here
     assert facts["quantized_top"] == facts["reference_top"]
     assert facts["kl_prompt"] < 1e-4 and max(facts["kl_passage"]) < 1e-4
     if dtype == "bf16":
@@ -107,3 +117,15 @@ def test_a_projection_the_loader_does_not_give_keeps_the_reference(checkpoint: P
     # The prefill still ran, on the reference's own down projection there.
     assert facts["kl_prompt"] < 1e-4
     assert model.get_decoder().layers[1].mlp.down_proj.weight.shape == (model.config.hidden_size, model.config.intermediate_size)
+
+
+def test_gate_2_takes_what_gate_1_kept_and_runs_the_loader_once(checkpoint: Path, tmp_path: Path) -> None:
+    model, module, facts = _run(checkpoint, tmp_path, "bf16", keep=True)
+    assert len(module.CALLS) == 1, f"the loader ran {len(module.CALLS)} times"
+    assert facts["from_gate_1"] is True
+    assert facts["patched"] == model.config.num_hidden_layers * len(PROJECTIONS)
+    assert facts["quantized_top"] == facts["reference_top"] and facts["kl_prompt"] < 1e-4
+    # Taken once: the next gate 2 of another run does not find them.
+    from phase0_shim import quant
+
+    assert quant._kept is None
