@@ -440,6 +440,16 @@ _Kept = tuple[tuple[str, str, int], str, list[tuple[int, str, Any]]]
 _kept: _Kept | None = None
 
 
+def _bf16(value: Any) -> Any:
+    """A kept tensor as bf16, the dtype gate 2 patches in: the loader's own
+    array when it is bf16 already, else one bf16 copy (a float32 loader's
+    whole model kept as float32 would take twice the memory)."""
+    import ml_dtypes
+
+    a = np.asarray(value)
+    return a if a.dtype == ml_dtypes.bfloat16 else np.asarray(a, dtype=np.float32).astype(ml_dtypes.bfloat16)
+
+
 def _kept_key(weights_module: str, source: str, n_layers: int) -> tuple[str, str, int]:
     return (str(Path(weights_module).resolve()), source, n_layers)
 
@@ -515,7 +525,7 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
             if value is None:
                 continue
             if keep is not None and (field in PROJECTIONS if layer >= 0 else field == "lm_head"):
-                keep.append((layer, field, value))
+                keep.append((layer, field, _bf16(value)))
             if layer >= 0:
                 loaded.add(layer)
                 embed = None

@@ -119,8 +119,10 @@ def test_a_projection_the_loader_does_not_give_keeps_the_reference(checkpoint: P
     assert model.get_decoder().layers[1].mlp.down_proj.weight.shape == (model.config.hidden_size, model.config.intermediate_size)
 
 
-def test_gate_2_takes_what_gate_1_kept_and_runs_the_loader_once(checkpoint: Path, tmp_path: Path) -> None:
-    model, module, facts = _run(checkpoint, tmp_path, "bf16", keep=True)
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_gate_2_takes_what_gate_1_kept_and_runs_the_loader_once(checkpoint: Path, tmp_path: Path, dtype: str) -> None:
+    # A float32 loader's tensors are kept as bf16 (what gate 2 patches in): the same figures.
+    model, module, facts = _run(checkpoint, tmp_path, dtype, keep=True)
     assert len(module.CALLS) == 1, f"the loader ran {len(module.CALLS)} times"
     assert facts["from_gate_1"] is True
     assert facts["patched"] == model.config.num_hidden_layers * len(PROJECTIONS)

@@ -5,7 +5,9 @@ upstream's llama32_3b_q4nx borrows llama32_3b's."""
 from __future__ import annotations
 
 import json
+import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,21 @@ from bf16_weights import LlamaConfig  # noqa: E402
 def load_q4nx_weights(model_source, config=None):
     config = config or LlamaConfig()
 """
+
+
+@pytest.fixture(autouse=True)
+def _forget_tree_modules(tmp_path: Path) -> Iterator[None]:
+    """Upstream's modules import siblings by bare name (``proj_qmm_pack``): the
+    ones these tests import must not answer a later test's import of the same
+    name from another tree. Packages (transformers) stay imported."""
+    before_path = list(sys.path)
+    yield
+    sys.path[:] = before_path
+    roots = [tmp_path.resolve()] + ([mlir_air().resolve()] if mlir_air() else [])  # type: ignore[union-attr]
+    for name, mod in list(sys.modules.items()):
+        file = getattr(mod, "__file__", None)
+        if file and any(root in Path(file).resolve().parents for root in roots):
+            del sys.modules[name]
 
 
 def _facts(module: Path) -> Any:
