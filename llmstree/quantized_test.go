@@ -95,14 +95,20 @@ func TestQuantizedUses(t *testing.T) {
 }
 
 // TestQuantizedRealTree reads upstream's own tree when PHASE0_MLIR_AIR names
-// a checkout (…/mlir-air): its seven quantized folders in scope, plus the
-// two outside the skill, each with its references and bundle.
+// its programming_examples (as the pytests read it; a checkout's root, with
+// programming_examples under it, is taken too): its seven quantized folders
+// in scope, plus the two outside the skill, each with its references and
+// bundle.
 func TestQuantizedRealTree(t *testing.T) {
 	root := os.Getenv("PHASE0_MLIR_AIR")
 	if root == "" {
 		t.Skip("PHASE0_MLIR_AIR is not set: no fetched mlir-air tree to read")
 	}
-	folders, err := Scan(filepath.Join(root, "programming_examples", "llms"), []string{"verify", "shared", "bench"})
+	llms := filepath.Join(root, "llms")
+	if _, err := os.Stat(llms); err != nil {
+		llms = filepath.Join(root, "programming_examples", "llms")
+	}
+	folders, err := Scan(llms, []string{"verify", "shared", "bench"})
 	if err != nil {
 		t.Fatal(err)
 	}
