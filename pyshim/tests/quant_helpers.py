@@ -35,7 +35,11 @@ def assemble_tree(dest: Path) -> Path:
 def mlir_air() -> Path | None:
     """PHASE0_MLIR_AIR: a fetched tree's programming_examples, for the upstream read-back tests."""
     value = os.environ.get("PHASE0_MLIR_AIR")
-    return Path(value) if value else None
+    if not value:
+        return None
+    root = Path(value)
+    # A checkout's root is taken too, as the Go real-tree test takes it.
+    return root if (root / "llms").is_dir() or not (root / "programming_examples").is_dir() else root / "programming_examples"
 
 
 @contextmanager
