@@ -3,6 +3,10 @@
 
 SHELL        := /bin/bash
 GO           ?= go
+# Builds and tests are -trimpath: compiled packages do not embed the clone's
+# path, so a fresh clone (CI's) reuses the build cache of an earlier one
+# (a user's GOFLAGS come first; -trimpath is added to them).
+export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 BIN          := bin/phase0
 # phase0's cache, where the binary keeps its own (settings `cache`):
 # $PHASE0_CACHE, else $XDG_CACHE_HOME/phase0, else ~/.cache/phase0.

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -69,10 +68,23 @@ func Pythons(t testing.TB) []string {
 	return pys
 }
 
-// RepoRoot is the module root (this file lives in internal/testenv).
+// RepoRoot is the module root: the nearest folder above the working
+// directory (a test's is its package's) whose go.mod declares module
+// phase0. Not this file's path: make builds with -trimpath, so that clean
+// clones share the build cache, and that path is then "phase0/…".
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+	dir, err := os.Getwd()
+	if err != nil {
+		panic(fmt.Sprintf("testenv: the working directory: %v", err))
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if data, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.HasPrefix(string(data), "module phase0\n") {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			panic(fmt.Sprintf("testenv: no go.mod of module phase0 above %s", dir))
+		}
+	}
 }
 
 // PyShim is the working copy of the phase0_shim package's parent folder.
