@@ -11,6 +11,7 @@ import (
 	"phase0/model"
 	"phase0/ops"
 	"phase0/report"
+	"phase0/reuse"
 )
 
 // baselineRequest builds ops.baseline's arguments for the canonical-prompt prefill.
@@ -55,7 +56,7 @@ func runnerIsVerifys(s *Settings, ran string) error {
 	if s.LLMSDir == "" {
 		return nil
 	}
-	want := filepath.Join(absPath(s.LLMSDir), "verify", "runners", "hf_runner.py")
+	want := filepath.Join(reuse.AbsPath(s.LLMSDir), "verify", "runners", "hf_runner.py")
 	if resolved, err := filepath.EvalSymlinks(want); err == nil {
 		want = resolved
 	}

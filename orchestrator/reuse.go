@@ -193,19 +193,8 @@ func (st *state) currentInputs(ref *resolvedModel, ws string) (*reuse.Inputs, er
 		Phase0:   reuse.Phase0{Version: st.in.version},
 		Model:    reuse.ModelInputs{Dir: ref.Dir, ID: ref.ID, Revision: ref.Revision, PromptStyle: ref.PromptStyle},
 	}
-	if err := reuse.Stamp(in, reuse.Where{Python: py, LLMSDir: absPath(s.LLMSDir), Shim: s.verifiedShim, Workspace: ws}); err != nil {
+	if err := reuse.Stamp(in, reuse.Where{Python: py, LLMSDir: reuse.AbsPath(s.LLMSDir), Shim: s.verifiedShim, Workspace: ws}); err != nil {
 		return nil, err
 	}
 	return in, nil
-}
-
-// absPath is p made absolute ("" stays "").
-func absPath(p string) string {
-	if p == "" {
-		return ""
-	}
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
 }

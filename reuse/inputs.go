@@ -98,7 +98,7 @@ func StampSettings(command, model string, s any) (SettingsInputs, error) {
 		switch x := v.(type) {
 		case string:
 			if row.Kind == configs.Path {
-				v = absPath(x)
+				v = AbsPath(x)
 			}
 		case time.Duration:
 			v = x.String()
@@ -108,8 +108,9 @@ func StampSettings(command, model string, s any) (SettingsInputs, error) {
 	return in, nil
 }
 
-// absPath is p made absolute ("" stays "").
-func absPath(p string) string {
+// AbsPath is p made absolute ("" stays ""; p itself when it cannot be):
+// how a path setting is stamped, and what the orchestrator compares with it.
+func AbsPath(p string) string {
 	if p == "" {
 		return ""
 	}
@@ -180,7 +181,7 @@ func Stamp(in *Inputs, w Where) error {
 		return err
 	}
 	in.ShimRepaired = repaired
-	if in.Shim, err = fingerprint.Tree(absPath(shim), fingerprint.TreeOptions{Skip: []string{".mypy_cache", ".pytest_cache"}}); err != nil {
+	if in.Shim, err = fingerprint.Tree(AbsPath(shim), fingerprint.TreeOptions{Skip: []string{".mypy_cache", ".pytest_cache"}}); err != nil {
 		return fmt.Errorf("pyshim %s: %w", shim, err)
 	}
 	in.Workspace, err = StampWorkspace(w.Workspace)
