@@ -595,16 +595,21 @@ def _projection_param(model: Any, layer: int, field: str) -> Any:
     return obj.weight
 
 
-def _as_weight(value: Any) -> Any:
-    """A loader's (in, out) array as an HF weight, (out, in) bf16: a view of
-    the array itself when it is bf16 already, else one bf16 copy."""
-    import ml_dtypes
+def _torch_bf16(value: Any) -> Any:
+    """A loader's array as a torch bf16 tensor of the same layout: a view of
+    the array itself when it is bf16 already (and torch can share it), else
+    one bf16 copy (_bf16), never a float32 one."""
     import torch
 
-    a = np.asarray(value)
-    if a.dtype == ml_dtypes.bfloat16 and a.flags.writeable and all(s >= 0 for s in a.strides):
-        return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16).T
-    return torch.from_numpy(np.asarray(a, dtype=np.float32)).to(torch.bfloat16).T
+    a = _bf16(value)
+    if not (a.flags.writeable and all(s >= 0 for s in a.strides)):
+        a = a.copy()
+    return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
+
+
+def _as_weight(value: Any) -> Any:
+    """A loader's (in, out) array as an HF weight, (out, in) bf16."""
+    return _torch_bf16(value).T
 
 
 def _patch_head(model: Any, value: Any) -> bool:
@@ -615,7 +620,7 @@ def _patch_head(model: Any, value: Any) -> bool:
     import torch
 
     head = model.get_output_embeddings()
-    w = torch.from_numpy(np.ascontiguousarray(np.asarray(value, dtype=np.float32))).to(head.weight.dtype)
+    w = _torch_bf16(value).to(head.weight.dtype)
     if tuple(w.shape) != tuple(head.weight.shape):
         raise ValueError(f"lm_head: the loader's {list(w.shape)} does not fit the model's {list(head.weight.shape)}")
     if torch.equal(w, head.weight):
@@ -675,8 +680,8 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
             if layer < 0 and field == "lm_head" and value is not None:
                 head_patched = _patch_head(model, value)
                 continue
-            if layer < 0 or field not in PROJECTIONS or value is None or (layer, field) not in shapes:
-                continue
+            if value is None or (layer, field) not in shapes:
+                continue  # a kept tensor (norms, biases) or a layer beyond n_layers
             want = shapes.pop((layer, field))
             if tuple(np.shape(value)) != want[::-1]:
                 raise ValueError(f"layer {layer} {field}: the loader's {list(np.shape(value))} does not fit {list(want)} transposed")
