@@ -131,18 +131,18 @@ chroots: ## make or reuse the sid chroots of check-xrt and check-py314
 
 GO_TEST_ENV = PHASE0_PYTHON=$(VENV_PY) PHASE0_TEST_PYTHONS=$(TEST_PYTHONS) PHASE0_BLACK=$(BLACK) PHASE0_XSD_PYTHON=$(XSD_PY)
 
-test-orchestrator: venv build ## go test ./orchestrator: the end-to-end runs (its slow tests run in parallel on shared warm sessions)
-	$(GO_TEST_ENV) $(GO) test -count=1 -parallel 3 -timeout 60m ./orchestrator
+test-orchestrator: venv build ## go test ./run/orchestrator: the end-to-end runs (its slow tests run in parallel on shared warm sessions)
+	$(GO_TEST_ENV) $(GO) test -count=1 -parallel 3 -timeout 60m ./run/orchestrator
 
 test-go: venv pyvenvs black-venv xsd-venv build ## the rest of the Go side of make test: the XRT and 3.14 chroot checks, go test of every other package (make lint runs vet)
 	./npu/check-xrt.sh --skip-if-unavailable
 	./scripts/check-py314.sh --skip-if-unavailable
-	$(GO_TEST_ENV) $(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -v '^phase0/orchestrator$$')
+	$(GO_TEST_ENV) $(GO) test -count=1 -timeout 60m $$($(GO) list ./... | grep -v '^phase0/run/orchestrator$$')
 
-test-py: venv ## the Python side of make test: mypy --strict and pytest of pyshim/, the generated code's pytests
-	cd pyshim && $(VENV_PY) -m mypy
-	cd pyshim && $(VENV_PY) -m pytest -q
-	$(VENV_PY) -m pytest -q scaffold/pytests
+test-py: venv ## the Python side of make test: mypy --strict and pytest of python/pyshim/, the generated code's pytests
+	cd python/pyshim && $(VENV_PY) -m mypy
+	cd python/pyshim && $(VENV_PY) -m pytest -q
+	$(VENV_PY) -m pytest -q output/scaffold/pytests
 
 test-short: ## the Go tests that need no Python (vet + go test -short), for a quick loop
 	$(GO) vet ./...
@@ -171,10 +171,10 @@ bench: venv build ## print the benchmark table
 # Gate 2's perplexity rule, calibrated on 21 real models (the default, the
 # trained tiny model of each family, random inits of each family at four
 # sigmas): prints their table and compares it with the pinned figures in
-# orchestrator/testdata/calibration.json, of which `make test` re-measures
+# run/orchestrator/testdata/calibration.json, of which `make test` re-measures
 # four. PIN=1 re-pins the figures (after changing the passage).
 calibrate: venv ## gate 2's calibration sweep: 21 models' passage perplexity against the pinned figures (PIN=1 re-pins them)
-	PHASE0_PYTHON=$(VENV_PY) PHASE0_CALIBRATE=$(if $(PIN),pin,1) $(GO) test -count=1 -timeout 60m -run '^TestGate2PerplexityCalibration$$' -v ./orchestrator
+	PHASE0_PYTHON=$(VENV_PY) PHASE0_CALIBRATE=$(if $(PIN),pin,1) $(GO) test -count=1 -timeout 60m -run '^TestGate2PerplexityCalibration$$' -v ./run/orchestrator
 
 fuzz: ## run each fuzz target briefly (FUZZTIME=…)
 	@set -e; $(GO) list -f '{{.ImportPath}} {{.Dir}}' ./... | while read pkg dir; do \
@@ -190,12 +190,12 @@ shell_arg     = '$(subst ','\'',$(call home_expanded,$(1)))'
 phase0: venv build ## run all of Phase 0 on MODEL (a folder, a hub id, or @FILE: each model of a list; default: the bundled SmolLM2-135M-Instruct)
 	PHASE0_PYTHON=$(VENV_PY) ./$(BIN) run $(call shell_arg,$(MODEL)) $(if $(LLMS_DIR),--llms-dir $(call shell_arg,$(LLMS_DIR))) $(if $(NAME),--name $(call shell_arg,$(NAME)))
 
-# `import phase0` (pyext/): the Go core as one abi3 CPython extension for every
+# `import phase0` (cmd/pyext/): the Go core as one abi3 CPython extension for every
 # Python 3.10+, plus the phase0 binary its worker child runs, in one wheel.
 # Rebuilt only when a source changed (the stamp), so `make test` stays cheap.
 PYPKG_VERSION := 0.1.0.dev0
 PYPKG_STAMP   := dist/.phase0-$(PYPKG_VERSION)-wheel
-PYPKG_SRC     := $(shell find . \( -path ./dist -o -path ./workspace -o -path ./.git -o -path ./pyext/tests -o -name __pycache__ -o -name '.*cache' \) -prune -o \
+PYPKG_SRC     := $(shell find . \( -path ./dist -o -path ./workspace -o -path ./.git -o -path ./cmd/pyext/tests -o -name __pycache__ -o -name '.*cache' \) -prune -o \
                    -type f \( -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.py' -o -name '*.pyi' -o -name '*.yaml' \
                    -o -name '*.txt' -o -name go.sum -o -name py.typed \) -print)
 # Headers of the oldest supported minor: Py_LIMITED_API 3.10 then cannot
@@ -213,11 +213,11 @@ $(PYPKG_STAMP): $(PYPKG_SRC) Makefile
 	@test -n "$(PYEXT_HDR_PY)" || { echo "phase0: no CPython 3.10+ for the extension's headers" >&2; exit 2; }
 	@mkdir -p dist/.build
 	export CGO_CFLAGS="-I$$($(PYEXT_HDR_PY) -c 'import sysconfig; print(sysconfig.get_paths()["include"])')"; \
-	  $(GO) vet -tags pyext ./pyext && \
-	  $(GO) build -tags pyext -buildmode=c-shared -ldflags "$(PYPKG_LDFLAGS) -s -w" -o dist/.build/_native.abi3.so ./pyext
+	  $(GO) vet -tags pyext ./cmd/pyext && \
+	  $(GO) build -tags pyext -buildmode=c-shared -ldflags "$(PYPKG_LDFLAGS) -s -w" -o dist/.build/_native.abi3.so ./cmd/pyext
 	$(GO) build -ldflags "$(PYPKG_LDFLAGS) -s -w" -o dist/.build/phase0 ./cmd/phase0
 	rm -f dist/phase0-$(PYPKG_VERSION)-*.whl
-	$(PYEXT_HDR_PY) pyext/build_wheel.py --native dist/.build/_native.abi3.so --cli dist/.build/phase0 --version $(PYPKG_VERSION) --out dist
+	$(PYEXT_HDR_PY) cmd/pyext/build_wheel.py --native dist/.build/_native.abi3.so --cli dist/.build/phase0 --version $(PYPKG_VERSION) --out dist
 	@touch $@
 
 # pytest runs inside venvs of two Python minors holding nothing but pytest
@@ -240,14 +240,14 @@ test-python-package: python-package venv pytest-venvs ## test the wheel in fresh
 	  v=$(CACHE_DIR)/venv-pytest-py$$m; \
 	  if [ ! -f $$v/.phase0-installed ]; then echo "phase0: no CPython $$m here: the package is not tested with it"; continue; fi; \
 	  $$v/bin/python -m pip install --quiet --no-deps --force-reinstall $$whl; \
-	  echo "phase0: pytest pyext/tests in $$v"; \
-	  (cd pyext/tests && PHASE0_PYTHON=$(VENV_PY) PHASE0_WHEEL=$(CURDIR)/$$whl PHASE0_REPO=$(CURDIR) \
+	  echo "phase0: pytest cmd/pyext/tests in $$v"; \
+	  (cd cmd/pyext/tests && PHASE0_PYTHON=$(VENV_PY) PHASE0_WHEEL=$(CURDIR)/$$whl PHASE0_REPO=$(CURDIR) \
 	    env $${families:+PHASE0_PYEXT_RUN_FAMILIES=$$families} $$v/bin/python -m pytest -q -p no:cacheprovider "$${select[@]}" .); \
 	  tested=$$((tested + 1)); families=qwen3; select=(-m "not first_minor"); \
 	done; \
 	[ $$tested -ge 2 ] || { echo "phase0: the package was tested in $$tested Python minor(s), need 2" >&2; exit 1; }
-	cd pyext/python && $(VENV_PY) -m mypy --strict phase0
-	cd pyext/tests && MYPYPATH=../python $(VENV_PY) -m mypy --strict .
+	cd cmd/pyext/python && $(VENV_PY) -m mypy --strict phase0
+	cd cmd/pyext/tests && MYPYPATH=../python $(VENV_PY) -m mypy --strict .
 
 check-xrt: ## build, vet and test npu/ with -tags xrt against XRT 2.25 in a cached sid chroot
 	CACHE_DIR=$(CACHE_DIR) ./npu/check-xrt.sh

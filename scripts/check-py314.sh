@@ -28,9 +28,9 @@ echo "$tag: chroot $sid_root"
 sid_chroot_run '
 py='"$venv"'/bin/python
 echo "check-py314: $(go version), embedding $($py -c "import sys, numpy; print(sys.version.split()[0], \"with numpy\", numpy.__version__)")"
-echo "check-py314: PHASE0_PYTHON=$py go test ./bridge ./worker (all but the torch tests)"
+echo "check-py314: PHASE0_PYTHON=$py go test ./python/bridge ./python/worker (all but the torch tests)"
 log=/tmp/check-py314.log
-if ! PHASE0_PYTHON=$py go test -count=1 -v -skip "^(TestImportTorch|TestCallTorch)$" ./bridge ./worker >$log 2>&1; then
+if ! PHASE0_PYTHON=$py go test -count=1 -v -skip "^(TestImportTorch|TestCallTorch)$" ./python/bridge ./python/worker >$log 2>&1; then
 	grep -E "^(\s*--- FAIL|FAIL|panic)" $log || tail -40 $log
 	echo "check-py314: FAILED (full output in the chroot at $log)" >&2
 	exit 1

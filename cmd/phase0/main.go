@@ -5,8 +5,8 @@ package main
 import (
 	"os"
 
-	"phase0/internal/cli"
-	"phase0/worker"
+	"phase0/cmd/internal/cli"
+	"phase0/python/worker"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"phase0/compare"
-	"phase0/listrun"
-	"phase0/preflight"
-	"phase0/report"
+	"phase0/gate/compare"
+	"phase0/run/listrun"
+	"phase0/gate/preflight"
+	"phase0/output/report"
 )
 
 // The --json shapes are documented in docs/reports.md as key trees; these

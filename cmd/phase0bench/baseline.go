@@ -49,7 +49,7 @@ func (b *bench) baseline() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	pyshim := filepath.Join(b.root, "pyshim")
+	pyshim := filepath.Join(b.root, "python", "pyshim")
 	modelDir := filepath.Join(dir, "tiny-llama")
 	if _, err := runChild(pyshim, []string{"PYTHONPATH=" + pyshim},
 		b.python, "-m", "phase0_testmodels", "--family", "llama", "--out", modelDir); err != nil {
@@ -95,7 +95,7 @@ func defaultModelDir() string {
 
 // compareBaseline times `phase0 baseline` against the plain script on one model.
 func (b *bench) compareBaseline(label, dir, modelDir, script string) error {
-	pyshim := filepath.Join(b.root, "pyshim")
+	pyshim := filepath.Join(b.root, "python", "pyshim")
 	phase0Argv := []string{b.phase0, "baseline", modelDir, "--python", b.python, "--prompt", baselinePrompt, "--json"}
 	phase0Env := []string{"PHASE0_PYSHIM=" + pyshim}
 	plainArgv := []string{b.python, script, modelDir, baselinePrompt}

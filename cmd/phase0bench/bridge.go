@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"phase0/bridge"
-	"phase0/worker"
+	"phase0/python/bridge"
+	"phase0/python/worker"
 )
 
 const (
@@ -29,7 +29,7 @@ func perCallRate(per time.Duration) string {
 func (b *bench) workerRoundTrip() error {
 	opts := worker.Options{
 		Python:    b.python,
-		ExtraPath: []string{filepath.Join(b.root, "worker", "testdata")},
+		ExtraPath: []string{filepath.Join(b.root, "python", "worker", "testdata")},
 		Timeout:   2 * time.Minute,
 		Exe:       []string{b.phase0, worker.Subcommand},
 	}
@@ -69,7 +69,7 @@ func (b *bench) workerRoundTrip() error {
 // bridgeCall times the same op through the embedded interpreter in this
 // process (no pipes, no child): the floor under the worker's round trip.
 func (b *bench) bridgeCall() error {
-	it, err := bridge.Start(bridge.Options{Executable: b.python, ExtraPath: []string{filepath.Join(b.root, "worker", "testdata")}})
+	it, err := bridge.Start(bridge.Options{Executable: b.python, ExtraPath: []string{filepath.Join(b.root, "python", "worker", "testdata")}})
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"phase0/safetensors"
+	"phase0/read/safetensors"
 )
 
 const (
@@ -52,7 +52,7 @@ var inventorySizes = []inventorySize{
 // checkpoints of 291, 18k and 73k tensors, interleaved run by run, and the
 // in-process safetensors.Load rate at each size.
 func (b *bench) inventoryScaling() error {
-	base, err := os.ReadFile(filepath.Join(b.root, "model", "testdata", "configs", "llama-3.1-8b-tf5.json"))
+	base, err := os.ReadFile(filepath.Join(b.root, "read", "model", "testdata", "configs", "llama-3.1-8b-tf5.json"))
 	if err != nil {
 		return err
 	}

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"phase0/internal/testenv"
-	"phase0/model"
-	"phase0/scaffold"
+	"phase0/read/model"
+	"phase0/output/scaffold"
 )
 
 const (

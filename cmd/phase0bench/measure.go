@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"phase0/internal/sttest"
-	"phase0/model"
+	"phase0/read/model"
 )
 
 const (
@@ -94,7 +94,7 @@ func (b *bench) inventory() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	cfg, err := os.ReadFile(filepath.Join(b.root, "model", "testdata", "configs", "llama-3.1-8b-tf5.json"))
+	cfg, err := os.ReadFile(filepath.Join(b.root, "read", "model", "testdata", "configs", "llama-3.1-8b-tf5.json"))
 	if err != nil {
 		return err
 	}

@@ -51,7 +51,7 @@ func (b *bench) quantGate() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	pyshim := filepath.Join(b.root, "pyshim")
+	pyshim := filepath.Join(b.root, "python", "pyshim")
 	env := []string{"PYTHONPATH=" + pyshim, "PYTHONDONTWRITEBYTECODE=1"}
 	r, err := runChild(pyshim, env, b.python, "-c", quantSetup, dir)
 	if err != nil {

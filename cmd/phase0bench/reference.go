@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"phase0/compare"
-	"phase0/verdict"
+	"phase0/gate/compare"
+	"phase0/gate/verdict"
 )
 
 // compareTarget is what `phase0 compare` may take in-process on a real
@@ -26,7 +26,7 @@ func (b *bench) reference() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	pyshim := filepath.Join(b.root, "pyshim")
+	pyshim := filepath.Join(b.root, "python", "pyshim")
 	label, modelDir := "SmolLM2-135M", defaultModelDir()
 	if modelDir == "" {
 		label, modelDir = "tiny llama", filepath.Join(dir, "tiny-llama")

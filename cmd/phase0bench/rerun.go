@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"phase0/fingerprint"
+	"phase0/read/fingerprint"
 	"time"
 
-	"phase0/worker"
+	"phase0/python/worker"
 )
 
 const (
@@ -32,7 +32,7 @@ func (b *bench) rerun() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	pyshim := filepath.Join(b.root, "pyshim")
+	pyshim := filepath.Join(b.root, "python", "pyshim")
 	modelDir := filepath.Join(dir, "tiny-llama")
 	if _, err := runChild(pyshim, []string{"PYTHONPATH=" + pyshim},
 		b.python, "-m", "phase0_testmodels", "--family", "llama", "--out", modelDir); err != nil {
@@ -125,7 +125,7 @@ func (b *bench) rerun() error {
 func (b *bench) workerExit() error {
 	closeAfterTorch := func(finalize bool) (time.Duration, error) {
 		opts := worker.Options{
-			Python: b.python, ExtraPath: []string{filepath.Join(b.root, "worker", "testdata")},
+			Python: b.python, ExtraPath: []string{filepath.Join(b.root, "python", "worker", "testdata")},
 			Timeout: 2 * time.Minute, Exe: []string{b.phase0, worker.Subcommand},
 		}
 		if finalize {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"phase0/internal/sttest"
-	"phase0/safetensors"
+	"phase0/read/safetensors"
 )
 
 const (

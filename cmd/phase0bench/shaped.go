@@ -89,7 +89,7 @@ func (b *bench) shaped() error {
 	if err := os.WriteFile(script, []byte(plainBaseline), 0o644); err != nil {
 		return err
 	}
-	env := []string{"PHASE0_PYSHIM=" + filepath.Join(b.root, "pyshim")}
+	env := []string{"PHASE0_PYSHIM=" + filepath.Join(b.root, "python", "pyshim")}
 	loadBefore := loadAverage()
 
 	var tRun, tPlain []time.Duration
@@ -146,7 +146,7 @@ func (b *bench) shaped() error {
 	if err := os.WriteFile(loopScript, []byte(plainLoop), 0o644); err != nil {
 		return err
 	}
-	r, err := runChild(dir, []string{"PYTHONPATH=" + filepath.Join(b.root, "pyshim")}, b.python, loopScript, modelDir, out)
+	r, err := runChild(dir, []string{"PYTHONPATH=" + filepath.Join(b.root, "python", "pyshim")}, b.python, loopScript, modelDir, out)
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ func (b *bench) shaped() error {
 func (b *bench) shapedModelDir(dir, checkpoint string) (modelDir, tokDir string, err error) {
 	tokDir = defaultModelDir()
 	if tokDir == "" {
-		pyshim := filepath.Join(b.root, "pyshim")
+		pyshim := filepath.Join(b.root, "python", "pyshim")
 		tokDir = filepath.Join(dir, "tiny-llama")
 		if _, err := runChild(pyshim, []string{"PYTHONPATH=" + pyshim}, b.python, "-m", "phase0_testmodels", "--family", "llama", "--out", tokDir); err != nil {
 			return "", "", fmt.Errorf("building a tiny model for its tokenizer: %w", err)

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"phase0/internal/testenv"
-	"phase0/listrun"
-	"phase0/modellist"
-	"phase0/orchestrator"
-	"phase0/verdict"
+	"phase0/run/listrun"
+	"phase0/read/modellist"
+	"phase0/run/orchestrator"
+	"phase0/gate/verdict"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"phase0/internal/sttest"
-	"phase0/safetensors"
+	"phase0/read/safetensors"
 )
 
 func u8(name string, n int) sttest.WriteTensor {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/model"
+	"phase0/read/model"
 )
 
 // The family list lives in model/ (model.FamilyNames). The fixtures that
@@ -51,7 +51,7 @@ func quotedIn(t *testing.T, rel, text string, re *regexp.Regexp) []string {
 func TestFamilyListsAreModels(t *testing.T) {
 	want := sorted(model.FamilyNames())
 
-	const testmodels = "pyshim/phase0_testmodels/__init__.py"
+	const testmodels = "python/pyshim/phase0_testmodels/__init__.py"
 	src := readRepo(t, testmodels)
 	for _, re := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^Family = Literal\[.*\]$`),
@@ -70,7 +70,7 @@ func TestFamilyListsAreModels(t *testing.T) {
 		t.Errorf("%s: FamilyShape entries for %v; model.FamilyNames() is %v", testmodels, got, want)
 	}
 
-	const conftest = "pyext/tests/conftest.py"
+	const conftest = "cmd/pyext/tests/conftest.py"
 	entry := regexp.MustCompile(`(?m)^    "[a-z0-9_-]+": \("([a-z0-9]+)", `)
 	var fams []string
 	for _, m := range entry.FindAllStringSubmatch(readRepo(t, conftest), -1) {

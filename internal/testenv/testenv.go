@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"phase0/model"
+	"phase0/read/model"
 )
 
 // Python returns the venv python: $PHASE0_PYTHON (make test sets it), else
@@ -88,7 +88,7 @@ func RepoRoot() string {
 }
 
 // PyShim is the working copy of the phase0_shim package's parent folder.
-func PyShim() string { return filepath.Join(RepoRoot(), "pyshim") }
+func PyShim() string { return filepath.Join(RepoRoot(), "python", "pyshim") }
 
 // Model describes one tiny test checkpoint.
 type Model struct {

@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"phase0/internal/atomicfile"
+	"phase0/run/listrun"
+	"phase0/read/modellist"
+	"phase0/output/report"
+	"phase0/output/report/junit"
+)
+
+// Flags of one invocation (not settings) on the commands that take a list:
+// a JUnit XML file for CI, and one shard of the list for one CI job.
+const (
+	flagJUnit = "junit"
+	flagShard = "shard"
+)
+
+func addFleetFlags(c *cobra.Command) {
+	c.Flags().String(flagJUnit, "", "also write the verdicts as JUnit XML to FILE (a testcase per model), for CI")
+	c.Flags().String(flagShard, "", "run only shard I of N of the list (I/N, e.g. 2/4): a model's shard is a hash of its line, so appending lines moves no model")
+}
+
+// fleet is what --junit and --shard asked for.
+type fleet struct {
+	junit string
+	shard modellist.Shard
+}
+
+// fleetFlags reads --junit and --shard; a JUnit file that cannot be written
+// is refused before anything runs.
+func fleetFlags(cmd *cobra.Command) (fleet, error) {
+	var f fleet
+	for _, name := range []string{flagJUnit, flagShard} {
+		if v, _ := cmd.Flags().GetString(name); v == "" && cmd.Flags().Changed(name) {
+			return f, fmt.Errorf("--%s: an empty value: give one, or leave --%s out", name, name)
+		}
+	}
+	f.junit, _ = cmd.Flags().GetString(flagJUnit)
+	if s, _ := cmd.Flags().GetString(flagShard); s != "" {
+		sh, err := modellist.ParseShard(s)
+		if err != nil {
+			return f, fmt.Errorf("--shard: %w", err)
+		}
+		f.shard = sh
+	}
+	if f.junit != "" {
+		if err := atomicfile.CheckWritable(f.junit); err != nil {
+			return f, fmt.Errorf("--junit: %w", err)
+		}
+		if err := junit.CheckReplaceable(f.junit); err != nil {
+			return f, fmt.Errorf("--junit: %w", err)
+		}
+	}
+	return f, nil
+}
+
+// entries are the models of args in this shard.
+func (f fleet) entries(args []string) ([]modellist.Entry, error) {
+	entries, err := modellist.Expand(args)
+	if err != nil {
+		return nil, err
+	}
+	return f.shard.Select(entries), nil
+}
+
+// writeJUnit writes the cases as the command's JUnit report, when asked.
+func (f fleet) writeJUnit(command, version string, started time.Time, seconds float64, cases []junit.Case) error {
+	if f.junit == "" {
+		return nil
+	}
+	host, _ := os.Hostname()
+	return junit.WriteFile(f.junit, junit.Suite{Command: command, Version: version, Shard: f.shard.String(),
+		Hostname: host, Started: started, Seconds: seconds, Cases: cases})
+}
+
+func batchCases(b *listrun.Batch) []junit.Case {
+	var out []junit.Case
+	for _, m := range b.Models {
+		out = append(out, junit.Case{Report: m.Report, ListedAt: m.ListedAt})
+	}
+	return out
+}
+
+func triageCases(t *listrun.Triage) []junit.Case {
+	var out []junit.Case
+	for _, m := range t.Models {
+		out = append(out, junit.Case{Report: m.Report, ListedAt: m.Source})
+	}
+	return out
+}
+
+func singleCase(r *report.Report) []junit.Case { return []junit.Case{{Report: r}} }
+
+// single is one model's outcome, its JUnit file (with --junit) written
+// after the report.
+func (f fleet) single(command, version string, started time.Time, rep *report.Report) *outcome {
+	out := reportOutcome(rep)
+	out.after = func() error { return f.writeJUnit(command, version, started, rep.Seconds, singleCase(rep)) }
+	return out
+}

@@ -1,0 +1,153 @@
+package quant_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"phase0/internal/testenv"
+	"phase0/python/ops"
+	"phase0/python/ops/opstest"
+	"phase0/gate/quant"
+	"phase0/gate/verdict"
+)
+
+func TestMain(m *testing.M) { os.Exit(opstest.Main(m)) }
+
+var (
+	fixturesOnce sync.Once
+	fixturesDir  string
+	fixturesErr  error
+)
+
+// fixtures builds (once per test binary) two real transformers-written tiny
+// Llama checkpoints, the clean Q4NX bundle of the first and one negative
+// bundle per failure class, packed by our own packer, and the
+// upstream-style tree (pyshim/tests/quant_gate_fixtures.py).
+func fixtures(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs Python")
+	}
+	py := testenv.Python(t)
+	fixturesOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "phase0-quant-")
+		if err != nil {
+			fixturesErr = err
+			return
+		}
+		cmd := exec.Command(py, filepath.Join(testenv.PyShim(), "tests", "quant_gate_fixtures.py"), dir)
+		cmd.Env = append(os.Environ(), "PYTHONPATH="+testenv.PyShim(), "PYTHONDONTWRITEBYTECODE=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fixturesErr = &exec.ExitError{}
+			t.Logf("%s", out)
+			fixturesErr = err
+			return
+		}
+		fixturesDir = dir
+	})
+	if fixturesErr != nil {
+		t.Fatal(fixturesErr)
+	}
+	t.Cleanup(func() {})
+	return fixturesDir
+}
+
+func judge(t *testing.T, dir, bundle string) *quant.Weights {
+	t.Helper()
+	f := quant.Q4NX()
+	module := filepath.Join(dir, "tree", "llms", "llama32_1b_q4nx", "llama32_1b_q4nx_weights.py")
+	facts, err := opstest.Client(t).QuantFacts(context.Background(), ops.QuantArgs{WeightsModule: module, Source: filepath.Join(dir, "bundles", bundle),
+		ReferenceDir: filepath.Join(dir, "ref"), NLayers: 2, Bound: f.Bound()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if facts.ImportFailure != nil {
+		t.Fatalf("import failure: %+v", facts.ImportFailure)
+	}
+	return quant.Judge(f, &facts, quant.Expect{NLayers: 2})
+}
+
+func TestQuantGate1Clean(t *testing.T) {
+	dir := fixtures(t)
+	for _, b := range []string{"clean", "clean_q4nx"} {
+		w := judge(t, dir, b)
+		if w.Status != verdict.Pass || w.Judged != 14 || w.Kept != 7 || w.Layers != 2 {
+			t.Errorf("%s: %s judged %d kept %d layers %d: %s %q", b, w.Status, w.Judged, w.Kept, w.Layers, w.Summary, w.Findings)
+		}
+		for _, r := range w.Rows {
+			if m := r.Metrics; m != nil && (m.Cosine < 0.995 || m.RelL2 > 0.09 || m.BeyondBound != 0) {
+				t.Errorf("%s: layer %d %s: %+v, want a clean pack's cosine ≥ 0.995, rel L2 ≤ 0.09, none beyond the bound", b, r.Layer, r.Tensor, *m)
+			}
+		}
+	}
+}
+
+// TestQuantGate1Negatives: each failure class FAILs naming the layer, the
+// tensor, the metric and, where the numbers say it, the likely cause.
+func TestQuantGate1Negatives(t *testing.T) {
+	dir := fixtures(t)
+	for _, c := range []struct {
+		bundle string
+		want   []string // substrings of one finding
+	}{
+		{"random", []string{"layer 1 wv", "cosine", "random-init tensor or another model's"}},
+		{"transposed", []string{"layer 0 wq", "cosine", "likely cause: transposed"}},
+		{"swapped", []string{"layer 1 w_gate", "likely cause: swapped with w_up"}},
+		{"nibbles", []string{"layer 0 wq", "nibble order"}},
+		{"doubled_scale", []string{"layer 0 w_down", "std ratio", "doubled scale"}},
+		{"other_model", []string{"layer 0 wq", "cosine", "another model's"}},
+	} {
+		w := judge(t, dir, c.bundle)
+		if w.Status != verdict.Fail {
+			t.Errorf("%s: %s, want FAIL: %s", c.bundle, w.Status, w.Summary)
+			continue
+		}
+		found := false
+		for _, f := range w.Findings {
+			ok := true
+			for _, s := range c.want {
+				ok = ok && strings.Contains(f, s)
+			}
+			found = found || ok
+		}
+		if !found {
+			t.Errorf("%s: no finding names %q; findings:\n%s", c.bundle, c.want, strings.Join(w.Findings, "\n"))
+		}
+	}
+	// Another model's bundle also fails the bf16-kept tensors' byte identity.
+	w := judge(t, dir, "other_model")
+	if !strings.Contains(strings.Join(w.Findings, "\n"), "attn_norm (model.layers.0.input_layernorm.weight): kept in bf16 but") {
+		t.Errorf("other_model: the norms' byte identity is not judged:\n%s", strings.Join(w.Findings, "\n"))
+	}
+}
+
+// TestQuantE2EOp: quantized gate 2 alone (the path taken when the bf16
+// gate 2 is reused from its record) through the real worker: every
+// projection patched into the reference model, both sides' facts.
+func TestQuantE2EOp(t *testing.T) {
+	dir := fixtures(t)
+	module := filepath.Join(dir, "tree", "llms", "llama32_1b_q4nx", "llama32_1b_q4nx_weights.py")
+	for _, c := range []struct {
+		bundle string
+		want   verdict.Status
+	}{{"clean", verdict.Pass}, {"transposed", verdict.Fail}} {
+		facts, err := opstest.Client(t).QuantE2E(context.Background(), ops.QuantE2EOnlyArgs{
+			QuantE2EArgs: ops.QuantE2EArgs{WeightsModule: module, Source: filepath.Join(dir, "bundles", c.bundle), ReferenceDir: filepath.Join(dir, "ref"), NLayers: 2},
+			ModelDir:     filepath.Join(dir, "ref"), PromptTokens: []int{1, 20, 30, 40, 50}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := quant.JudgeE2E(quant.Q4NX(), &facts, 2)
+		if e.Patched != 14 || len(facts.KLPassage) == 0 || e.Status != c.want && c.want == verdict.Pass {
+			t.Errorf("%s: %s %q (patched %d, %d passage positions)", c.bundle, e.Status, e.Summary, e.Patched, len(facts.KLPassage))
+		}
+		if c.want == verdict.Fail && e.KLPassageMean <= 0 {
+			t.Errorf("%s: a transposed projection moves no distribution: %+v", c.bundle, e)
+		}
+	}
+}

@@ -1,0 +1,211 @@
+package quant
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"phase0/gate/verdict"
+)
+
+// Weights is quantized gate 1: every tensor of every layer the folder's
+// own loader returned, judged against the bf16 reference.
+type Weights struct {
+	verdict.Section
+	Format  string `json:"format"`
+	Loader  string `json:"loader"`
+	Limits  Limits `json:"limits"`
+	Bound   Bound  `json:"bound"`
+	Layers  int    `json:"layers"`
+	Judged  int    `json:"tensors_judged"`
+	Kept    int    `json:"tensors_kept_bf16"`
+	Rows    []Row  `json:"rows"`
+	Weakest *Row   `json:"weakest,omitempty"` // the quantized tensor with the lowest cosine
+	// Closeness is layer 0 against the key's reference and the other
+	// cached candidate checkpoints (for the pairing check).
+	Closeness []Closeness `json:"closeness,omitempty"`
+}
+
+// Row is one tensor's result.
+type Row struct {
+	Layer     int            `json:"layer"`
+	Tensor    string         `json:"tensor"`
+	Status    verdict.Status `json:"status"`
+	Metrics   *Metrics       `json:"metrics,omitempty"`
+	Differing *int64         `json:"differing,omitempty"`
+}
+
+// Expect is what the reference's config says the loader must return.
+type Expect struct {
+	NLayers int
+	QKNorm  bool
+	QKVBias bool
+}
+
+var (
+	projections = []string{"wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down"}
+	// partners are the projections most easily confused with each other.
+	partners = map[string]string{"w_gate": "w_up", "w_up": "w_gate", "wk": "wv", "wv": "wk", "wq": "wo", "wo": "wq"}
+)
+
+// Judge judges the worker's facts for a folder of format f.
+func Judge(f Format, facts *Facts, want Expect) *Weights {
+	w := &Weights{Section: verdict.NewSection(), Format: f.Name(), Loader: facts.Loader, Limits: f.Limits(), Bound: f.Bound(), Layers: facts.LayersLoaded, Rows: []Row{}}
+	lim := w.Limits
+	seen := map[string]bool{}
+	for _, t := range facts.Tensors {
+		name := tensorName(t.Layer, t.Field)
+		seen[name] = true
+		row := Row{Layer: t.Layer, Tensor: t.Field, Status: verdict.Pass, Differing: t.Differing}
+		fail := func(format string, args ...any) {
+			row.Status = verdict.Fail
+			w.FailWith("%s (%s): "+format, append([]any{name, t.Reference}, args...)...)
+		}
+		quantized := slices.Contains(projections, t.Field) || (t.Field == "lm_head" && t.Stats != nil && t.Differing == nil)
+		switch {
+		case t.Problem != "":
+			fail("%s", t.Problem)
+			if c, ok := t.Confusions[ConfTransposed]; ok && cosine(c) > 0.9 {
+				w.Find("%s: likely cause: transposed — the loader returned (out, in) %v where (in, out) is expected (cosine %.4f with the reference as stored)", name, t.Shape, cosine(c))
+			}
+		case quantized && t.Stats == nil:
+			if c, ok := t.Confusions[ConfTransposed]; ok {
+				fail("shape %v is the reference's own (out, in) layout, expected (in, out) %v; likely cause: transposed (cosine %.4f with the reference as stored)", t.Shape, reversed(t.ReferenceShape), cosine(c))
+			} else {
+				fail("no statistics returned")
+			}
+		case quantized:
+			w.Judged++
+			m := Of(*t.Stats)
+			row.Metrics = &m
+			for _, c := range []struct {
+				metric string
+				value  float64
+				bad    bool
+				limit  string
+			}{
+				{"cosine", m.Cosine, m.Cosine < lim.MinCosine, fmt.Sprintf("≥ %g", lim.MinCosine)},
+				{"relative L2", m.RelL2, m.RelL2 > lim.MaxRelL2, fmt.Sprintf("≤ %g", lim.MaxRelL2)},
+				{"std ratio", m.StdRatio, m.StdRatio < lim.MinStdRatio || m.StdRatio > lim.MaxStdRatio, fmt.Sprintf("in [%g, %g]", lim.MinStdRatio, lim.MaxStdRatio)},
+				{"fraction beyond the " + f.Name() + " error bound", m.BeyondBound, m.BeyondBound > lim.MaxBeyond, fmt.Sprintf("≤ %g", lim.MaxBeyond)},
+			} {
+				if c.bad {
+					fail("%s %.4f, limit %s%s", c.metric, c.value, c.limit, cause(t, m, lim))
+					break
+				}
+			}
+			if w.Weakest == nil || m.Cosine < w.Weakest.Metrics.Cosine {
+				r := row
+				w.Weakest = &r
+			}
+		default:
+			w.Kept++
+			switch {
+			case t.Differing == nil:
+				fail("kept in bf16, yet no bitwise comparison was returned")
+			case *t.Differing > 0:
+				detail := ""
+				if t.Stats != nil {
+					m := Of(*t.Stats)
+					detail = fmt.Sprintf(" (max |diff| %.4g, cosine %.4f)", m.MaxAbsDiff, m.Cosine)
+				}
+				fail("kept in bf16 but %d of %d elements differ from the reference%s; expected byte-identical", *t.Differing, product(t.ReferenceShape), detail)
+			}
+		}
+		w.Rows = append(w.Rows, row)
+	}
+	for _, name := range expected(want) {
+		if !seen[name] {
+			w.FailWith("%s: the loader returned no such tensor", name)
+		}
+	}
+	if facts.LayersLoaded != want.NLayers {
+		w.FailWith("the loader returned %d layers, the reference has %d", facts.LayersLoaded, want.NLayers)
+	}
+	w.Summary = fmt.Sprintf("%s via %s: %d quantized tensors judged, %d kept bf16 tensors compared, %d layers", w.Format, w.Loader, w.Judged, w.Kept, w.Layers)
+	if w.Weakest != nil {
+		m := w.Weakest.Metrics
+		w.Summary += fmt.Sprintf("; weakest %s cosine %.4f, rel L2 %.4f (limits %g, %g)", tensorName(w.Weakest.Layer, w.Weakest.Tensor), m.Cosine, m.RelL2, lim.MinCosine, lim.MaxRelL2)
+	}
+	return w
+}
+
+// cause is what the numbers say went wrong, or "".
+func cause(t Tensor, m Metrics, lim Limits) string {
+	conf := func(name string) float64 {
+		if c, ok := t.Confusions[name]; ok {
+			return cosine(c)
+		}
+		return math.NaN()
+	}
+	// A confusion explains the failure when the tensor matches it clearly
+	// better than its own reference. Rows paired the wrong way keep their
+	// own row's scale and min, so their match is strong but not exact
+	// (cosine ≈ 0.87 on the tests' bundles).
+	explains := func(c float64) bool { return c > 0.7 && c > m.Cosine+0.3 }
+	switch p, tr, rp := conf(ConfPartner), conf(ConfTransposed), conf(ConfRowPairs); {
+	case explains(p):
+		return fmt.Sprintf("; likely cause: swapped with %s (cosine %.4f with %s's reference)", partners[t.Field], p, partners[t.Field])
+	case explains(tr):
+		return fmt.Sprintf("; likely cause: transposed (cosine %.4f with the reference as stored, (out, in))", tr)
+	case explains(rp):
+		return fmt.Sprintf("; likely cause: even and odd rows exchanged — the nibble order within a byte is reversed (cosine %.4f with the rows paired the other way)", rp)
+	case m.StdRatio > 1.8 && m.StdRatio < 2.2:
+		return fmt.Sprintf("; likely cause: doubled scale (std ratio %.3f ≈ 2)", m.StdRatio)
+	case m.StdRatio > 0.45 && m.StdRatio < 0.55:
+		return fmt.Sprintf("; likely cause: halved scale (std ratio %.3f ≈ 0.5)", m.StdRatio)
+	case math.Abs(m.Cosine) < 0.2:
+		return fmt.Sprintf("; likely cause: values unrelated to the reference — a random-init tensor or another model's (cosine %.4f)", m.Cosine)
+	case m.Cosine >= lim.MinCosine && m.BeyondBound > lim.MaxBeyond:
+		return "; likely cause: errors larger than the format allows — a wrong codec (I8 vs Q4NX dequant) or a lossy repack"
+	}
+	return ""
+}
+
+// expected are the tensors every loader must return for the config.
+func expected(want Expect) []string {
+	out := []string{"embed_table", "final_norm", "lm_head"}
+	for k := range want.NLayers {
+		fields := append(slices.Clone(projections), "attn_norm", "ffn_norm")
+		if want.QKNorm {
+			fields = append(fields, "q_norm", "k_norm")
+		}
+		if want.QKVBias {
+			fields = append(fields, "bq", "bk", "bv")
+		}
+		for _, f := range fields {
+			out = append(out, tensorName(k, f))
+		}
+	}
+	return out
+}
+
+func tensorName(layer int, field string) string {
+	if layer < 0 {
+		return field
+	}
+	return fmt.Sprintf("layer %d %s", layer, field)
+}
+
+func reversed(s []int) []int {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
+}
+
+func product(s []int) int64 {
+	n := int64(1)
+	for _, d := range s {
+		n *= int64(d)
+	}
+	return n
+}
+
+// LoaderRaised is gate 1 when the folder's loader raised before any
+// tensor could be judged: a FAIL whose one finding is why (one line).
+func LoaderRaised(f Format, loader, why string) *Weights {
+	w := &Weights{Section: verdict.NewSection(), Format: f.Name(), Loader: loader, Limits: f.Limits(), Rows: []Row{}}
+	w.FailWith("%s", why)
+	w.Summary = why
+	return w
+}

@@ -1,0 +1,244 @@
+// Package quantfolder reads a quantized deployment folder of an mlir-air
+// llms tree (llama32_1b_q4nx …) and the bundle it loads: which
+// MODEL_CHOICES keys a command means, the folder's weights module and its
+// format, the bundle from the HF cache (offline) with its config.json and
+// model card, and the other cached checkpoints the bundle might come from.
+// It reads files only; package quant judges, the orchestrator runs.
+package quantfolder
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"phase0/read/hfcache"
+	"phase0/internal/boundedfile"
+	"phase0/read/llmstree"
+	"phase0/read/model"
+	"phase0/gate/quant"
+	"phase0/read/safetensors"
+)
+
+// MaxTextBytes bounds a file of the tree or the bundle read as text (a
+// weights module, verify_adapter.py, a model card).
+const MaxTextBytes = 16 << 20
+
+// Uses says which quantized keys validating arg through the tree at llms
+// means: with name naming a quantized folder, its keys whose reference is
+// arg; without a name, every key of the folders that load the bundle arg.
+// A bf16 id without a name is a bf16 run (none); so is a name that is not a
+// quantized folder.
+func Uses(llmsDir string, reserved []string, name, arg string) ([]llmstree.Use, error) {
+	if llmsDir == "" || strings.Count(arg, "/") != 1 {
+		return nil, nil
+	}
+	folders, err := llmstree.Scan(llmsDir, reserved)
+	if err != nil {
+		return nil, err
+	}
+	id, _, _ := strings.Cut(arg, "@")
+	if name != "" {
+		for _, f := range folders {
+			if f.Name == name && f.Quant != nil {
+				uses := llmstree.QuantizedUses(folders, id, name)
+				if len(uses) == 0 {
+					return nil, fmt.Errorf("%s/verify_adapter.py: no MODEL_CHOICES key pairs %s (keys: %s)", name, id, choicesText(f.Quant.Choices))
+				}
+				return uses, nil
+			}
+		}
+		return nil, nil
+	}
+	var uses []llmstree.Use
+	for _, u := range llmstree.QuantizedUses(folders, id, "") {
+		if strings.EqualFold(u.Bundle, id) {
+			uses = append(uses, u)
+		}
+	}
+	return uses, nil
+}
+
+func choicesText(cs []llmstree.Choice) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%q: %s", c.Key, c.Reference))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Folder is one key's quantized folder: the module, its format, what its
+// loader reads, and the bundle's own config and card.
+type Folder struct {
+	Use    llmstree.Use
+	Dir    string // <llms>/<folder>
+	Module string // its weights module
+	Src    []byte // the module's text
+	Format quant.Format
+	Source string // what the loader is given: the bundle's snapshot, else the reference's folder
+	// Candidates are the other checkpoints the bundle might come from
+	// (the folder's other references, the card's base_model) that are
+	// cached: the numbers back the pairing.
+	Candidates []quant.CandidateID
+	Bundle     *model.Config // the bundle's config.json, when it ships one
+	Declared   string        // the bundle card's base_model
+	// BundleProblems say which of the bundle's safetensors files (model.q4nx
+	// is one) has a header that does not fit the file: truncated, or
+	// shapes, dtypes or offsets that lie. Quantized gate 1 fails on them
+	// before any loader reads the bundle.
+	BundleProblems []string
+}
+
+// Open reads u's folder under llms and resolves its bundle through the HF
+// cache at cache (offline); refDir is the reference checkpoint's folder.
+// Warnings say what was unreadable but not needed.
+func Open(llms string, u llmstree.Use, refDir, cache string) (*Folder, []string, error) {
+	var warnings []string
+	q := &Folder{Use: u, Dir: filepath.Join(llms, u.Folder), Source: refDir}
+	q.Module = filepath.Join(q.Dir, u.Module)
+	var err error
+	if q.Src, err = boundedfile.Read(q.Module, MaxTextBytes); err != nil {
+		return nil, nil, fmt.Errorf("reading %s: %w", q.Module, err)
+	}
+	if q.Format, err = quant.Detect(q.Src); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", q.Module, err)
+	}
+	if u.Bundle != "" {
+		ref, err := hfcache.ParseID(u.Bundle)
+		if err != nil {
+			return nil, nil, fmt.Errorf("bundle %s: %w", u.Bundle, err)
+		}
+		res, err := hfcache.Resolve(cache, ref)
+		if err != nil {
+			return nil, nil, fmt.Errorf("bundle %s of %s is not in the HF cache (phase0 reads bundles offline; fetch it with `hf download %s`): %w", u.Bundle, u.Folder, u.Bundle, err)
+		}
+		q.Source = res.Dir
+		q.BundleProblems = checkBundle(u.Bundle, res.Dir)
+		if card, err := boundedfile.Read(filepath.Join(res.Dir, "README.md"), MaxTextBytes); err == nil {
+			q.Declared = quant.BaseModel(card)
+		}
+		if raw, err := model.ReadRaw(os.DirFS(res.Dir)); err == nil {
+			if a := model.Analyze(raw); a.Config != nil {
+				q.Bundle = a.Config
+			}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			warnings = append(warnings, fmt.Sprintf("bundle %s: config.json unreadable: %v", u.Bundle, err))
+		}
+	}
+	q.Candidates = candidates(cache, &u, q.Declared)
+	return q, warnings, nil
+}
+
+// candidates are the checkpoints other than the key's reference that the
+// bundle might come from (the folder's other MODEL_CHOICES references and
+// the card's base_model), those complete in the HF cache.
+func candidates(cache string, u *llmstree.Use, declared string) []quant.CandidateID {
+	if u.Bundle == "" {
+		return nil // quantized on load from the reference: nothing to tell apart
+	}
+	var ids []string
+	for _, c := range u.Choices {
+		ids = append(ids, c.Reference)
+	}
+	ids = append(ids, declared)
+	var out []quant.CandidateID
+	for _, id := range ids {
+		if id == "" || strings.EqualFold(id, u.Reference) || slices.ContainsFunc(out, func(c quant.CandidateID) bool { return strings.EqualFold(c.ID, id) }) {
+			continue
+		}
+		ref, err := hfcache.ParseID(id)
+		if err != nil {
+			continue
+		}
+		if res, err := hfcache.Resolve(cache, ref); err == nil && res.Complete() {
+			out = append(out, quant.CandidateID{ID: id, Dir: res.Dir})
+		}
+	}
+	return out
+}
+
+// checkBundle reads the header of every safetensors file of the bundle
+// snapshot dir against the file's size, as gate 1 reads a bf16 checkpoint's.
+func checkBundle(id, dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return []string{fmt.Sprintf("bundle %s: %v", id, err)}
+	}
+	var problems []string
+	for _, e := range entries {
+		if name := e.Name(); strings.HasSuffix(name, ".q4nx") || strings.HasSuffix(name, ".safetensors") {
+			if err := checkHeader(filepath.Join(dir, name), name); err != nil {
+				problems = append(problems, fmt.Sprintf("bundle %s: %v", id, err))
+			}
+		}
+	}
+	return problems
+}
+
+func checkHeader(path, name string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	_, err = safetensors.ReadHeader(f, fi.Size(), name)
+	return err
+}
+
+// Readable is when (ok, why) for quantized gate 2, which loads the bundle:
+// not when the bundle's headers do not fit its files (gate 1 said why).
+func (q *Folder) Readable(ok bool, why string) (bool, string) {
+	if q != nil && len(q.BundleProblems) > 0 {
+		return false, "the bundle's files are unreadable (quantized gate 1 names them)"
+	}
+	return ok, why
+}
+
+// CandidateDirs are the candidates' folders, as the worker reads them.
+func (q *Folder) CandidateDirs() []string {
+	var dirs []string
+	for _, c := range q.Candidates {
+		dirs = append(dirs, c.Dir)
+	}
+	return dirs
+}
+
+// ImportError names what the module could not import, and the folder
+// beside llms/ that is missing: a --llms-dir holding an extracted llms/
+// alone cannot run upstream's quantized modules.
+func (q *Folder) ImportError(f *quant.ImportFailure) error {
+	var rel []string
+	for _, p := range f.MissingPaths {
+		if r, err := filepath.Rel(q.Dir, p); err == nil {
+			rel = append(rel, r)
+		} else {
+			rel = append(rel, p)
+		}
+	}
+	if len(rel) == 0 {
+		return fmt.Errorf("%s cannot be imported: %s", q.Module, f.Message)
+	}
+	return fmt.Errorf("%s imports %s from %s, which does not exist: --llms-dir must be the llms/ folder of a programming_examples checkout (the quantized modules import from its siblings: %s)",
+		q.Module, f.Module, strings.Join(rel, ", "), strings.Join(rel, ", "))
+}
+
+// Constants are the module's hard-coded constants as text, completed by
+// those of the folder's verify_adapter.py (the module's win).
+func (q *Folder) Constants() map[string]float64 {
+	consts := quant.ModuleConstants(q.Src)
+	if adapter, err := boundedfile.Read(filepath.Join(q.Dir, llmstree.AdapterFile), MaxTextBytes); err == nil {
+		for k, v := range quant.ModuleConstants(adapter) {
+			if _, ok := consts[k]; !ok {
+				consts[k] = v
+			}
+		}
+	}
+	return consts
+}

@@ -1,0 +1,251 @@
+// Package record writes a run's record as one commit. report.json,
+// report.md and the chart, Phase 0's section of phase_timing.md, the
+// progress entry (on PASS), the TODO tick and the manifest that owns those
+// documents are all rendered, then written and synced to temporaries beside
+// their paths, and only then renamed into place, the old inputs.json
+// removed with them. A folder that refuses a file or a disk that fills
+// fails before the first rename: the previous record stays whole and the
+// run is "could not evaluate" (exit 2). The new inputs.json stamps the
+// workspace as the commit left it (sizes, times, inodes cannot be known
+// before), so it is written right after, into the space the old one freed.
+// Any failure from the first rename on marks report.json ERROR and leaves
+// no inputs.json: a PASS report never stands beside an exit 2, nor is an
+// incomplete one reused.
+package record
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"phase0/internal/atomicfile"
+	"phase0/output/report"
+	"phase0/output/scaffold"
+	"phase0/gate/verdict"
+)
+
+// ownReports are the report files a person may also keep in a folder given
+// as --report-dir, and what opens every one phase0 writes.
+var ownReports = map[string]string{"report.json": `"tool": "phase0"`, "report.md": "# Phase 0 report"}
+
+// foreignReport says which report file in dir phase0 did not write (a
+// --report-dir pointed at a folder of a person's): it is never overwritten.
+func foreignReport(dir string) error {
+	for name, mark := range ownReports {
+		path := filepath.Join(dir, name)
+		f, err := os.Open(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		head := make([]byte, 512)
+		n, _ := io.ReadFull(f, head)
+		f.Close()
+		if n > 0 && !strings.Contains(string(head[:n]), mark) {
+			return fmt.Errorf("%s exists and phase0 did not write it: it is never overwritten; give another --report-dir, or move the file", path)
+		}
+	}
+	return nil
+}
+
+// Paths of the documents the record updates, relative to the workspace.
+var (
+	TODODoc     = "TODO.md"
+	ProgressDoc = filepath.Join("docs", "development_progress", "progress.md")
+	TimingDoc   = filepath.Join("docs", "development_progress", scaffold.PhaseTimingName)
+)
+
+// Commit writes report r into dir with the workspace documents docs, as one
+// commit (see the package comment), then inputs.json at inputs from
+// encode, given the files just committed (nil encode: no inputs.json, the
+// old one removed).
+func Commit(r *report.Report, dir string, docs []report.File, inputs string, encode func([]report.File) ([]byte, error)) error {
+	files, err := report.Files(r, dir)
+	if err != nil {
+		return fmt.Errorf("recording the result (nothing was written): %w", err)
+	}
+	if err := foreignReport(dir); err != nil {
+		return fmt.Errorf("recording the result (nothing was written): %w", err)
+	}
+	files = append(files, docs...)
+	// Every file must be writable before the first is staged: a clear
+	// message for a read-only or immutable file, a folder in a file's place.
+	for _, p := range append(paths(files), inputs) {
+		if err := atomicfile.CheckWritable(p); err != nil {
+			return fmt.Errorf("recording the result (nothing was written): %w", err)
+		}
+	}
+	var b atomicfile.Batch
+	for _, f := range files {
+		if err := b.Add(f.Path, f.Data); err != nil {
+			return fmt.Errorf("recording the result (nothing was written): %w", err)
+		}
+	}
+	// The old inputs.json goes with the old record; the new one stamps the
+	// workspace as the commit left it (sizes, times, inodes), so it is
+	// written right after, into the space the old one freed.
+	b.Remove(inputs)
+	fail := func(err error) error {
+		// Committed in part, or without its inputs: the report must not
+		// stand as a complete PASS beside an exit 2, nor be reused.
+		// Marking it is best effort; the error stands.
+		r.Status, r.Error = verdict.Error, "the record is incomplete: "+err.Error()
+		_ = report.Write(r, dir)
+		_ = os.Remove(inputs)
+		return fmt.Errorf("recording the result: %w", err)
+	}
+	if err := b.Commit(); err != nil {
+		return fail(err)
+	}
+	if encode != nil {
+		data, err := encode(files)
+		if err == nil {
+			err = atomicfile.Write(inputs, data)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
+	return nil
+}
+
+func paths(files []report.File) []string {
+	out := make([]string, 0, len(files)+1)
+	for _, f := range files {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+// Docs renders the workspace documents the record updates: in phase0's own
+// workspace (own) Phase 0's timing section, the progress entry on PASS, the
+// TODO status and the manifest that owns them; in a folder phase0 did not
+// create, the entry and the tick the record enters (r.Workspace.Entered),
+// or nothing. entry is the progress entry (read only on PASS); blockers
+// are TODO's and the timing section's.
+func Docs(r *report.Report, ws string, own, passed bool, entry func() string, blockers []string) ([]report.File, error) {
+	if !own && len(r.Workspace.Entered) == 0 {
+		return nil, nil
+	}
+	var out []report.File
+	owned := map[string][]byte{}
+	put := func(rel, text string) {
+		out = append(out, report.File{Path: filepath.Join(ws, rel), Data: []byte(text)})
+		owned[filepath.ToSlash(rel)] = []byte(text)
+	}
+	update := func(rel, entry string) error {
+		p := filepath.Join(ws, rel)
+		text, err := scaffold.ReadDoc(p)
+		if err == nil {
+			text, err = scaffold.Phase0Entry(text, p, entry)
+		}
+		if err != nil {
+			return err
+		}
+		put(rel, text)
+		return nil
+	}
+	if own {
+		if err := update(TimingDoc, scaffold.Phase0Timing(r.Started, time.Now(), string(r.Status), blockers)); err != nil {
+			return nil, err
+		}
+	}
+	if passed {
+		if err := update(ProgressDoc, entry()); err != nil {
+			return nil, err
+		}
+	}
+	todo := filepath.Join(ws, TODODoc)
+	text, err := scaffold.ReadDoc(todo)
+	if err == nil {
+		text, err = scaffold.Phase0Status(text, todo, passed, blockers, scaffold.WrittenByPhase0(todo, []byte(text)))
+	}
+	if err != nil {
+		return nil, err
+	}
+	put(TODODoc, text)
+	if own {
+		m, err := scaffold.ManifestAfter(ws, owned)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, report.File{Path: filepath.Join(ws, scaffold.ManifestName), Data: m})
+	}
+	return out, nil
+}
+
+// Enter brings a folder's Phase 0 entry (progress.md) and TODO tick up to
+// date for a reused PASS, in one commit, and nothing else; changed lists
+// the documents it rewrote (none when they were up to date).
+func Enter(ws, entry string) (changed []string, err error) {
+	var b atomicfile.Batch
+	for _, d := range []struct {
+		rel    string
+		update func(text, path string) (string, error)
+	}{
+		{ProgressDoc, func(text, path string) (string, error) { return scaffold.Phase0Entry(text, path, entry) }},
+		{TODODoc, func(text, path string) (string, error) { return scaffold.Phase0Status(text, path, true, nil, false) }},
+	} {
+		p := filepath.Join(ws, d.rel)
+		text, err := scaffold.ReadDoc(p)
+		if err != nil {
+			b.Abort()
+			return nil, fmt.Errorf("entering the reused PASS in %s: %w", ws, err)
+		}
+		updated, err := d.update(text, p)
+		if err == nil && updated != text {
+			err = b.Add(p, []byte(updated))
+			changed = append(changed, d.rel)
+		}
+		if err != nil {
+			b.Abort()
+			return nil, fmt.Errorf("entering the reused PASS in %s (nothing was written): %w", ws, err)
+		}
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	if err := b.Commit(); err != nil {
+		return nil, fmt.Errorf("entering the reused PASS in %s: %w", ws, err)
+	}
+	return changed, nil
+}
+
+// WithoutLocalPaths rewrites the blockers that go into TODO.md and
+// phase_timing.md (files meant to be committed) so that they name the
+// checkpoint, the workspace and the llms folder instead of their absolute
+// paths, which error messages from the loader and the runner carry;
+// checkpoint or ws "" when there is none.
+func WithoutLocalPaths(lines []string, checkpoint, ws string) []string {
+	names := map[string]string{}
+	if checkpoint != "" {
+		names[checkpoint] = "<checkpoint>"
+	}
+	if ws != "" {
+		names[ws] = "<workspace>"
+		names[filepath.Dir(ws)] = "<llms>"
+	}
+	paths := make([]string, 0, len(names))
+	for p := range names {
+		if filepath.IsAbs(p) && p != "/" {
+			paths = append(paths, p)
+		}
+	}
+	// Longest first: the workspace lies inside the llms folder.
+	sort.Slice(paths, func(i, j int) bool { return len(paths[i]) > len(paths[j]) })
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		for _, p := range paths {
+			l = strings.ReplaceAll(l, p, names[p])
+		}
+		out[i] = l
+	}
+	return out
+}

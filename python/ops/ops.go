@@ -1,0 +1,202 @@
+// Package ops is the typed boundary between Go and the Python worker: one
+// method per entry point of phase0_shim.ops, each with its own argument and
+// result types (types.go). Results are decoded strictly: an unknown key or
+// a missing required one is an ErrContract naming the op and the key, so a
+// key renamed on one side never becomes a silent zero value on the other.
+// Nothing else in phase0 names an op.
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"phase0/gate/config"
+	"phase0/gate/quant"
+)
+
+// Module is the Python module whose functions are the ops.
+const Module = "phase0_shim.ops"
+
+// The ops, by their Python names. TestContract checks that phase0_shim.ops
+// exposes exactly these.
+const (
+	opEnvironment     = "environment"
+	opDownload        = "download"
+	opDefaultModel    = "default_model"
+	opLoaderFacts     = "loader_facts"
+	opConfigFacts     = "config_facts"
+	opModuleConfig    = "module_config"
+	opBehaviourFacts  = "behaviour_facts"
+	opBaseline        = "baseline"
+	opReferencePlan   = "reference_plan"
+	opRecordReference = "record_reference"
+	opPythonSources   = "python_sources"
+	opResetSession    = "reset_session"
+	opQuantFacts      = "quant_facts"
+	opQuantModule     = "quant_module_facts"
+	opQuantE2E        = "quant_e2e"
+)
+
+// Session runs one op at a time in a worker child (*worker.Session).
+type Session interface {
+	Call(op string, args, out any) ([]float32, error)
+	Close() error
+}
+
+// Client runs ops in one session, started on first use.
+type Client struct {
+	start func(context.Context) (Session, error)
+	sess  Session
+}
+
+// New returns a client that starts its session with start when the first
+// op runs.
+func New(start func(context.Context) (Session, error)) *Client {
+	return &Client{start: start}
+}
+
+// Started says whether an op has started the session.
+func (c *Client) Started() bool { return c.sess != nil }
+
+// Close ends the session, if one was started; the next op starts another.
+func (c *Client) Close() error {
+	if c.sess == nil {
+		return nil
+	}
+	err := c.sess.Close()
+	c.sess = nil
+	return err
+}
+
+// call runs op with args and decodes its result strictly into out. Worker
+// errors (*worker.Error) come back unwrapped, for the caller to sort.
+func call[R any](ctx context.Context, c *Client, op string, args any) (R, []float32, error) {
+	var out R
+	if c.sess == nil {
+		sess, err := c.start(ctx)
+		if err != nil {
+			return out, nil, err
+		}
+		c.sess = sess
+	}
+	var raw json.RawMessage
+	floats, err := c.sess.Call(op, args, &raw)
+	if err != nil {
+		return out, nil, err
+	}
+	if err := decodeStrict(op, raw, &out); err != nil {
+		return out, nil, err
+	}
+	return out, floats, nil
+}
+
+// Environment reports the versions the worker runs on; a liveness check too.
+func (c *Client) Environment(ctx context.Context) (Environment, error) {
+	r, _, err := call[Environment](ctx, c, opEnvironment, NoArgs{})
+	return r, err
+}
+
+// Download fetches a hub model's config, tokenizer and safetensors into the
+// HF cache through huggingface_hub.
+func (c *Client) Download(ctx context.Context, args DownloadArgs) (DownloadResult, error) {
+	r, _, err := call[DownloadResult](ctx, c, opDownload, args)
+	return r, err
+}
+
+// DefaultModel converts (once) the bundled default model into the cache.
+func (c *Client) DefaultModel(ctx context.Context, args DefaultModelArgs) (DefaultModelResult, error) {
+	r, _, err := call[DefaultModelResult](ctx, c, opDefaultModel, args)
+	return r, err
+}
+
+// LoaderFacts runs the module's load_weights on the checkpoint (gate 1).
+func (c *Client) LoaderFacts(ctx context.Context, args ModuleArgs) (LoaderFactsResult, error) {
+	r, _, err := call[LoaderFactsResult](ctx, c, opLoaderFacts, args)
+	return r, err
+}
+
+// QuantFacts runs a quantized folder's own loader and reports every
+// tensor's statistics against the bf16 reference (quantized gate 1).
+func (c *Client) QuantFacts(ctx context.Context, args QuantArgs) (quant.Facts, error) {
+	r, _, err := call[quant.Facts](ctx, c, opQuantFacts, args)
+	return r, err
+}
+
+// QuantE2E is quantized gate 2 without the bf16 baseline (reused from its
+// record): one model load, the dequantized projections patched in.
+func (c *Client) QuantE2E(ctx context.Context, args QuantE2EOnlyArgs) (quant.E2EFacts, error) {
+	r, _, err := call[quant.E2EFacts](ctx, c, opQuantE2E, args)
+	return r, err
+}
+
+// QuantModuleFacts imports a quantized module and calls its *_config()
+// functions (quantized gate 3).
+func (c *Client) QuantModuleFacts(ctx context.Context, args QuantModuleArgs) (QuantModuleFacts, error) {
+	r, _, err := call[QuantModuleFacts](ctx, c, opQuantModule, args)
+	return r, err
+}
+
+// ConfigFacts reports the module's LlamaConfig() and what transformers
+// resolves for the folder (gate 3).
+func (c *Client) ConfigFacts(ctx context.Context, args ModuleArgs) (ConfigFactsResult, error) {
+	r, _, err := call[ConfigFactsResult](ctx, c, opConfigFacts, args)
+	return r, err
+}
+
+// ModuleConfig imports a weights module and reports its LlamaConfig().
+func (c *Client) ModuleConfig(ctx context.Context, args ModuleConfigArgs) (ModuleConfigResult, error) {
+	r, _, err := call[ModuleConfigResult](ctx, c, opModuleConfig, args)
+	return r, err
+}
+
+// BehaviourFacts runs the module's RoPE table and its helpers' RMSNorm next
+// to transformers' (gate 3), with the arrays split out of the payload.
+func (c *Client) BehaviourFacts(ctx context.Context, args BehaviourArgs) (*config.BehaviourFacts, error) {
+	raw, payload, err := call[json.RawMessage](ctx, c, opBehaviourFacts, args)
+	if err != nil {
+		return nil, err
+	}
+	var checked config.BehaviourFacts
+	if err := decodeStrict(opBehaviourFacts, raw, &checked); err != nil {
+		return nil, err
+	}
+	b, err := config.DecodeBehaviour(raw, payload)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", opBehaviourFacts, err)
+	}
+	return b, nil
+}
+
+// Baseline prefills the canonical prompt through the reference HfRunner in
+// bf16 and returns its facts and the last position's logits (gate 2).
+func (c *Client) Baseline(ctx context.Context, args BaselineArgs) (BaselineResult, []float32, error) {
+	return call[BaselineResult](ctx, c, opBaseline, args)
+}
+
+// ReferencePlan reports what a recording would be keyed on, without torch.
+func (c *Client) ReferencePlan(ctx context.Context, args BaselineArgs) (ReferencePlanResult, error) {
+	r, _, err := call[ReferencePlanResult](ctx, c, opReferencePlan, args)
+	return r, err
+}
+
+// RecordReference records the reference into args.OutDir, which the caller
+// reads back.
+func (c *Client) RecordReference(ctx context.Context, args RecordReferenceArgs) error {
+	_, _, err := call[NoResult](ctx, c, opRecordReference, args)
+	return err
+}
+
+// PythonSources lists the Python the session has imported so far.
+func (c *Client) PythonSources(ctx context.Context) (Imports, error) {
+	r, _, err := call[Imports](ctx, c, opPythonSources, NoArgs{})
+	return r, err
+}
+
+// ResetSession returns the session to the state it started in: the modules
+// imported from outside the interpreter's own folders are forgotten and
+// sys.path is restored (for a session that serves another run next).
+func (c *Client) ResetSession(ctx context.Context) (ResetResult, error) {
+	r, _, err := call[ResetResult](ctx, c, opResetSession, NoArgs{})
+	return r, err
+}

@@ -1,0 +1,90 @@
+"""Builds the quantized gate's fixtures for the Go tests (gate/quant/, run/orchestrator/).
+
+``python quant_gate_fixtures.py OUT`` writes, under OUT:
+
+- ``ref``, ``other``: 256-wide tiny Llama checkpoints (seeds 0 and 1);
+- ``qwen3``, ``qwen2``: 256-wide tiny Qwen3 (QK-norms, untied lm_head) and
+  Qwen2 (q/k/v biases, tied) checkpoints, the references of the
+  ``qwen3_8b_q4nx`` and ``qwen25_3b_q4`` folders;
+- ``awq``: ``ref`` as an AutoAWQ g128 checkpoint (``qweight/qzeros/scales``,
+  ``quantization_config``), what ``llama32_1b_int4`` names as its reference;
+- ``bundles/qwen3/model.q4nx``: the clean bundle of ``qwen3`` (its untied
+  lm_head quantized as blocks);
+- ``bundles/<case>/model.q4nx``: the clean bundle of ``ref`` and one negative
+  per failure class quantized gate 1 must FAIL (a random-init tensor, a
+  transposed one, gate/up swapped, the wrong nibble order, a doubled scale,
+  another model's bundle, I8 and Q4NX codecs);
+- ``tree/llms``: the upstream-style tree (quant_helpers.assemble_tree).
+
+Packing uses phase0_testmodels.quant (our own packer, from the format facts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from quant_helpers import assemble_tree  # noqa: E402
+
+from phase0_testmodels.quant import awq  # noqa: E402
+from phase0_testmodels.quant.bundle import PackOptions, pack_bundle  # noqa: E402
+from phase0_testmodels.quant.models import make_quant_model  # noqa: E402
+from phase0_testmodels.quant.st import Checkpoint  # noqa: E402
+
+GATE = "model.layers.1.mlp.gate_proj.weight"
+UP = "model.layers.1.mlp.up_proj.weight"
+Q0 = "model.layers.0.self_attn.q_proj.weight"
+DOWN0 = "model.layers.0.mlp.down_proj.weight"
+RANDOM = "model.layers.1.self_attn.v_proj.weight"
+
+
+def cases(ref: Checkpoint) -> dict[str, PackOptions]:
+    rng = np.random.default_rng(7)
+
+    def random_v(name: str, w: np.ndarray) -> np.ndarray:
+        return (rng.standard_normal(w.shape) * float(w.std())).astype(np.float32) if name == RANDOM else w
+
+    def transposed_q(name: str, w: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray(w.T) if name == Q0 else w
+
+    def swapped(name: str, w: np.ndarray) -> np.ndarray:
+        return ref.f32(UP) if name == GATE else ref.f32(GATE) if name == UP else w
+
+    def doubled(name: str, qt):  # type: ignore[no-untyped-def]
+        return dataclasses.replace(qt, scale=qt.scale * 2) if name == DOWN0 else qt
+
+    return {
+        "clean": PackOptions(),
+        "clean_q4nx": PackOptions(codec="Q4NX"),
+        "random": PackOptions(weight_hook=random_v),
+        "transposed": PackOptions(weight_hook=transposed_q),
+        "swapped": PackOptions(weight_hook=swapped),
+        "nibbles": PackOptions(nibbles="odd-low"),
+        "doubled_scale": PackOptions(grid_hook=doubled),
+    }
+
+
+def main(out: Path) -> None:
+    ref = make_quant_model(out / "ref", seed=0)
+    other = make_quant_model(out / "other", seed=1)
+    ckpt = Checkpoint(ref)
+    for name, opts in cases(ckpt).items():
+        (out / "bundles" / name).mkdir(parents=True, exist_ok=True)
+        pack_bundle(ckpt, out / "bundles" / name / "model.q4nx", opts)
+    (out / "bundles" / "other_model").mkdir(parents=True, exist_ok=True)
+    pack_bundle(other, out / "bundles" / "other_model" / "model.q4nx")
+    qwen3 = make_quant_model(out / "qwen3", "qwen3")
+    make_quant_model(out / "qwen2", "qwen2")
+    awq.pack_checkpoint(out / "ref", out / "awq")
+    (out / "bundles" / "qwen3").mkdir(parents=True, exist_ok=True)
+    pack_bundle(qwen3, out / "bundles" / "qwen3" / "model.q4nx")
+    assemble_tree(out / "tree")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

@@ -1,0 +1,46 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+
+	"phase0/gate/baseline"
+	"phase0/gate/preflight"
+	"phase0/gate/verdict"
+)
+
+// pythonReady says whether the Python stages apply: a checkpoint that failed
+// the native weights gate is not loaded, because transformers would fill
+// missing tensors with random values.
+func pythonReady(st *state) (bool, string) {
+	if g := st.gate1(); g == nil || g.Status != verdict.Pass {
+		return false, "the checkpoint failed the native weights gate; transformers would fill missing tensors with random values"
+	}
+	if m := st.facts.memory; m != nil && m.refusal != nil {
+		return false, "the memory preflight failed"
+	}
+	return true, ""
+}
+
+// memoryStage refuses, politely, a model the machine cannot hold in bf16
+// (or warns with --force); the refusal stands as the baseline's FAIL.
+func memoryStage(_ context.Context, st *state) (*memoryVerdict, outcome, error) {
+	m := &memoryVerdict{need: preflight.CheckpointMemory(st.inv())}
+	if st.in.quant != nil {
+		m.need = m.need.WithQuantized()
+	}
+	avail := memAvailable()
+	detail := fmt.Sprintf("%s; %.1f GiB available", m.need.Describe(), gib(avail))
+	if avail == 0 || m.need.Peak <= avail {
+		return m, pass(detail), nil
+	}
+	msg := "not enough memory for the bf16 reference: " + detail
+	if st.in.s.Force {
+		return m, outcome{status: verdict.Warn, detail: detail, warnings: []string{msg + " (continuing because of --force)"}}, nil
+	}
+	m.refusal = baseline.NewBaseline()
+	m.refusal.Fail(msg + "; free memory, use a bigger machine, or pass --force to try anyway")
+	return m, outcome{status: verdict.Fail, detail: detail}, nil
+}
+
+func gib(b int64) float64 { return float64(b) / (1 << 30) }

@@ -1,0 +1,265 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"phase0/gate/baseline"
+	"phase0/gate/quant"
+	"phase0/gate/quantfolder"
+	"phase0/gate/verdict"
+	"phase0/output/report"
+	"phase0/output/scaffold"
+	"phase0/python/ops"
+	"phase0/read/hfcache"
+	"phase0/read/llmstree"
+	"phase0/run/reuse"
+)
+
+// Quantized deployments (llama32_1b_q4nx …) are validated through the
+// tree: the folder's own loader against its bf16 reference, its constants
+// against config.json, its MODEL_CHOICES pairing against the bundle's
+// declared source, and the reference's bf16 baseline as gate 2. The folder
+// is upstream's: nothing is written into it (wsfolder.Places).
+
+// quantizedUses says which quantized keys validating arg through the tree
+// means (package quantfolder).
+func quantizedUses(s *Settings, arg string) ([]llmstree.Use, error) {
+	return quantfolder.Uses(s.LLMSDir, scaffold.ReservedNames, s.Name, arg)
+}
+
+// routeStage reports why the tree could not say what to validate.
+func routeStage(_ context.Context, st *state) (outcome, error) {
+	return outcome{}, st.in.routeErr
+}
+
+// runQuantized runs one chain per key; the first report stands for the
+// command and carries the others (each also recorded on its own).
+func runQuantized(ctx context.Context, s *Settings, modelArg, version string, uses []llmstree.Use) *report.Report {
+	var reports []*report.Report
+	for i := range uses {
+		u := uses[i]
+		r := runWith(ctx, inputs{s: s, command: "run", arg: u.Reference, version: version, quant: &u}, quantStages)
+		r.Model = modelArg
+		reports = append(reports, r)
+	}
+	return report.WithKeys(reports)
+}
+
+// quantFolderStage finds the folder's module and format, resolves the
+// bundle through the HF cache (offline), and takes the folder as a
+// validated (foreign) workspace: its lock and record live outside it.
+func quantFolderStage(_ context.Context, st *state) (quantResult, outcome, error) {
+	s, u := st.in.s, st.in.quant
+	llms, err := filepath.Abs(s.LLMSDir)
+	if err != nil {
+		return quantResult{}, outcome{}, err
+	}
+	q, warnings, err := quantfolder.Open(llms, *u, st.facts.model.Dir, hfcache.CacheDir(s.getenv))
+	if err != nil {
+		return quantResult{}, outcome{}, err
+	}
+	if _, _, err := st.lockWorkspace(q.Dir); err != nil {
+		return quantResult{}, outcome{}, err
+	}
+	w := &workspace{dir: q.Dir, spec: scaffold.Spec{Name: u.Folder, ModelID: u.Reference}, foreign: true,
+		report: &report.Workspace{Dir: q.Dir, Name: u.Folder, Mode: report.ModeValidatedExisting, Written: []string{}, Unchanged: []string{}, Kept: []string{},
+			Foreign: []string{u.Module + " (upstream's quantized loader: validated, not replaced)"}, Swept: []string{}, HelpersKept: []string{}}}
+	if w.report.RecordDir, err = s.places().OutsideRecord(q.Dir, u.Key+"="+st.facts.model.ID); err != nil {
+		return quantResult{}, outcome{}, err
+	}
+	detail := fmt.Sprintf("%s key %q: %s via %s, reference %s", u.Folder, u.Key, q.Format.Name(), u.Loader, u.Reference)
+	if u.Bundle != "" {
+		detail += ", bundle " + q.Source
+	}
+	out := pass(detail)
+	out.warnings = warnings
+	return quantResult{folder: q, ws: w}, out, nil
+}
+
+// quantResult is quant_folder's two results.
+type quantResult struct {
+	folder *quantfolder.Folder
+	ws     *workspace
+}
+
+// quantWeightsStage is quantized gate 1: the worker runs the folder's own
+// loader; Go judges every tensor.
+func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome, error) {
+	q, cfg := st.facts.quant, st.facts.analysis.Config
+	if len(q.BundleProblems) > 0 {
+		return quant.LoaderRaised(q.Format, q.Use.Loader, strings.Join(q.BundleProblems, "; ")), outcome{status: verdict.Fail, detail: q.BundleProblems[0]}, nil
+	}
+	// The dequantized tensors stay in the worker for quantized gate 2 (the
+	// quant_baseline stage, same session): the folder's loader runs once.
+	facts, err := st.py().QuantFacts(ctx, ops.QuantArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers, Bound: q.Format.Bound(),
+		CandidateDirs: q.CandidateDirs(), Keep: true})
+	if err != nil {
+		if stop := workerFailure(err); stop != nil {
+			return nil, outcome{}, stop
+		}
+		w := quant.LoaderRaised(q.Format, q.Use.Loader, filepath.Base(q.Module)+" raised: "+st.explain("quant_weights", err))
+		return w, outcome{status: w.Status, detail: w.Summary}, nil
+	}
+	if f := facts.ImportFailure; f != nil {
+		return nil, outcome{}, q.ImportError(f)
+	}
+	w := quant.Judge(q.Format, &facts, quant.Expect{NLayers: cfg.NLayers, QKNorm: cfg.QKNorm, QKVBias: cfg.QKVBias})
+	w.Closeness = quant.MeasureCloseness(&facts, q.Use.Reference, q.Candidates)
+	return w, outcome{status: w.Status, detail: w.Summary}, nil
+}
+
+// quantConfigStage is quantized gate 3: the module's hard-coded constants
+// against the reference's config.json and the bundle's own.
+func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome, error) {
+	q := st.facts.quant
+	consts := q.Constants()
+	var notes []string
+	var rope *ops.QuantModuleFacts
+	if ok, _ := pythonReady(st); ok {
+		mf, err := st.py().QuantModuleFacts(ctx, ops.QuantModuleArgs{WeightsModule: q.Module})
+		if err != nil {
+			if stop := workerFailure(err); stop != nil {
+				return nil, outcome{}, stop
+			}
+			notes = append(notes, fmt.Sprintf("%s's config functions could not be called: %s", q.Use.Module, st.explain("quant_config", err)))
+		} else if f := mf.ImportFailure; f != nil {
+			return nil, outcome{}, q.ImportError(f)
+		} else {
+			for name, g := range mf.Configs {
+				maps.Copy(consts, quant.ConfigFunctionConstants(name, g.Fields))
+			}
+			for name, why := range mf.Raised {
+				notes = append(notes, fmt.Sprintf("%s: %s() raised %s", q.Use.Module, name, why))
+			}
+			rope = &mf
+		}
+	}
+	c := quant.CheckConstants(q.Use.Module, consts, st.facts.analysis.Config, q.Bundle)
+	for _, n := range notes {
+		c.FailWith("%s", n)
+	}
+	if rope != nil && (rope.RopeLUT || rope.RopeModule != "") {
+		// The RoPE table judged by behaviour, as for a bf16 module, built
+		// for the module's own config (its *_config(), else LlamaConfig()),
+		// or the table and config of the module its config class comes
+		// from, which the folder's prefill uses.
+		fn := ""
+		for name := range rope.Configs {
+			if fn == "" || name < fn {
+				fn = name
+			}
+		}
+		args := ops.BehaviourArgs{WeightsModule: q.Module, ModelDir: st.facts.model.Dir, MaxSeq: st.in.s.MaxSeq, ConfigFunction: fn}
+		if !rope.RopeLUT {
+			args.WeightsModule, args.ConfigFunction = rope.RopeModule, ""
+			c.RopeFrom = rope.RopeModule
+		} else if rope.RMSNorm {
+			args.HelpersModule = q.Module // its norms are the module's own
+		}
+		b, err := st.py().BehaviourFacts(ctx, args)
+		if err != nil {
+			if stop := workerFailure(err); stop != nil {
+				return nil, outcome{}, stop
+			}
+			c.FailWith("behaviour facts of %s: %s", q.Use.Module, st.explain("quant_config", err))
+		} else {
+			c.JudgeBehaviour(st.facts.analysis.Config, b, rope.RMSNorm && rope.RopeLUT)
+		}
+	}
+	c.Conclude()
+	return c, outcome{status: c.Status, detail: c.Summary}, nil
+}
+
+// pairingStage checks the key's reference against the bundle's declared source.
+func pairingStage(_ context.Context, st *state) (*quant.Pairing, outcome, error) {
+	q := st.facts.quant
+	var closeness []quant.Closeness
+	if w := st.sections.quantWeights; w != nil {
+		closeness = w.Closeness
+	}
+	p := quant.CheckPairing(q.Use, q.Declared, closeness)
+	return p, outcome{status: p.Status, detail: p.Summary}, nil
+}
+
+// quantGate2 is the quant_baseline stage's two results: the reference's
+// bf16 baseline (gate 2) and quantized gate 2, from one op.
+type quantGate2 struct {
+	baseline *baseline.Baseline
+	e2e      *quant.EndToEnd
+}
+
+// quantBaselineStage is gate 2 for a quantized key: the reference's bf16
+// baseline, and in the same op (the model the baseline loaded, no second
+// load) the folder's dequantized projections patched in and prefilled on
+// the canonical prompt and the calibration passage; Go judges both.
+func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, error) {
+	q, cfg := st.facts.quant, st.facts.analysis.Config
+	e2eArgs := ops.QuantE2EArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers}
+	if rec, _ := bf16Record(st); rec != nil && rec.Gates.HFBaseline != nil && len(rec.Gates.HFBaseline.Tokens) > 0 {
+		// Gate 2 is the reference's own baseline, recorded as a PASS on
+		// inputs that have not changed: reused; quantized gate 2 alone runs.
+		b := *rec.Gates.HFBaseline
+		b.Summary = fmt.Sprintf("reused from %s (inputs unchanged since %s): %s", rec.ReusedFrom.Path, rec.ReusedFrom.Recorded.Format(time.RFC3339), b.Summary)
+		facts, err := st.py().QuantE2E(ctx, ops.QuantE2EOnlyArgs{QuantE2EArgs: e2eArgs, ModelDir: st.facts.model.Dir, PromptTokens: b.Tokens})
+		out := quantGate2{baseline: &b}
+		if err != nil {
+			if stop := workerFailure(err); stop != nil {
+				return quantGate2{}, outcome{}, stop
+			}
+			out.e2e = quant.E2ERaised(q.Format, "quant_e2e raised: "+st.explain("quant_baseline", err))
+		} else {
+			out.e2e = quant.JudgeE2E(q.Format, &facts, cfg.NLayers)
+		}
+		return out, outcome{status: verdict.Worst(b.Status, out.e2e.Status), detail: "bf16: " + b.Summary + "; quantized: " + out.e2e.Summary}, nil
+	}
+	start := time.Now()
+	args := baselineRequest(st.in.s, st.facts.model, cfg, "")
+	args.Quant = &e2eArgs
+	res, logits, err := st.py().Baseline(ctx, args)
+	if err != nil {
+		if stop := workerFailure(err); stop != nil {
+			return quantGate2{}, outcome{}, stop
+		}
+		b := baseline.NewBaseline()
+		b.Seconds = time.Since(start).Seconds()
+		b.Fail(st.explain("quant_baseline", err))
+		return quantGate2{baseline: b}, outcome{status: b.Status, detail: b.Summary}, nil
+	}
+	b := ops.BaselineSection(&res, logits, cfg.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
+	out := quantGate2{baseline: b}
+	status, detail := b.Status, b.Summary
+	if res.Quant == nil {
+		return out, outcome{}, fmt.Errorf("%w: op baseline was asked for quantized gate 2 (quant) and returned no quant facts", ops.ErrContract)
+	}
+	out.e2e = quant.JudgeE2E(q.Format, res.Quant, cfg.NLayers)
+	status = verdict.Worst(status, out.e2e.Status)
+	detail = "bf16: " + detail + "; quantized: " + out.e2e.Summary
+	return out, outcome{status: status, detail: detail}, nil
+}
+
+func quantBaselineReady(st *state) (bool, string) { return st.facts.quant.Readable(pythonReady(st)) }
+
+// bf16Record is the reference's own bf16 run's recorded report when it can
+// be reused (a PASS whose inputs are unchanged: reuse.go decides, for the
+// run `phase0 run <reference> --llms-dir T` would be), else why not.
+func bf16Record(st *state) (*report.Report, string) {
+	s := *st.in.s
+	s.Name = "" // the reference's own run names no quantized folder
+	probe := &state{in: inputs{s: &s, command: "run", arg: st.in.arg, version: st.in.version}}
+	var stamp *reuse.Inputs
+	return probe.reusable(&stamp)
+}
+
+// recordID names the run's record: the model's id, or for a quantized
+// folder's key "key=reference", so each MODEL_CHOICES key keeps its own.
+func (st *state) recordID() string {
+	if q := st.in.quant; q != nil {
+		return q.Key + "=" + st.facts.model.ID
+	}
+	return st.facts.model.ID
+}

@@ -1,0 +1,293 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"phase0/internal/testenv"
+	"phase0/output/report"
+	"phase0/gate/verdict"
+)
+
+const (
+	bundleID   = "FastFlowLM/Llama-3.2-1B-NPU2"
+	llamaBase  = "meta-llama/Llama-3.2-1B"
+	llamaInstr = "meta-llama/Llama-3.2-1B-Instruct"
+	q4nxFolder = "llama32_1b_q4nx"
+)
+
+// quantTree lays out a programming_examples copy as upstream has it: T/llms
+// (verify/, the bf16 folders the quantized modules import their containers
+// from, the quantized folders) beside T/fused_decode and
+// T/matrix_vector_multiplication. It returns T/llms.
+func quantTree(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	data := filepath.Join(testenv.PyShim(), "tests", "data")
+	if err := os.CopyFS(root, os.DirFS(filepath.Join(data, "quant"))); err != nil {
+		t.Fatal(err)
+	}
+	llms := filepath.Join(root, "llms")
+	if err := os.CopyFS(filepath.Join(llms, "verify"), os.DirFS(filepath.Join(data, "llms", "verify"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"llama32_1b", "qwen3_0_6b", "qwen25_0_5b"} {
+		if err := os.CopyFS(filepath.Join(llms, name), os.DirFS(filepath.Join(data, "upstream", name))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A config function and a RoPE table, as llama31_8b_q4nx has them
+	// (llama31_8b_config(), generate_rope_lut): gate 3 calls the one and
+	// judges the other by behaviour.
+	module := filepath.Join(llms, "llama32_1b_q4nx", "llama32_1b_q4nx_weights.py")
+	writeFile(t, module, mustReadString(t, module)+tinyConfigAndRope)
+	// The tree's out-of-skill folders, as upstream names their ids.
+	writeFile(t, filepath.Join(llms, "gemma3_4b_q4nx", "verify_adapter.py"),
+		"MODEL_CHOICES = {\"instruct\": \"unsloth/gemma-3-4b-it\"}\nQ4NX_MODEL_SOURCE = \"FastFlowLM/Gemma3-4B-NPU2\"\n")
+	writeFile(t, filepath.Join(llms, "phi4_mini_q4nx", "verify_adapter.py"),
+		"MODEL_CHOICES = {\"instruct\": \"microsoft/Phi-4-mini-instruct\"}\nQ4NX_MODEL_SOURCE = \"FastFlowLM/Phi4-mini-Instruct-NPU2\"\n")
+	writeFile(t, filepath.Join(llms, "smolvla", "smolvla_inference.py"),
+		"POLICY = \"lerobot/smolvla_base\"\nVLM = \"HuggingFaceTB/SmolVLM2-500M-Video-Instruct\"\n")
+	return llms
+}
+
+// tinyConfigAndRope is what upstream's llama31_8b_q4nx module adds to a
+// Q4NX loader, for the tiny dimensions.
+const tinyConfigAndRope = `
+
+class TinyConfig:
+    def __init__(self):
+        self.n_layers, self.emb_dim, self.n_heads, self.head_dim = 2, 256, 4, 64
+        self.n_kv_heads, self.hidden_dim, self.vocab_size, self.rope_base = 2, 512, 512, 500000.0
+
+
+def llama32_1b_q4nx_config():
+    return TinyConfig()
+
+
+def generate_rope_lut(config=None, seq_len=2048, dtype=bfloat16):
+    config = config or llama32_1b_q4nx_config()
+    exps = np.arange(0, config.head_dim, 2, dtype=np.int64).astype(np.float32) / config.head_dim
+    inv = (1.0 / (config.rope_base**exps)).astype(np.float32)
+    angles = np.outer(np.arange(seq_len, dtype=np.float32), inv)
+    return np.concatenate([np.cos(angles), np.sin(angles)], axis=1).astype(dtype)
+`
+
+// fastflowlmRepo is a FastFlowLM-style repo folder: the bundle, the
+// reference's config.json and a model card declaring base.
+func fastflowlmRepo(t *testing.T, fx, bundle, base string) string {
+	t.Helper()
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "model.q4nx"), mustReadString(t, filepath.Join(fx, "bundles", bundle, "model.q4nx")))
+	writeFile(t, filepath.Join(dir, "config.json"), mustReadString(t, filepath.Join(fx, "ref", "config.json")))
+	writeFile(t, filepath.Join(dir, "README.md"), "---\nlicense: llama3.2\nbase_model: "+base+"\ntags:\n- q4nx\n---\n\n# Llama-3.2-1B-NPU2\n")
+	return dir
+}
+
+// TestQuantizedTree: a quantized folder of an upstream-style tree, its
+// bundle and both references read offline from an HF cache. The bundle's
+// id validates every MODEL_CHOICES key, each with its own record outside
+// the tree: the instruct key PASSes quantized gates 1 and 3 with every
+// tensor judged; the base key FAILs the pairing naming the Instruct source
+// and the key that pairs it. Each negative bundle FAILs gate 1 naming the
+// layer and the tensor. The tree is byte for byte as it was.
+func TestQuantizedTree(t *testing.T) {
+	t.Parallel()
+	fx := testenv.QuantFixtures(t)
+	llms := quantTree(t)
+	cache := t.TempDir()
+	hub := func(t *testing.T, bundle string) func(string) string {
+		return offlineHub(t, map[string]string{
+			llamaInstr: filepath.Join(fx, "ref"),
+			llamaBase:  filepath.Join(fx, "other"),
+			bundleID:   fastflowlmRepo(t, fx, bundle, llamaInstr),
+		})
+	}
+	settings := func(t *testing.T, env func(string) string, name string) *Settings {
+		s := settingsFor(t, llms)
+		s.Env, s.Name, s.CacheDir = env, name, cache
+		return s
+	}
+	sameTree := func(t *testing.T, before map[string]string) { t.Helper(); sameTreeAs(t, llms, before) }
+
+	t.Run("the bundle id validates every key", func(t *testing.T) {
+		before := snapshotTree(t, llms)
+		r := Run(context.Background(), settings(t, hub(t, "clean"), ""), bundleID, "test")
+		sameTree(t, before)
+		// Each key's folder loader ran once: quantized gate 2 patched in
+		// what gate 1 kept (two keys, two runs of the loader, not four).
+		for _, k := range append([]*report.Report{r}, r.Keys...) {
+			if e := k.Gates.QuantE2E; e == nil || !e.FromGate1 {
+				t.Errorf("quantized gate 2 did not take gate 1's tensors: %+v", e)
+			}
+		}
+		keys := map[string]*report.Report{}
+		for _, k := range append([]*report.Report{r}, r.Keys...) {
+			if k.Quantized == nil {
+				b, _ := r.JSON()
+				t.Fatalf("a key's report names no quantized key:\n%s", b)
+			}
+			keys[k.Quantized.Key] = k
+		}
+		inst, base := keys["instruct"], keys["base"]
+		if inst == nil || base == nil || len(keys) != 2 {
+			t.Fatalf("keys %v, want base and instruct", keys)
+		}
+		if r.Status != verdict.Fail {
+			t.Errorf("the command's status %s, want FAIL (the base key's pairing)", r.Status)
+		}
+		g := inst.Gates
+		if g.QuantWeights == nil || g.QuantWeights.Status != verdict.Pass || g.QuantWeights.Judged != 14 || g.QuantWeights.Kept != 7 || g.QuantWeights.Layers != 2 {
+			b, _ := inst.JSON()
+			t.Fatalf("instruct: quantized gate 1 is not a PASS with 14 tensors judged and 7 kept:\n%s", b)
+		}
+		for _, row := range g.QuantWeights.Rows {
+			if row.Status != verdict.Pass {
+				t.Errorf("instruct: layer %d %s: %s", row.Layer, row.Tensor, row.Status)
+			}
+		}
+		if g.QuantConfig == nil || g.QuantConfig.Status != verdict.Pass || g.Pairing == nil || g.Pairing.Status != verdict.Pass {
+			t.Errorf("instruct: quantized gate 3 %+v, pairing %+v", g.QuantConfig, g.Pairing)
+		}
+		if c := g.QuantConfig; c != nil {
+			called := 0
+			for _, k := range c.Checked {
+				if strings.HasPrefix(k.Name, "llama32_1b_q4nx_config().") {
+					called++
+				}
+			}
+			if called != 16 || c.Behaviour == nil || !slices.Contains(c.Behaviour.Checked, "behaviour.rope_table") {
+				t.Errorf("instruct: gate 3 did not call the config function (%d values, reference and bundle config) or judge the RoPE table by behaviour: %+v", called, c.Behaviour)
+			}
+		}
+		e := g.QuantE2E
+		if e == nil || e.Status != verdict.Pass || e.Patched != 14 || e.HeadPatched || !e.Top1Agrees || e.Limits.MaxKL == 0 || e.KLPassageMean > e.Limits.MaxKL || e.PerplexityRatio <= 0 {
+			t.Errorf("instruct: quantized gate 2 is not a PASS with 14 projections patched and the tied bf16 head left: %+v", e)
+		}
+		if !strings.Contains(inst.Text(), "weights (quantized Q4NX)") || !strings.Contains(inst.Text(), "quantized end to end") {
+			t.Errorf("instruct: the report does not name the format:\n%s", inst.Text())
+		}
+		if text := r.Text(); !strings.Contains(text, `quantized: llama32_1b_q4nx key "base"`) && !strings.Contains(text, `quantized: llama32_1b_q4nx key "instruct"`) ||
+			strings.Count(text, "pairing (bundle source vs reference)") != 2 || !strings.Contains(text, "── llama32_1b_q4nx key ") {
+			t.Errorf("the text report does not show every key's table:\n%s", text)
+		}
+		p := base.Gates.Pairing
+		if p == nil || p.Status != verdict.Fail || !strings.Contains(p.Summary, `key "base"`) || !strings.Contains(p.Summary, "declares base_model "+llamaInstr) ||
+			!strings.Contains(p.Summary, `key "instruct"`) || p.RightKey != "instruct" {
+			t.Errorf("base: pairing does not FAIL naming the Instruct source and the right key: %+v", p)
+		}
+		if c := p.Closeness; p == nil || len(c) != 2 || c[0].ID != llamaBase || c[1].ID != llamaInstr || c[1].Cosine < 0.99 || c[0].Cosine > 0.5 {
+			t.Errorf("base: the numbers do not back the pairing: %+v", p)
+		}
+		if s := g.Pairing.Summary; !strings.Contains(s, "the numbers agree") {
+			t.Errorf("instruct: the pairing's numbers are not shown: %s", s)
+		}
+		for _, k := range keys {
+			if k.Workspace == nil || !strings.HasPrefix(k.Workspace.ReportJSON, filepath.Join(cache, "validated")) || !strings.HasPrefix(k.Workspace.ReportJSON, k.Workspace.RecordDir+string(filepath.Separator)) {
+				t.Errorf("key %s: record not in phase0's cache: %+v", k.Quantized.Key, k.Workspace)
+			}
+		}
+		if keys["base"].Workspace != nil && keys["instruct"].Workspace != nil && keys["base"].Workspace.ReportJSON == keys["instruct"].Workspace.ReportJSON {
+			t.Errorf("both keys share one record: %s", keys["base"].Workspace.ReportJSON)
+		}
+	})
+
+	for _, c := range []struct{ bundle, names string }{
+		{"random", "layer 1 wv"},
+		{"transposed", "layer 0 wq"},
+		{"swapped", "layer 1 w_gate"},
+		{"nibbles", "layer 0 wq"},
+		{"doubled_scale", "layer 0 w_down"},
+	} {
+		t.Run("negative "+c.bundle, func(t *testing.T) {
+			before := snapshotTree(t, llms)
+			r := Run(context.Background(), settings(t, hub(t, c.bundle), q4nxFolder), llamaInstr, "test")
+			sameTree(t, before)
+			w := r.Gates.QuantWeights
+			if r.Quantized == nil || r.Quantized.Key != "instruct" || w == nil || w.Status != verdict.Fail {
+				b, _ := r.JSON()
+				t.Fatalf("not a quantized gate 1 FAIL of key instruct:\n%s", b)
+			}
+			if !strings.Contains(strings.Join(w.Findings, "\n"), c.names) {
+				t.Errorf("no finding names %q:\n%s", c.names, strings.Join(w.Findings, "\n"))
+			}
+		})
+	}
+
+}
+
+// quantCleanTree is TestQuantizedTree's tree with the clean bundle and both
+// references in an offline HF cache: the settings of a run in it, and a
+// check that the tree is byte for byte as it was, with no new file.
+func quantCleanTree(t *testing.T) (*Settings, func(*testing.T)) {
+	t.Helper()
+	fx := testenv.QuantFixtures(t)
+	llms := quantTree(t)
+	s := settingsFor(t, llms)
+	s.CacheDir = t.TempDir()
+	s.Env = offlineHub(t, map[string]string{
+		llamaInstr: filepath.Join(fx, "ref"),
+		llamaBase:  filepath.Join(fx, "other"),
+		bundleID:   fastflowlmRepo(t, fx, "clean", llamaInstr),
+	})
+	before := snapshotTree(t, llms)
+	return s, func(t *testing.T) {
+		t.Helper()
+		sameTreeAs(t, llms, before)
+	}
+}
+
+// A bundle whose model.q4nx does not fit its header (a truncated download,
+// a dtype that lies about the bytes) FAILs quantized gate 1 naming the file
+// and the tensor, before any loader reads it; the bf16 baseline that would
+// load it with the quantized projections is not run (its FAIL would blame
+// the bf16 reference); the tree is byte for byte as it was.
+func TestQuantizedCorruptBundle(t *testing.T) {
+	t.Parallel()
+	fx := testenv.QuantFixtures(t)
+	clean := mustReadString(t, filepath.Join(fx, "bundles", "clean", "model.q4nx"))
+	n := binary.LittleEndian.Uint64([]byte(clean[:8]))
+	header := clean[8 : 8+n]
+	gate := `"model.layers.0.mlp.gate_proj.weight":{"dtype":"I8"`
+	if !strings.Contains(header, gate) {
+		t.Fatalf("the clean bundle's header has no %s: %s", gate, header)
+	}
+	for _, tc := range []struct{ name, bundle, want string }{
+		{"truncated", clean[:len(clean)/2], "model.q4nx: offset"},
+		{"dtype lies", relabel(header, gate, strings.Replace(gate, "I8", "F64", 1)) + clean[8+n:], `tensor "model.layers.0.mlp.gate_proj.weight": shape [16 5120] of F64`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			llms := quantTree(t)
+			repo := fastflowlmRepo(t, fx, "clean", llamaInstr)
+			writeFile(t, filepath.Join(repo, "model.q4nx"), tc.bundle)
+			s := settingsFor(t, llms)
+			s.CacheDir = t.TempDir()
+			s.Env = offlineHub(t, map[string]string{llamaInstr: filepath.Join(fx, "ref"), llamaBase: filepath.Join(fx, "other"), bundleID: repo})
+			before := snapshotTree(t, llms)
+			r := Run(context.Background(), s, bundleID, "test")
+			unchangedExcept(t, before, snapshotTree(t, llms))
+			for _, k := range append([]*report.Report{r}, r.Keys...) {
+				w := k.Gates.QuantWeights
+				if k.Status != verdict.Fail || w == nil || w.Status != verdict.Fail || !strings.Contains(w.Summary, tc.want) || k.Gates.HFBaseline != nil {
+					b, _ := k.JSON()
+					t.Errorf("want FAIL, quantized gate 1 naming %q, no bf16 baseline:\n%s", tc.want, b)
+				}
+			}
+		})
+	}
+}
+
+// relabel is a safetensors header with old replaced by new, its length
+// prefix and padding redone.
+func relabel(header, old, new string) string {
+	h := strings.Replace(header, old, new, 1)
+	h += strings.Repeat(" ", (8-len(h)%8)%8)
+	var length [8]byte
+	binary.LittleEndian.PutUint64(length[:], uint64(len(h)))
+	return string(length[:]) + h
+}

@@ -1,0 +1,67 @@
+package orchestrator_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"phase0/run/listrun"
+	"phase0/read/modellist"
+	"phase0/run/orchestrator"
+	"phase0/gate/verdict"
+)
+
+// TestQuantizedTreeList: upstream's own hf_models.txt (30 lines) through
+// the quantized fixture tree gives every line a row with a verdict or a
+// reason: the out-of-skill folders' ids REJECTED with their codes, the
+// bundle one row of both its keys (the worst: the base key's pairing
+// FAIL), the bf16 ids validated in their folders, an id only a quantized
+// folder pairs and not cached an ERROR naming it. The tree is unchanged.
+func TestQuantizedTreeList(t *testing.T) {
+	t.Parallel()
+	const (
+		bundleID   = "FastFlowLM/Llama-3.2-1B-NPU2"
+		llamaInstr = "meta-llama/Llama-3.2-1B-Instruct"
+	)
+	s, sameTree := orchestrator.QuantCleanTree(t)
+	entries, err := modellist.ReadFile(filepath.Join("testdata", "hf_models_upstream.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := listrun.RunMany(context.Background(), s, entries, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameTree(t)
+	if len(b.Models) != 30 {
+		t.Fatalf("%d rows for upstream's 30 lines", len(b.Models))
+	}
+	rows := map[string]*listrun.BatchRow{}
+	for _, m := range b.Models {
+		rows[m.Model] = m
+		if !m.Status.Valid() || (m.Status != verdict.Pass && reason(m.Report) == "") {
+			t.Errorf("%s (%s): %s with no reason", m.Model, m.ListedAt, m.Status)
+		}
+	}
+	for id, code := range map[string]string{
+		"unsloth/gemma-3-4b-it": "sliding_window", "FastFlowLM/Gemma3-4B-NPU2": "sliding_window",
+		"microsoft/Phi-4-mini-instruct": "partial_rotary", "FastFlowLM/Phi4-mini-Instruct-NPU2": "partial_rotary",
+		"lerobot/smolvla_base": "unsupported_architecture",
+	} {
+		r := rows[id]
+		if r == nil || r.Status != verdict.Rejected || !strings.Contains(reason(r.Report), "["+code+"]") {
+			t.Errorf("%s: not REJECTED with %s: %+v", id, code, r)
+		}
+	}
+	if r := rows[bundleID]; r == nil || r.Quantized == nil || len(r.Keys) != 1 || r.Status != verdict.Fail {
+		t.Errorf("%s: not one row of both keys, worst FAIL (the base key's pairing): %+v", bundleID, r)
+	}
+	if r := rows[llamaInstr]; r == nil || r.Workspace == nil || r.Workspace.Name != "llama32_1b" {
+		t.Errorf("%s: not validated in its bf16 folder: %+v", llamaInstr, r)
+	}
+	if r := rows["Qwen/Qwen3-8B"]; r == nil || r.Status != verdict.Error || !strings.Contains(r.Error, "Qwen/Qwen3-8B") {
+		t.Errorf("Qwen/Qwen3-8B (only qwen3_8b_q4nx's reference, not cached): %+v", r)
+	}
+	t.Logf("\n%s", b.Text())
+}

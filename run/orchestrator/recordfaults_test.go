@@ -1,0 +1,126 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"phase0/output/scaffold"
+	"phase0/gate/verdict"
+)
+
+// onStage runs do when the progress line of the named stage is printed.
+type onStage struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	stage string
+	do    func()
+}
+
+func (o *onStage) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.do != nil && bytes.Contains(p, []byte("phase0: "+o.stage+" ")) {
+		o.do()
+		o.do = nil
+	}
+	return o.buf.Write(p)
+}
+
+// TestRecordFaults: what a user sees when the disk refuses a write.
+func TestRecordFaults(t *testing.T) {
+	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
+	llms := t.TempDir()
+	s := settingsFor(t, llms)
+	s.Name, s.ReferenceSteps = "faults", 2
+	model := tiny(t, "qwen3")
+	ws := filepath.Join(llms, "faults")
+	mustPass(t, Run(context.Background(), s, model, "test"))
+	s.Fresh = true
+
+	t.Run("reference not writable: one line, naming the file, no traceback in the report", func(t *testing.T) {
+		// reference.safetensors is a folder: the recording's final rename fails.
+		if err := os.RemoveAll(filepath.Join(ws, "reference")); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Join(ws, "reference", "reference.safetensors"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		defer os.RemoveAll(filepath.Join(ws, "reference"))
+		log := &onStage{}
+		s.Progress = log
+		r := Run(context.Background(), s, model, "test")
+		mustPass(t, r)
+		var warned []string
+		for _, w := range r.Warnings {
+			if strings.HasPrefix(w, "reference not recorded") {
+				warned = append(warned, w)
+			}
+		}
+		if len(warned) != 1 || strings.Contains(warned[0], "\n") || strings.Contains(warned[0], "raceback") ||
+			!strings.Contains(warned[0], filepath.Join(ws, "reference", "reference.safetensors")) {
+			t.Errorf("warnings %q, want one line naming reference.safetensors", r.Warnings)
+		}
+		for _, f := range []string{"report.json", "report.md"} {
+			if b := mustRead(t, filepath.Join(ws, "docs", "development_progress", "phase0", f)); bytes.Contains(b, []byte("raceback")) {
+				t.Errorf("%s holds a traceback", f)
+			}
+		}
+		if !strings.Contains(log.buf.String(), "Traceback") {
+			t.Errorf("the run's log lacks the traceback:\n%s", log.buf.String())
+		}
+	})
+
+	t.Run("record refused half-way: nothing written, no PASS report", func(t *testing.T) {
+		reports := filepath.Join(ws, "docs", "development_progress", "phase0")
+		before := mustRead(t, filepath.Join(reports, "report.json"))
+		todo := filepath.Join(ws, "TODO.md")
+		todoBefore := mustRead(t, todo)
+		// TODO.md becomes a folder while the gates run: the record cannot
+		// write it, and must not write the others either.
+		s.Progress = &onStage{stage: "machine", do: func() {
+			if err := os.Rename(todo, todo+".moved"); err != nil {
+				t.Error(err)
+			}
+			if err := os.Mkdir(todo, 0o755); err != nil {
+				t.Error(err)
+			}
+		}}
+		r := Run(context.Background(), s, model, "test")
+		if r.Status != verdict.Error || !strings.Contains(r.Error, "nothing was written") || !strings.Contains(r.Error, todo) {
+			t.Fatalf("status %s, error %q; want ERROR naming %s", r.Status, r.Error, todo)
+		}
+		if after := mustRead(t, filepath.Join(reports, "report.json")); !bytes.Equal(before, after) {
+			t.Error("report.json was rewritten by a record that failed")
+		}
+		if err := os.Remove(todo); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(todo+".moved", todo); err != nil {
+			t.Fatal(err)
+		}
+		if got := mustRead(t, todo); !bytes.Equal(got, todoBefore) {
+			t.Error("TODO.md changed")
+		}
+		if matches, _ := filepath.Glob(filepath.Join(reports, ".*.tmp-*")); len(matches) > 0 {
+			t.Errorf("temporary files left: %v", matches)
+		}
+	})
+
+	t.Run("lock file unusable: no advice to wait for a run that does not exist", func(t *testing.T) {
+		lock := filepath.Join(ws, scaffold.LockName)
+		os.Remove(lock)
+		if err := os.Mkdir(lock, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		defer os.Remove(lock)
+		r := Run(context.Background(), s, model, "test")
+		if r.Status != verdict.Error || !strings.Contains(r.Error, lock) || strings.Contains(r.Error, "wait for that run") {
+			t.Errorf("status %s, error %q", r.Status, r.Error)
+		}
+	})
+}

@@ -1,0 +1,232 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"phase0/read/fingerprint"
+	"phase0/internal/atomicfile"
+	"phase0/python/ops"
+	"phase0/gate/reference"
+	"phase0/output/report"
+	"phase0/output/scaffold"
+	"phase0/gate/verdict"
+)
+
+// referenceApplies: recording is on (reference_steps > 0) and, in run, the
+// baseline it extends passed.
+func referenceApplies(st *state) (bool, string) {
+	if st.in.s.ReferenceSteps <= 0 {
+		return false, "reference_steps is 0"
+	}
+	if g := st.gate1(); g == nil || g.Status != verdict.Pass {
+		return false, "the checkpoint failed the native weights gate"
+	}
+	if b := st.gate2(); b != nil && b.Status != verdict.Pass {
+		return false, "the HF baseline did not pass (or the memory preflight refused the model)"
+	}
+	return true, ""
+}
+
+// outStage checks, before anything is read or any Python runs, that
+// reference's --out folder can take the recording: a read-only or full
+// filesystem, or a file in the folder's place, fails at once.
+func outStage(_ context.Context, st *state) (outcome, error) {
+	out := st.in.s.ReferenceOut
+	if out == "" {
+		return pass("no --out: the recording goes to the workspace's reference/"), nil
+	}
+	abs, err := filepath.Abs(out)
+	if err != nil {
+		return outcome{}, fmt.Errorf("--out %s: %w", out, err)
+	}
+	if err := atomicfile.CheckDirWritable(abs); err != nil {
+		return outcome{}, fmt.Errorf("--out %s: %w", out, err)
+	}
+	return pass(abs), nil
+}
+
+// referenceDir is --out, else <workspace>/reference: run's workspace (its
+// generate stage holds the lock), or the one run would write for this model,
+// locked here like run locks it.
+func (st *state) referenceDir() (string, error) {
+	s, ref := st.in.s, st.facts.model
+	if s.ReferenceOut != "" {
+		return filepath.Abs(s.ReferenceOut)
+	}
+	if w := st.facts.workspace; w != nil {
+		if w.foreign {
+			out, err := s.places().OutsideRecord(w.dir, ref.ID)
+			return filepath.Join(out, "reference"), err
+		}
+		return filepath.Join(w.dir, "reference"), nil
+	}
+	root, spec, err := workspaceFor(st, st.in.version)
+	if err != nil {
+		return "", err
+	}
+	if err := scaffold.CheckFolder(root, spec.Name); err != nil {
+		return "", err
+	}
+	ws := filepath.Join(root, spec.Name)
+	_, foreign, err := st.lockWorkspace(ws)
+	if err != nil {
+		return "", err
+	}
+	if foreign {
+		out, err := s.places().OutsideRecord(ws, ref.ID)
+		return filepath.Join(out, "reference"), err
+	}
+	return filepath.Join(ws, "reference"), nil
+}
+
+// referenceStage reuses the recording whose key matches, or records it
+// through the reference HfRunner. In run a failed recording is a warning (the
+// Phase 0 gates stand); in `phase0 reference` it is the command's error.
+func referenceStage(ctx context.Context, st *state) (*report.Reference, outcome, error) {
+	start := time.Now()
+	r, err := st.recordReference(ctx)
+	if r != nil {
+		r.Seconds = time.Since(start).Seconds()
+	}
+	if err != nil {
+		// One line in the report (the error, warnings[], report.md); the
+		// traceback goes to the run's log on stderr only.
+		why := st.explain("reference", err)
+		if r != nil {
+			r.Status, r.Summary = verdict.Error, why
+		}
+		if stop := workerFailure(err); stop != nil || st.in.command == "reference" {
+			if stop == nil {
+				stop = fmt.Errorf("recording the reference: %s", why)
+			}
+			return r, outcome{}, stop
+		}
+		return r, outcome{status: verdict.Fail, detail: "not recorded: " + why, warnings: []string{"reference not recorded: " + why}}, nil
+	}
+	if r.Status != verdict.Pass && st.in.command == "reference" {
+		return r, outcome{}, errors.New(r.Summary)
+	}
+	return r, outcome{status: r.Status, detail: r.Summary}, nil
+}
+
+func (st *state) recordReference(ctx context.Context) (*report.Reference, error) {
+	dir, err := st.referenceDir()
+	if err != nil {
+		return nil, err
+	}
+	s, ref := st.in.s, st.facts.model
+	r := &report.Reference{Section: verdict.NewSection(), Dir: dir, Dtype: s.ReferenceDtype, Steps: s.ReferenceSteps, TopK: reference.DefaultTopK}
+	if r.Dtype == "" {
+		r.Dtype = "bfloat16"
+	}
+	args := baselineRequest(s, ref, st.facts.analysis.Config, st.weightsModule())
+	plan, err := st.py().ReferencePlan(ctx, args)
+	if err != nil {
+		return r, err
+	}
+	files, err := reference.ModelFilesSHA256(ref.Dir)
+	if err != nil {
+		return r, err
+	}
+	key := reference.Key{
+		Format: reference.Format, ModelFilesSHA256: files, TokenizerSHA256: plan.TokenizerSHA256,
+		Prompts: plan.Prompts, CanonicalPrompt: plan.CanonicalPrompt, Dtype: r.Dtype, DecodeSteps: r.Steps, TopK: r.TopK,
+		Runner: plan.Runner + " " + plan.RunnerPath, TorchVersion: plan.Torch, TransformersVersion: plan.Transformers,
+	}
+	if key.InterpreterSHA256, err = st.interpreterDigest(); err != nil {
+		// Unstampable: a key no later run can match, so nothing is reused on it.
+		r.Why = append(r.Why, err.Error())
+		key.InterpreterSHA256 = "unstamped " + st.in.started.Format(time.RFC3339Nano)
+	}
+	r.KeySHA256 = key.SHA256()
+
+	if s.Refresh {
+		r.Refreshed = true
+	} else {
+		rec, why := reference.Reusable(dir, key, r.KeySHA256)
+		if rec != nil {
+			r.Reused = true
+			fillReference(r, rec)
+			r.Summary = fmt.Sprintf("reused %s (key %s matches): %s", dir, r.KeySHA256[:12], r.Describe())
+			return r, nil
+		}
+		r.Why = append(r.Why, why...)
+	}
+
+	rec := ops.RecordReferenceArgs{BaselineArgs: args, Steps: r.Steps, TopK: r.TopK, Dtype: r.Dtype, OutDir: dir,
+		Meta: map[string]any{"key": key, "key_sha256": r.KeySHA256, "revision": ref.Revision}}
+	if rec.MaxSeq < 1 {
+		rec.MaxSeq = 1
+	}
+	if err := st.py().RecordReference(ctx, rec); err != nil {
+		return r, err
+	}
+	got, err := reference.Read(dir)
+	if err != nil {
+		return r, fmt.Errorf("reading back the recording: %w", err)
+	}
+	if err := st.recordSources(ctx, dir); err != nil {
+		return r, err
+	}
+	fillReference(r, got)
+	for _, f := range reference.Findings(got, r.KeySHA256) {
+		r.FailWith("%s", f)
+	}
+	if r.Status != verdict.Pass {
+		r.Summary = r.Findings[0]
+		return r, nil
+	}
+	verb := "recorded"
+	if len(r.Why) > 0 {
+		verb = "re-recorded (" + strings.Join(r.Why, "; ") + ")"
+	} else if r.Refreshed {
+		verb = "re-recorded (--refresh)"
+	}
+	r.Summary = fmt.Sprintf("%s %s: %s", verb, dir, r.Describe())
+	return r, nil
+}
+
+// recordSources stamps what the worker has imported so far — everything the
+// recording ran — into the reference folder (reference.SourcesFile).
+func (st *state) recordSources(ctx context.Context, dir string) error {
+	im, err := st.py().PythonSources(ctx)
+	if err != nil {
+		return fmt.Errorf("listing the Python the recording ran: %w", err)
+	}
+	return reference.WriteSources(dir, fingerprint.StampSources(im))
+}
+
+// interpreterDigest stamps the run's Python and its installed packages.
+func (st *state) interpreterDigest() (string, error) {
+	py, err := st.in.s.python()
+	if err != nil {
+		return "", err
+	}
+	in, err := fingerprint.StampInterpreter(py)
+	if err != nil {
+		return "", err
+	}
+	return in.Digest(), nil
+}
+
+func fillReference(r *report.Reference, rec *reference.Recording) {
+	m := rec.Meta
+	r.Runner, r.Dtype, r.Prompts, r.Steps, r.TopK, r.Probes, r.Bytes = m.Runner, m.Dtype, len(rec.Prompts), m.DecodeSteps, m.TopK, len(rec.Probes), rec.Bytes
+	r.SecondsLoad, r.SecondsDecode, r.SecondsDiagnosis = m.Seconds["load"], m.Seconds["decode"], m.Seconds["diagnosis"]
+	r.TorchThreads = m.TorchThreads
+}
+
+// ReferenceRun records (or reuses) the reference of one model without the
+// rest of Phase 0: `phase0 reference MODEL [--dtype float32 --out DIR]`.
+func ReferenceRun(ctx context.Context, s *Settings, modelArg, version string) *report.Report {
+	local := *s
+	if local.ReferenceSteps <= 0 {
+		local.ReferenceSteps = reference.DefaultSteps
+	}
+	return runChain(ctx, &local, "reference", modelArg, version, withoutSkippedScan(referenceStages, &local))
+}

@@ -1,0 +1,396 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"phase0/gate/baseline"
+	"phase0/gate/config"
+	"phase0/gate/preflight"
+	"phase0/gate/quant"
+	"phase0/gate/quantfolder"
+	"phase0/gate/verdict"
+	"phase0/gate/weights"
+	"phase0/internal/atomicfile"
+	"phase0/internal/wslock"
+	"phase0/output/report"
+	"phase0/output/scaffold"
+	"phase0/python/ops"
+	"phase0/read/llmstree"
+	"phase0/read/model"
+	"phase0/read/safetensors"
+	"phase0/run/reuse"
+)
+
+// errInterrupted marks a run stopped by SIGINT/SIGTERM/SIGHUP: exit 130,
+// and nothing recorded.
+var errInterrupted = errors.New("interrupted")
+
+// state is one command's run, in three parts, each written in one place:
+//
+//   - in: what the command was given; no stage writes it.
+//   - facts: what the stages learned that later stages read (the model, its
+//     analysis and checkpoint, the workspace, the reuse stamp).
+//   - sections: what the gates and checks judged, which the report shows.
+//
+// A stage function reads the state and returns its result; the stage
+// table (stages.go) says where each result is kept, and that is the only
+// code that writes facts or sections (TestStagesWriteOnlyTheirResults).
+// The chain's own bookkeeping (the stages run, warnings, the error, the
+// worker and the workspace locks) belongs to the engine below.
+type state struct {
+	in       inputs
+	facts    facts
+	sections sections
+
+	client   *ops.Client    // the Python worker, started by the first op a stage runs
+	locks    []*wslock.Lock // workspace locks, held to the end of the run
+	created  []string       // the folders made for the workspace, outermost first: removed if the run ends without a verdict
+	warnings []string
+	stages   []report.Stage
+	err      error // could not evaluate (or interrupted): the chain stopped here
+}
+
+// inputs are what the command was given.
+type inputs struct {
+	s       *Settings
+	command string
+	arg     string
+	version string
+	started time.Time
+	// quant is the quantized folder's key this run validates (nil for a
+	// bf16 run): the folder, the MODEL_CHOICES key, its reference (arg)
+	// and the bundle.
+	quant *llmstree.Use
+	// routeErr is why the tree could not say what to validate (route stage).
+	routeErr error
+}
+
+// facts are the stages' findings that later stages read, each the result
+// of the stage named beside it.
+type facts struct {
+	reuse      reuseResult     // reuse: the inputs stamped before the run, and a verdict to reuse
+	model      *resolvedModel  // resolve: the checkpoint's folder (its files in model.FS)
+	analysis   *model.Analysis // config: the architecture gate and the extracted Config
+	checkpoint *checkpoint     // weights: the tensor inventory
+	memory     *memoryVerdict  // memory: the estimate and, when too small, the refusal
+	workspace  *workspace      // generate: <name>/, its spec and what was written
+	tie        *config.TieFacts
+	inputs     *reuse.Record       // record_inputs: inputs.json, written with the record (nil: a verdict not to reuse)
+	recorded   *recorded           // record: where the report was written
+	quant      *quantfolder.Folder // quant_folder: the quantized folder's module, format and bundle
+}
+
+// sections are the report's judged parts, each the result of one stage.
+// Gates 1 and 3 are judged in two steps; the later step's section, when it
+// ran, completes the earlier one (gate1, gate3).
+type sections struct {
+	weights      *weights.Result     // weights: gate 1 from the headers
+	scanned      *weights.Result     // scan: gate 1 with every tensor byte read
+	crossCheck   *config.Consistency // weights: gate 3, config.json against the shapes
+	consistency  *config.Consistency // config_facts: gate 3 with the module and transformers
+	loader       *weights.Loader     // python_weights: gate 1 through the generated loader
+	baseline     *baseline.Baseline  // hf_baseline: gate 2
+	reference    *report.Reference   // reference: the recorded reference
+	machine      *preflight.Report   // machine: readiness for the later phases
+	quantWeights *quant.Weights      // quant_weights: quantized gate 1
+	quantConfig  *quant.Constants    // quant_config: quantized gate 3
+	pairing      *quant.Pairing      // pairing: the key's reference vs the bundle's declared source
+	quantE2E     *quant.EndToEnd     // quant_baseline: quantized gate 2
+}
+
+// checkpoint is the weights stage's fact: the inventory, and the
+// architecture rules only the tensor names can decide.
+type checkpoint struct {
+	inv        *safetensors.Inventory
+	rejections []model.Rejection
+}
+
+// memoryVerdict is the memory stage's result: the estimate, and the gate 2
+// FAIL that stands in for the baseline when the machine is too small.
+type memoryVerdict struct {
+	need    preflight.Memory
+	refusal *baseline.Baseline
+}
+
+// workspace is the generate stage's result: the folder, the spec its files
+// were rendered from, and what was written.
+type workspace struct {
+	dir     string
+	spec    scaffold.Spec
+	report  *report.Workspace
+	foreign bool // a folder phase0 did not create: its lock and record live outside it (wsfolder.Places)
+}
+
+// recorded is the record stage's result: where the reports went, and what
+// it entered in a folder phase0 did not create (workspace-relative).
+type recorded struct {
+	json, md string
+	entered  []string
+}
+
+// inv is the checkpoint's inventory (nil before the weights stage, or when
+// the checkpoint could not be read).
+func (st *state) inv() *safetensors.Inventory {
+	if st.facts.checkpoint == nil {
+		return nil
+	}
+	return st.facts.checkpoint.inv
+}
+
+// gate1 is the weights gate: the scan's section when it ran, else the
+// headers' section.
+func (st *state) gate1() *weights.Result {
+	if st.sections.scanned != nil {
+		return st.sections.scanned
+	}
+	return st.sections.weights
+}
+
+// gate3 is the config-consistency gate: completed by config_facts when it
+// ran, else the weights stage's cross-check.
+func (st *state) gate3() *config.Consistency {
+	if st.sections.consistency != nil {
+		return st.sections.consistency
+	}
+	return st.sections.crossCheck
+}
+
+// gate2 is the HF baseline: the hf_baseline stage's section, or the memory
+// stage's refusal that stands for it.
+func (st *state) gate2() *baseline.Baseline {
+	if st.sections.baseline != nil {
+		return st.sections.baseline
+	}
+	if m := st.facts.memory; m != nil {
+		return m.refusal
+	}
+	return nil
+}
+
+// outcome is what a stage reports in its progress line and the report's
+// stage list; warnings join the report's; done ends the chain with the
+// command answered (a reused verdict).
+type outcome struct {
+	status   verdict.Status
+	detail   string
+	warnings []string
+	done     bool
+}
+
+// stage is one named step. run returns the stage's outcome; an error means
+// the model could not be evaluated and ends the chain. fn is the stage's
+// own function, which run calls (its name is the stage's: stagenames_test).
+type stage struct {
+	name string
+	// when, if set, says whether the stage applies; a false answer records
+	// the stage as SKIPPED with the reason.
+	when func(*state) (bool, string)
+	run  func(context.Context, *state) (outcome, error)
+	fn   any
+	// afterAnswer marks a stage that completes an answer given early (a
+	// reused verdict): it runs only after a stage answered the command,
+	// and is left out of a chain that runs in full, or when its condition
+	// says there is nothing to complete.
+	afterAnswer bool
+}
+
+// runChain runs the stages in order until one errors, the model is
+// rejected, a stage answers the command, or the context ends, then builds
+// the report.
+func runChain(ctx context.Context, s *Settings, command, arg, version string, stages []stage) *report.Report {
+	return runWith(ctx, inputs{s: s, command: command, arg: arg, version: version}, stages)
+}
+
+// runWith is runChain for inputs built by the caller (a quantized key's run).
+func runWith(ctx context.Context, in inputs, stages []stage) *report.Report {
+	begin := time.Now()
+	in.started = begin.UTC().Truncate(time.Second)
+	st := &state{in: in}
+	defer st.releaseLocks()
+	defer st.closeWorker()
+	answered := false
+	for _, sg := range stages {
+		if sg.afterAnswer != answered {
+			continue
+		}
+		if ctx.Err() != nil {
+			st.err = fmt.Errorf("%w before %s: %w", errInterrupted, sg.name, context.Cause(ctx))
+			break
+		}
+		if sg.when != nil {
+			if ok, why := sg.when(st); !ok {
+				if !sg.afterAnswer { // a completion with nothing to complete is not listed
+					st.record(report.Stage{Name: sg.name, Status: verdict.Skip, Detail: why})
+				}
+				continue
+			}
+		}
+		begin := time.Now()
+		out, err := sg.run(ctx, st)
+		if err != nil {
+			if ctx.Err() != nil && !errors.Is(err, errInterrupted) {
+				err = fmt.Errorf("%w in %s: %w", errInterrupted, sg.name, err)
+			}
+			out.status, out.detail, st.err = verdict.Error, err.Error(), err
+		}
+		st.warnings = append(st.warnings, out.warnings...)
+		st.record(report.Stage{Name: sg.name, Status: out.status, Seconds: time.Since(begin).Seconds(), Detail: out.detail})
+		if st.err != nil || out.status == verdict.Rejected {
+			break
+		}
+		answered = answered || out.done
+	}
+	if st.err != nil {
+		st.discardCreated()
+	}
+	r := st.report()
+	// From the untruncated start: started is whole seconds, and a reused
+	// verdict's run takes far less than one.
+	r.Seconds = time.Since(begin).Seconds()
+	return r
+}
+
+// record appends a stage and prints its progress line.
+func (st *state) record(sg report.Stage) {
+	st.stages = append(st.stages, sg)
+	if st.in.s.Progress != nil {
+		line := fmt.Sprintf("phase0: %-18s %-8s %7.2fs", sg.Name, sg.Status, sg.Seconds)
+		if sg.Detail != "" {
+			line += "  " + sg.Detail
+		}
+		fmt.Fprintln(st.in.s.Progress, line)
+	}
+}
+
+// holdCreated keeps a workspace lock to the end of the run, and the
+// folders the run created for that workspace (outermost first).
+func (st *state) holdCreated(l *wslock.Lock, created []string) {
+	st.locks = append(st.locks, l)
+	st.created = append(st.created, created...)
+}
+
+// discardCreated removes the workspace this run created (and the folders
+// made for it, if empty) when the run ends without a verdict: an exit 2
+// leaves nothing half-written. It runs under the workspace's lock.
+func (st *state) discardCreated() {
+	if len(st.created) == 0 {
+		return
+	}
+	atomicfile.RemoveCreated(st.created)
+	st.warnings = append(st.warnings, fmt.Sprintf("%s, which this run created, was removed: the run could not be evaluated", st.created[len(st.created)-1]))
+	st.created = nil
+}
+
+// releaseLocks drops the workspace locks at the end of the run.
+func (st *state) releaseLocks() {
+	for _, l := range st.locks {
+		_ = l.Release()
+	}
+	st.locks = nil
+}
+
+// py is the run's typed ops; the worker session starts on the first op.
+func (st *state) py() *ops.Client {
+	if st.client == nil {
+		st.client = st.in.s.opsClient()
+	}
+	return st.client
+}
+
+func (st *state) closeWorker() {
+	if st.client != nil {
+		st.client.Close()
+	}
+}
+
+// rejections are the architecture gate's reasons: config.json's, then the
+// tensor names'.
+func (st *state) rejections() []model.Rejection {
+	out := []model.Rejection{}
+	if a := st.facts.analysis; a != nil {
+		out = append(out, a.Rejections...)
+	}
+	if c := st.facts.checkpoint; c != nil {
+		out = append(out, c.rejections...)
+	}
+	return out
+}
+
+// status is the overall verdict: ERROR when the chain stopped on an error,
+// REJECTED by the architecture gate, FAIL when any gate failed, else PASS.
+func (st *state) status() verdict.Status {
+	if st.err != nil {
+		return verdict.Error
+	}
+	if len(st.rejections()) > 0 {
+		return verdict.Rejected
+	}
+	out := verdict.Pass
+	for _, g := range st.gates().Rows() {
+		if g.Section.Status.Failed() {
+			out = verdict.Fail
+		}
+	}
+	return out
+}
+
+func (st *state) gates() report.Gates {
+	return report.Gates{Weights: st.gate1(), ConfigConsistency: st.gate3(), PyWeights: st.sections.loader, HFBaseline: st.gate2(),
+		QuantWeights: st.sections.quantWeights, QuantConfig: st.sections.quantConfig, Pairing: st.sections.pairing, QuantE2E: st.sections.quantE2E}
+}
+
+// workspaceReport is the workspace section, with where the record went.
+func (st *state) workspaceReport() *report.Workspace {
+	w := st.facts.workspace
+	if w == nil {
+		return nil
+	}
+	if rec := st.facts.recorded; rec != nil {
+		out := *w.report
+		out.ReportJSON, out.ReportMD = rec.json, rec.md
+		if w.foreign {
+			out.Entered = rec.entered
+		}
+		return &out
+	}
+	return w.report
+}
+
+// report renders the state as the report object.
+func (st *state) report() *report.Report {
+	if st.facts.reuse.reused != nil {
+		r := st.reusedReport()
+		if st.err != nil { // completing the reused answer failed
+			r.Status, r.Error, r.Interrupted = verdict.Error, st.err.Error(), errors.Is(st.err, errInterrupted)
+		}
+		return r
+	}
+	in := st.in
+	r := &report.Report{Tool: "phase0", Version: in.version, Command: in.command, Model: in.arg, Status: st.status(),
+		Defaulted: []model.Defaulted{}, Rejections: st.rejections(), Warnings: append([]string{}, st.warnings...),
+		Stages: append([]report.Stage{}, st.stages...), Started: in.started, Gates: st.gates(), Workspace: st.workspaceReport(),
+		Preflight: st.sections.machine, Reference: st.sections.reference}
+	if st.err != nil {
+		r.Error = st.err.Error()
+		r.Interrupted = errors.Is(st.err, errInterrupted)
+	}
+	if ref := st.facts.model; ref != nil {
+		r.ModelID, r.ModelDir, r.Revision, r.Source = ref.ID, ref.Dir, ref.Revision, ref.Source
+	}
+	if a := st.facts.analysis; a != nil {
+		r.Architecture, r.Config = a.Architecture, a.Config
+		if a.Family != nil {
+			r.Family = a.Family.Name()
+		}
+		r.Defaulted = append(r.Defaulted, a.Defaulted...)
+		r.Warnings = append(a.Warnings[:len(a.Warnings):len(a.Warnings)], r.Warnings...)
+	}
+	if q := in.quant; q != nil {
+		r.Quantized = &report.QuantizedKey{Folder: q.Folder, Key: q.Key, Reference: q.Reference, Bundle: q.Bundle, Loader: q.Loader}
+	}
+	r.Seconds = time.Since(in.started).Seconds()
+	return r
+}

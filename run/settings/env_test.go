@@ -1,0 +1,150 @@
+package settings
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestUnknownEnv(t *testing.T) {
+	// Misspelled names are built in two parts: the repository scan below
+	// must not take them for variables.
+	p := "PHASE0_"
+	for _, tc := range []struct {
+		name    string
+		environ []string
+		want    []string // substrings of the error; none: no error
+	}{
+		{"no phase0 variable", []string{"HOME=/root", "PHASE0=1", "XPHASE0_WORKERS=2"}, nil},
+		{"every setting's variable", settingEnv(), nil},
+		{"the other variables", otherEnv(), nil},
+		{"a swapped pair of letters", []string{p + "WORKRES=2"}, []string{p + "WORKRES is not a phase0 setting's variable", "did you mean PHASE0_WORKERS?"}},
+		{"a dropped letter", []string{p + "TIMOUT=1m"}, []string{"did you mean PHASE0_TIMEOUT?"}},
+		{"a dash for an underscore is still not it", []string{p + "MAX-SEQ=8"}, []string{"did you mean PHASE0_MAX_SEQ?"}},
+		{"lower case", []string{p + "workers=2"}, []string{p + "workers", "README's settings table"}},
+		{"far from any", []string{p + "SOMETHING_ELSE_ENTIRELY=1"}, []string{"README's settings table"}},
+		{"empty name and value", []string{p + "="}, []string{p + " is not"}},
+		{"several: the first named, the rest counted", []string{p + "ZZ=1", p + "AA=1", "PHASE0_SCAN=true"}, []string{p + "AA is not", "; 1 more: " + p + "ZZ)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := UnknownEnv(tc.environ)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func settingEnv() []string {
+	var out []string
+	for _, row := range Table {
+		out = append(out, row.Env()+"=x")
+	}
+	return out
+}
+
+func otherEnv() []string {
+	var out []string
+	for name := range OtherEnv {
+		out = append(out, name+"=x")
+	}
+	return out
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"abc", "", 3}, {"", "abc", 3}, {"abc", "abc", 0},
+		{"abc", "acb", 1}, {"kitten", "sitting", 3}, {"WORKERS", "WORKRES", 1}, {"ca", "abc", 3},
+	} {
+		if got := editDistance(tc.a, tc.b); got != tc.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// TestEveryPhase0VariableIsDeclared: every PHASE0_* name the repository
+// mentions (code, Makefile, docs, generated files) is a setting's variable
+// or in OtherEnv, and every OtherEnv name is used somewhere and is no
+// setting's: the list UnknownEnv accepts is the one the project uses.
+func TestEveryPhase0VariableIsDeclared(t *testing.T) {
+	root := filepath.Join("..", "..")
+	re := regexp.MustCompile(`PHASE0_[A-Z0-9_]*[A-Z0-9]`)
+	settings := map[string]bool{}
+	for _, row := range Table {
+		settings[row.Env()] = true
+	}
+	used := map[string]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "bin", "dist", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(path) {
+		case ".go", ".py", ".md", ".sh", ".yaml", ".yml", ".txt", ".toml":
+		default:
+			if d.Name() != "Makefile" {
+				return nil
+			}
+		}
+		if path == filepath.Join(root, "run", "settings", "env.go") {
+			return nil // the declarations themselves
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, name := range re.FindAllString(string(data), -1) {
+			if _, seen := used[name]; !seen {
+				used[name] = path
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The docs' example of a refused typo.
+	typos := map[string]bool{"PHASE0_" + "WORKRES": true}
+	for name, path := range used {
+		if typos[name] {
+			if UnknownEnv([]string{name + "=1"}) == nil {
+				t.Errorf("%s (the example in %s) is accepted", name, path)
+			}
+			continue
+		}
+		if !settings[name] && OtherEnv[name] == "" {
+			t.Errorf("%s (used in %s) is neither a setting's variable nor in settings.OtherEnv: phase0 would refuse it", name, path)
+		}
+	}
+	for name := range OtherEnv {
+		if settings[name] {
+			t.Errorf("OtherEnv declares %s, a setting's variable", name)
+		}
+		if _, ok := used[name]; !ok {
+			t.Errorf("OtherEnv declares %s, which nothing in the repository uses", name)
+		}
+	}
+}

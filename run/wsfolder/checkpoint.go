@@ -1,0 +1,47 @@
+package wsfolder
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"phase0/run/resolve"
+	"phase0/output/scaffold"
+)
+
+// RecordCheckpoint tells the generated loader where the validated checkpoint
+// is without writing an absolute path into files meant to be committed: a
+// hub snapshot by id and revision (nothing to record), the default model
+// relative to phase0's cache, a local folder by its name and its path
+// relative to the workspace. A workspace or report dir inside the
+// checkpoint's folder is refused: its files would change the checkpoint
+// phase0 validates, so no later run could reuse the verdict.
+func RecordCheckpoint(spec *scaffold.Spec, ref *resolve.Model, ws, reportDir string) error {
+	model, err := filepath.Abs(ref.Dir)
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{ws, reportDir} {
+		if p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return err
+		}
+		if rel, err := filepath.Rel(model, abs); err == nil && filepath.IsLocal(rel) {
+			return fmt.Errorf("%s is inside the model folder %s: phase0 would write into the checkpoint it validates (and every later run would see it changed); give --out-dir, --name or --report-dir a folder outside it", abs, model)
+		}
+	}
+	switch {
+	case ref.CacheDir != "":
+		spec.Checkpoint = scaffold.Checkpoint{Root: scaffold.RootPhase0Cache, Path: ref.CacheDir}
+	case ref.Local:
+		rel, err := filepath.Rel(ws, ref.Dir)
+		if err != nil {
+			return fmt.Errorf("recording %s relative to the workspace %s: %w", ref.Dir, ws, err)
+		}
+		spec.ModelID = filepath.Base(ref.Dir)
+		spec.Checkpoint = scaffold.Checkpoint{Root: scaffold.RootWorkspace, Path: filepath.ToSlash(rel)}
+	}
+	return nil
+}
