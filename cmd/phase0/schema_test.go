@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"phase0/gate/compare"
-	"phase0/run/listrun"
 	"phase0/gate/preflight"
 	"phase0/output/report"
+	"phase0/run/listrun"
 )
 
 // The --json shapes are documented in docs/reports.md as key trees; these

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"phase0/internal/testenv"
-	"phase0/read/model"
 	"phase0/output/scaffold"
+	"phase0/read/model"
 )
 
 const (

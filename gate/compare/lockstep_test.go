@@ -13,9 +13,9 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/internal/sttest"
 	"phase0/gate/reference"
 	"phase0/gate/verdict"
+	"phase0/internal/sttest"
 )
 
 // seq builds a continuation whose step i chose chosen[i] with top-k topk[i].

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/read/model"
 	"phase0/gate/verdict"
+	"phase0/read/model"
 )
 
 func TestDecodeBehaviour(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/read/model"
 	"phase0/gate/verdict"
+	"phase0/read/model"
 )
 
 func TestGeneratedFieldTypes(t *testing.T) {

@@ -15,9 +15,9 @@ import (
 	"strings"
 	"syscall"
 
-	"phase0/read/hfcache"
-	"phase0/npu"
 	"phase0/gate/verdict"
+	"phase0/npu"
+	"phase0/read/hfcache"
 )
 
 // Check is one preflight item: its name and its section.

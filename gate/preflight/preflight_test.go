@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/npu"
 	"phase0/gate/verdict"
+	"phase0/npu"
 )
 
 const gb = int64(1) << 30

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"phase0/gate/verdict"
+	"phase0/read/tensornames"
 )
 
 // E2EFacts are the worker's answer for quantized gate 2: the reference's
@@ -74,8 +75,8 @@ func JudgeE2E(f Format, facts *E2EFacts, nLayers int) *EndToEnd {
 	lim := f.E2ELimits()
 	e := &EndToEnd{Section: verdict.NewSection(), Format: f.Name(), Loader: facts.Loader, Patched: facts.Patched, HeadPatched: facts.HeadPatched, FromGate1: facts.FromGate1, Limits: lim,
 		KLPrompt: facts.KLPrompt}
-	if want := nLayers * len(projections); facts.Patched != want {
-		e.FailWith("%s patched %d projections into the reference model, expected %d (%d layers × %d)", facts.Loader, facts.Patched, want, nLayers, len(projections))
+	if want := nLayers * len(tensornames.Projections()); facts.Patched != want {
+		e.FailWith("%s patched %d projections into the reference model, expected %d (%d layers × %d)", facts.Loader, facts.Patched, want, nLayers, len(tensornames.Projections()))
 	}
 	if len(facts.ReferenceTop) == 0 || len(facts.QuantizedTop) == 0 {
 		e.FailWith("the worker reported no top-5 for the prompt (reference %d ids, quantized %d)", len(facts.ReferenceTop), len(facts.QuantizedTop))

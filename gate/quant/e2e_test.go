@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/read/model"
 	"phase0/gate/verdict"
+	"phase0/read/model"
 )
 
 // TestJudgeE2E: the calibrated numbers of SmolLM2 (quant_calibration.py)

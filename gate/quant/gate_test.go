@@ -9,11 +9,11 @@ import (
 	"sync"
 	"testing"
 
+	"phase0/gate/quant"
+	"phase0/gate/verdict"
 	"phase0/internal/testenv"
 	"phase0/python/ops"
 	"phase0/python/ops/opstest"
-	"phase0/gate/quant"
-	"phase0/gate/verdict"
 )
 
 func TestMain(m *testing.M) { os.Exit(opstest.Main(m)) }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"phase0/gate/verdict"
+	"phase0/read/tensornames"
 )
 
 // Weights is quantized gate 1: every tensor of every layer the folder's
@@ -42,12 +43,6 @@ type Expect struct {
 	QKVBias bool
 }
 
-var (
-	projections = []string{"wq", "wk", "wv", "wo", "w_gate", "w_up", "w_down"}
-	// partners are the projections most easily confused with each other.
-	partners = map[string]string{"w_gate": "w_up", "w_up": "w_gate", "wk": "wv", "wv": "wk", "wq": "wo", "wo": "wq"}
-)
-
 // Judge judges the worker's facts for a folder of format f.
 func Judge(f Format, facts *Facts, want Expect) *Weights {
 	w := &Weights{Section: verdict.NewSection(), Format: f.Name(), Loader: facts.Loader, Limits: f.Limits(), Bound: f.Bound(), Layers: facts.LayersLoaded, Rows: []Row{}}
@@ -61,7 +56,7 @@ func Judge(f Format, facts *Facts, want Expect) *Weights {
 			row.Status = verdict.Fail
 			w.FailWith("%s (%s): "+format, append([]any{name, t.Reference}, args...)...)
 		}
-		quantized := slices.Contains(projections, t.Field) || (t.Field == "lm_head" && t.Stats != nil && t.Differing == nil)
+		quantized := tensornames.IsProjection(t.Field) || (t.Field == "lm_head" && t.Stats != nil && t.Differing == nil)
 		switch {
 		case t.Problem != "":
 			fail("%s", t.Problem)
@@ -145,7 +140,7 @@ func cause(t Tensor, m Metrics, lim Limits) string {
 	explains := func(c float64) bool { return c > 0.7 && c > m.Cosine+0.3 }
 	switch p, tr, rp := conf(ConfPartner), conf(ConfTransposed), conf(ConfRowPairs); {
 	case explains(p):
-		return fmt.Sprintf("; likely cause: swapped with %s (cosine %.4f with %s's reference)", partners[t.Field], p, partners[t.Field])
+		return fmt.Sprintf("; likely cause: swapped with %s (cosine %.4f with %s's reference)", tensornames.Partners[t.Field], p, tensornames.Partners[t.Field])
 	case explains(tr):
 		return fmt.Sprintf("; likely cause: transposed (cosine %.4f with the reference as stored, (out, in))", tr)
 	case explains(rp):
@@ -166,7 +161,7 @@ func cause(t Tensor, m Metrics, lim Limits) string {
 func expected(want Expect) []string {
 	out := []string{"embed_table", "final_norm", "lm_head"}
 	for k := range want.NLayers {
-		fields := append(slices.Clone(projections), "attn_norm", "ffn_norm")
+		fields := append(tensornames.ProjectionFields(), "attn_norm", "ffn_norm")
 		if want.QKNorm {
 			fields = append(fields, "q_norm", "k_norm")
 		}

@@ -8,8 +8,9 @@ import (
 	"slices"
 	"strings"
 
-	"phase0/read/llmstree"
 	"phase0/gate/verdict"
+	"phase0/read/llmstree"
+	"phase0/read/tensornames"
 )
 
 // Pairing is the check that a MODEL_CHOICES key's reference is the
@@ -50,7 +51,7 @@ func MeasureCloseness(facts *Facts, reference string, candidates []CandidateID) 
 	}
 	ref := Closeness{ID: reference}
 	for _, t := range facts.Tensors {
-		if t.Layer == 0 && t.Stats != nil && slices.Contains(projections, t.Field) {
+		if t.Layer == 0 && t.Stats != nil && tensornames.IsProjection(t.Field) {
 			ref.Cosine += cosine(*t.Stats)
 			ref.Tensors++
 		}

@@ -15,11 +15,11 @@ import (
 	"slices"
 	"strings"
 
-	"phase0/read/hfcache"
+	"phase0/gate/quant"
 	"phase0/internal/boundedfile"
+	"phase0/read/hfcache"
 	"phase0/read/llmstree"
 	"phase0/read/model"
-	"phase0/gate/quant"
 	"phase0/read/safetensors"
 )
 

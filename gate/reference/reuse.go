@@ -8,9 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"phase0/read/fingerprint"
 	"phase0/internal/atomicfile"
 	"phase0/internal/boundedfile"
+	"phase0/read/fingerprint"
 )
 
 // SourcesFile is the file, in a reference folder, that stamps the Python

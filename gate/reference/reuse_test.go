@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/read/fingerprint"
 	"phase0/internal/testenv"
+	"phase0/read/fingerprint"
 )
 
 // TestReusableWithoutRecording: an empty folder has nothing to reuse and

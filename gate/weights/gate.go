@@ -11,9 +11,9 @@ import (
 	"strconv"
 	"strings"
 
+	"phase0/gate/verdict"
 	"phase0/read/model"
 	"phase0/read/safetensors"
-	"phase0/gate/verdict"
 )
 
 // Mismatch is a tensor whose shape or dtype differs from what the config implies.

@@ -8,10 +8,11 @@ import (
 	"math"
 	"slices"
 
+	"phase0/gate/verdict"
 	"phase0/internal/stformat"
 	"phase0/read/model"
 	"phase0/read/safetensors"
-	"phase0/gate/verdict"
+	"phase0/read/tensornames"
 )
 
 // ArrayFacts is what the worker reports of one array the loader returned.
@@ -73,38 +74,37 @@ type loaderField struct {
 	transposed bool   // projections are stored (in, out) for y = x @ W
 }
 
-var globalFields = []loaderField{
-	{"embed_table", "model.embed_tokens.weight", false},
-	{"final_norm", "model.norm.weight", false},
-	{"lm_head", "lm_head.weight", false},
-}
-
-func layerFields(cfg *model.Config) []loaderField {
-	p := "model.layers.%d."
-	out := []loaderField{
-		{"attn_norm", p + "input_layernorm.weight", false},
-		{"wq", p + "self_attn.q_proj.weight", true},
-		{"wk", p + "self_attn.k_proj.weight", true},
-		{"wv", p + "self_attn.v_proj.weight", true},
-		{"wo", p + "self_attn.o_proj.weight", true},
-		{"ffn_norm", p + "post_attention_layernorm.weight", false},
-		{"w_gate", p + "mlp.gate_proj.weight", true},
-		{"w_up", p + "mlp.up_proj.weight", true},
-		{"w_down", p + "mlp.down_proj.weight", true},
-	}
-	if cfg.QKVBias {
-		out = append(out, loaderField{"bq", p + "self_attn.q_proj.bias", false},
-			loaderField{"bk", p + "self_attn.k_proj.bias", false}, loaderField{"bv", p + "self_attn.v_proj.bias", false})
-	}
-	if cfg.QKNorm {
-		out = append(out, loaderField{"q_norm", p + "self_attn.q_norm.weight", false},
-			loaderField{"k_norm", p + "self_attn.k_norm.weight", false})
+// globalFields are the loader's whole-model tensors.
+func globalFields() []loaderField {
+	var out []loaderField
+	for _, g := range tensornames.Globals {
+		out = append(out, loaderField{g.Field, g.HF, false})
 	}
 	return out
 }
 
-// optionalFields may appear on a layer only when the config asks for them.
-var optionalFields = map[string]string{"bq": "qkv_bias", "bk": "qkv_bias", "bv": "qkv_bias", "q_norm": "qk_norm", "k_norm": "qk_norm"}
+// layerFields are the tensors every layer of this config has, in
+// LlamaWeights' order.
+func layerFields(cfg *model.Config) []loaderField {
+	var out []loaderField
+	for _, t := range tensornames.Layer {
+		if (t.Option == "qkv_bias" && !cfg.QKVBias) || (t.Option == "qk_norm" && !cfg.QKNorm) {
+			continue
+		}
+		out = append(out, loaderField{t.Field, "model.layers.%d." + t.HF, t.Projection})
+	}
+	return out
+}
+
+// optionalField is the config feature a layer tensor needs, if any.
+func optionalField(field string) (string, bool) {
+	for _, t := range tensornames.Layer {
+		if t.Field == field && t.Option != "" {
+			return t.Option, true
+		}
+	}
+	return "", false
+}
 
 // CheckLoader judges what the loader returned: every field present with the
 // (in, out) layout's shape and dtype bfloat16, no field the config does not
@@ -150,7 +150,7 @@ func CheckLoader(cfg *model.Config, facts *LoaderFacts, inv *safetensors.Invento
 			l.compare(where, f, t, a, fsys)
 		}
 	}
-	for _, f := range globalFields {
+	for _, f := range globalFields() {
 		a, ok := facts.Globals[f.field]
 		check(f.field, f, f.hf, a, ok)
 	}
@@ -167,7 +167,7 @@ func CheckLoader(cfg *model.Config, facts *LoaderFacts, inv *safetensors.Invento
 			check(fmt.Sprintf("layer %d %s", i, f.field), f, fmt.Sprintf(f.hf, i), a, ok)
 		}
 		for _, name := range slices.Sorted(maps.Keys(layer)) {
-			if flag, opt := optionalFields[name]; opt && !slices.ContainsFunc(fields, func(f loaderField) bool { return f.field == name }) {
+			if flag, opt := optionalField(name); opt && !slices.ContainsFunc(fields, func(f loaderField) bool { return f.field == name }) {
 				l.problem("layer %d %s: loaded, but config.%s is false", i, name, flag)
 			}
 		}

@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"phase0/gate/verdict"
 	"phase0/internal/sttest"
 	"phase0/read/model"
 	"phase0/read/safetensors"
-	"phase0/gate/verdict"
 )
 
 // distinct gives every tensor its own bytes, so a value read from the wrong
@@ -68,7 +68,7 @@ func loadedAs(t *testing.T, cfg *model.Config, inv *safetensors.Inventory, fsys 
 		}
 		return a
 	}
-	for _, f := range globalFields {
+	for _, f := range globalFields() {
 		facts.Globals[f.field] = describe(f, f.hf)
 	}
 	for i := 0; i < cfg.NLayers; i++ {

@@ -66,4 +66,6 @@ for f in sys.argv[2:]:
 }
 
 // JUnitXSD is the JUnit schema phase0's --junit output is checked against.
-func JUnitXSD() string { return filepath.Join(RepoRoot(), "output", "report", "junit", "testdata", "junit.xsd") }
+func JUnitXSD() string {
+	return filepath.Join(RepoRoot(), "output", "report", "junit", "testdata", "junit.xsd")
+}

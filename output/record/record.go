@@ -24,10 +24,10 @@ import (
 	"strings"
 	"time"
 
+	"phase0/gate/verdict"
 	"phase0/internal/atomicfile"
 	"phase0/output/report"
 	"phase0/output/scaffold"
-	"phase0/gate/verdict"
 )
 
 // ownReports are the report files a person may also keep in a folder given

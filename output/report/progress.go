@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
-	"phase0/read/model"
-	"phase0/output/scaffold"
 	"phase0/gate/verdict"
+	"phase0/output/scaffold"
+	"phase0/read/model"
 )
 
 // ProgressEntry is the Phase 0 entry for progress.md.

@@ -6,5 +6,5 @@ import "embed"
 
 // FS holds phase0_shim's sources, prompts and data files.
 //
-//go:embed phase0_shim/*.py phase0_shim/py.typed phase0_shim/prompts/*.txt
+//go:embed phase0_shim/*.py phase0_shim/quant/*.py phase0_shim/py.typed phase0_shim/prompts/*.txt
 var FS embed.FS

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"phase0/python/bridge"
 	"phase0/internal/testenv"
+	"phase0/python/bridge"
 )
 
 const childEnv = "PHASE0_WORKER_TEST_CHILD"

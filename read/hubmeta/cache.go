@@ -10,8 +10,8 @@ import (
 
 	"phase0/internal/boundedfile"
 
-	"phase0/read/hfcache"
 	"phase0/internal/atomicfile"
+	"phase0/read/hfcache"
 	"phase0/read/safetensors"
 )
 

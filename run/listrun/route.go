@@ -8,13 +8,13 @@ import (
 	"strings"
 	"time"
 
+	"phase0/gate/verdict"
+	"phase0/output/report"
+	"phase0/output/scaffold"
 	"phase0/read/hfcache"
 	"phase0/read/llmstree"
 	"phase0/read/model"
 	"phase0/run/orchestrator"
-	"phase0/output/report"
-	"phase0/output/scaffold"
-	"phase0/gate/verdict"
 )
 
 // A list (`run @hf_models.txt --llms-dir T`) gives every line a row: a bf16

@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"time"
 
+	"phase0/gate/verdict"
+	"phase0/output/report"
 	"phase0/read/modellist"
 	"phase0/run/orchestrator"
-	"phase0/output/report"
-	"phase0/gate/verdict"
 )
 
 // ErrListSetting marks a setting that names one model's files and so cannot

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"strings"
 
+	"phase0/gate/verdict"
 	"phase0/internal/parallel"
+	"phase0/output/report"
 	"phase0/read/modellist"
 	"phase0/run/orchestrator"
-	"phase0/output/report"
-	"phase0/gate/verdict"
 )
 
 // Triage is `phase0 inspect` over several models: one report per model, in

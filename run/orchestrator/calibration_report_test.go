@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/python/ops"
-	"phase0/output/report"
 	"phase0/gate/verdict"
+	"phase0/output/report"
+	"phase0/python/ops"
 )
 
 // passageResult is an ops.baseline answer with healthy logits and the given

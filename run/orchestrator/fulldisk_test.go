@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"phase0/gate/verdict"
 	"phase0/internal/testenv"
 	"phase0/output/report"
 	"phase0/run/reuse"
-	"phase0/gate/verdict"
 )
 
 // recordFiles maps the files of a workspace's record (reports, documents,

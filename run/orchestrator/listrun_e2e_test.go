@@ -14,12 +14,12 @@ import (
 	"sync"
 	"testing"
 
-	"phase0/internal/testenv"
-	"phase0/run/listrun"
-	"phase0/read/modellist"
-	"phase0/run/orchestrator"
-	"phase0/output/report"
 	"phase0/gate/verdict"
+	"phase0/internal/testenv"
+	"phase0/output/report"
+	"phase0/read/modellist"
+	"phase0/run/listrun"
+	"phase0/run/orchestrator"
 )
 
 // awqID and vlaID are an AWQ repack and a VLA policy from mlir-air's

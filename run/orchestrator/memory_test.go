@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/internal/sttest"
 	"phase0/gate/preflight"
-	"phase0/read/safetensors"
 	"phase0/gate/verdict"
+	"phase0/internal/sttest"
+	"phase0/read/safetensors"
 )
 
 func TestMemoryPreflight(t *testing.T) {

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/internal/sttest"
-	"phase0/read/model"
-	"phase0/output/report"
-	"phase0/read/safetensors"
 	"phase0/gate/verdict"
+	"phase0/internal/sttest"
+	"phase0/output/report"
+	"phase0/read/model"
+	"phase0/read/safetensors"
 )
 
 // A checkpoint whose attention output projection has a bias is rejected with

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"phase0/python/ops"
 	"phase0/gate/preflight"
 	"phase0/gate/verdict"
+	"phase0/python/ops"
 )
 
 // Preflight says whether this machine is ready for Phase 0 and the phases

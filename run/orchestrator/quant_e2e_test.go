@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"phase0/gate/verdict"
 	"phase0/internal/testenv"
 	"phase0/output/report"
-	"phase0/gate/verdict"
 )
 
 const (

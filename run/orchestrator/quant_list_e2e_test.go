@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/run/listrun"
-	"phase0/read/modellist"
-	"phase0/run/orchestrator"
 	"phase0/gate/verdict"
+	"phase0/read/modellist"
+	"phase0/run/listrun"
+	"phase0/run/orchestrator"
 )
 
 // TestQuantizedTreeList: upstream's own hf_models.txt (30 lines) through

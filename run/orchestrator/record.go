@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"phase0/gate/verdict"
 	"phase0/output/record"
 	"phase0/output/report"
-	"phase0/run/reuse"
 	"phase0/output/scaffold"
-	"phase0/gate/verdict"
+	"phase0/run/reuse"
 	"phase0/run/wsfolder"
 )
 

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"phase0/output/scaffold"
 	"phase0/gate/verdict"
+	"phase0/output/scaffold"
 )
 
 // onStage runs do when the progress line of the named stage is printed.

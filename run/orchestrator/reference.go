@@ -8,13 +8,13 @@ import (
 	"strings"
 	"time"
 
-	"phase0/read/fingerprint"
-	"phase0/internal/atomicfile"
-	"phase0/python/ops"
 	"phase0/gate/reference"
+	"phase0/gate/verdict"
+	"phase0/internal/atomicfile"
 	"phase0/output/report"
 	"phase0/output/scaffold"
-	"phase0/gate/verdict"
+	"phase0/python/ops"
+	"phase0/read/fingerprint"
 )
 
 // referenceApplies: recording is on (reference_steps > 0) and, in run, the

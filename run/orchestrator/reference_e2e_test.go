@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"phase0/gate/compare"
-	"phase0/internal/testenv"
 	"phase0/gate/reference"
-	"phase0/output/report"
-	"phase0/run/reuse"
-	"phase0/read/safetensors"
 	"phase0/gate/verdict"
+	"phase0/internal/testenv"
+	"phase0/output/report"
+	"phase0/read/safetensors"
+	"phase0/run/reuse"
 )
 
 // testSteps keeps the torch-heavy tests short; the gate is the same at 32.

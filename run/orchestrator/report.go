@@ -6,9 +6,9 @@ import (
 	"errors"
 	"time"
 
-	"phase0/read/model"
-	"phase0/output/report"
 	"phase0/gate/verdict"
+	"phase0/output/report"
+	"phase0/read/model"
 )
 
 // Report is the one JSON object phase0 prints with --json: package report

@@ -7,12 +7,12 @@ import (
 	"path/filepath"
 	"time"
 
+	"phase0/gate/verdict"
+	"phase0/output/report"
 	"phase0/read/fingerprint"
 	"phase0/read/hfcache"
-	"phase0/output/report"
 	"phase0/run/resolve"
 	"phase0/run/reuse"
-	"phase0/gate/verdict"
 )
 
 // A repeat `run` on unchanged inputs reuses the recorded verdict instead of

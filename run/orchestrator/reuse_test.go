@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"phase0/gate/verdict"
 	"phase0/output/report"
 	"phase0/output/scaffold"
-	"phase0/gate/verdict"
 )
 
 // cloneVenv makes a venv whose site-packages links every entry of the real

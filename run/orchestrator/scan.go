@@ -7,9 +7,9 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
-	"phase0/read/safetensors"
 	"phase0/gate/verdict"
 	"phase0/gate/weights"
+	"phase0/read/safetensors"
 )
 
 // scanStage reads every tensor byte and returns gate 1 again, with the

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"phase0/gate/verdict"
 	"phase0/internal/testenv"
 	"phase0/output/report"
-	"phase0/gate/verdict"
 )
 
 // mirrorPackage replaces site/<pkg> (a link into the shared venv, made by

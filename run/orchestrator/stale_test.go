@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"phase0/gate/verdict"
 	"phase0/internal/testenv"
 	"phase0/output/report"
-	"phase0/gate/verdict"
 )
 
 // blobModel lays a model folder out as the HF cache does: every file of the

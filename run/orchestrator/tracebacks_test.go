@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/internal/testenv"
 	"phase0/gate/verdict"
+	"phase0/internal/testenv"
 )
 
 // TestTracebacksStayOutOfReports: a loader that raises is a gate 1 FAIL

@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"phase0/gate/verdict"
 	"phase0/internal/testenv"
 	"phase0/internal/wslock"
 	"phase0/output/report"
 	"phase0/output/scaffold"
-	"phase0/gate/verdict"
 )
 
 // holdLockEnv makes a child copy of the test binary hold a workspace lock

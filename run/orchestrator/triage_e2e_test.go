@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/internal/testenv"
-	"phase0/run/listrun"
-	"phase0/read/modellist"
-	"phase0/run/orchestrator"
 	"phase0/gate/verdict"
+	"phase0/internal/testenv"
+	"phase0/read/modellist"
+	"phase0/run/listrun"
+	"phase0/run/orchestrator"
 )
 
 // TestTriageMixedList: a list in hf_models.txt format mixing a local folder,

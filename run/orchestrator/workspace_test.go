@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"phase0/output/scaffold"
 	"phase0/gate/verdict"
+	"phase0/output/scaffold"
 	"phase0/run/wsfolder"
 )
 

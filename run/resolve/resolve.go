@@ -14,10 +14,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"phase0/python/ops"
 	"phase0/read/hfcache"
 	"phase0/read/hubmeta"
 	"phase0/read/model"
-	"phase0/python/ops"
 )
 
 // Options is what resolving reads from the run's settings.

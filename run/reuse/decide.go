@@ -13,12 +13,12 @@ import (
 	"slices"
 	"strings"
 
-	"phase0/read/fingerprint"
-	"phase0/read/hfcache"
+	"phase0/gate/verdict"
 	"phase0/internal/boundedfile"
 	"phase0/output/report"
 	"phase0/output/scaffold"
-	"phase0/gate/verdict"
+	"phase0/read/fingerprint"
+	"phase0/read/hfcache"
 )
 
 // Recorded reads the inputs recorded in reports (inputs.json); why says, when

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"phase0/run/resolve"
 	"phase0/output/scaffold"
+	"phase0/run/resolve"
 )
 
 // RecordCheckpoint tells the generated loader where the validated checkpoint

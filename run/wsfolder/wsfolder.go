@@ -16,11 +16,11 @@ import (
 	"strings"
 	"time"
 
-	"phase0/read/hfcache"
 	"phase0/internal/atomicfile"
-	"phase0/read/llmstree"
 	"phase0/output/report"
 	"phase0/output/scaffold"
+	"phase0/read/hfcache"
+	"phase0/read/llmstree"
 )
 
 // staleAge is how old a temporary file in a report folder outside the

@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"phase0/gate/compare"
+	"phase0/gate/verdict"
 	"phase0/run/listrun"
 	"phase0/run/orchestrator"
-	"phase0/gate/verdict"
 )
 
 // inspectParallel bounds the models a multi-model inspect reads at once:

@@ -8,10 +8,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"phase0/internal/atomicfile"
-	"phase0/run/listrun"
-	"phase0/read/modellist"
 	"phase0/output/report"
 	"phase0/output/report/junit"
+	"phase0/read/modellist"
+	"phase0/run/listrun"
 )
 
 // Flags of one invocation (not settings) on the commands that take a list:

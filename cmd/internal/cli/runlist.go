@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"phase0/run/listrun"
 	"phase0/read/modellist"
+	"phase0/run/listrun"
 	"phase0/run/orchestrator"
 )
 

@@ -16,9 +16,9 @@ import (
 	"strings"
 	"time"
 
+	"phase0/gate/verdict"
 	"phase0/internal/atomicfile"
 	"phase0/output/report"
-	"phase0/gate/verdict"
 )
 
 // maxDetails caps the finding lines a failure's text carries: the first

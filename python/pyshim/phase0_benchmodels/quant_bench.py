@@ -22,7 +22,9 @@ import numpy as np
 
 def main(argv: list[str]) -> int:
     mode, module, source, reference, n_layers = argv[0], Path(argv[1]), argv[2], Path(argv[3]), int(argv[4])
-    from phase0_shim.quant import Reference, _import, find_loader, quant_facts_of
+    from phase0_shim.quant.discovery import _import, find_loader
+    from phase0_shim.quant.reading import Reference
+    from phase0_shim.quant.weights import quant_facts_of
 
     start = time.perf_counter()
     tensors = 0

@@ -24,7 +24,7 @@ import numpy as np
 
 from phase0_benchmodels.quant_calibration import FORMAT, FORMATS, awq_group, layer_names, roundtrip
 from phase0_shim.optypes import QuantBound, QuantStats
-from phase0_shim.quant import _stats_io
+from phase0_shim.quant.stats import _stats_io
 from phase0_testmodels.quant.st import Checkpoint
 
 # The bound each format's Go side sends (gate/quant/*.go Bound()): levels 15 for

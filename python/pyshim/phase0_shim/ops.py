@@ -142,7 +142,7 @@ def baseline(args: BaselineArgs) -> tuple[BaselineResult, np.ndarray]:
     if q := args.get("quant"):
         # Quantized gate 2: the same model, its projections swapped for the
         # folder's dequantized ones after the bf16 prefills above.
-        from phase0_shim.quant import e2e_facts
+        from phase0_shim.quant.end_to_end import e2e_facts
 
         quant_facts = e2e_facts(model, tokens, calibration["tokens"], q, stage)
     result: BaselineResult = {

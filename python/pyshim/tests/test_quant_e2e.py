@@ -11,7 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from phase0_shim.quant import PROJECTIONS, e2e_facts, quant_facts_of
+from phase0_shim.quant.end_to_end import e2e_facts
+from phase0_shim.quant.vocab import PROJECTIONS
+from phase0_shim.quant.weights import quant_facts_of
 from phase0_testmodels.quant.models import make_quant_model
 
 # An upstream-style module whose load_*weights function returns the whole
@@ -128,6 +130,6 @@ def test_gate_2_takes_what_gate_1_kept_and_runs_the_loader_once(checkpoint: Path
     assert facts["patched"] == model.config.num_hidden_layers * len(PROJECTIONS)
     assert facts["quantized_top"] == facts["reference_top"] and facts["kl_prompt"] < 1e-4
     # Taken once: the next gate 2 of another run does not find them.
-    from phase0_shim import quant
+    from phase0_shim.quant import weights
 
-    assert quant._kept is None
+    assert weights._kept is None

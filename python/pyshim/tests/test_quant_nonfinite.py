@@ -10,7 +10,8 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from phase0_shim.optypes import QuantBound
-from phase0_shim.quant import Reference, kept_facts, projection_facts
+from phase0_shim.quant.reading import Reference
+from phase0_shim.quant.stats import kept_facts, projection_facts
 
 
 def _reference(tmp_path: Path, norm: np.ndarray, proj: np.ndarray) -> Reference:

@@ -7,7 +7,7 @@ import pytest
 from ml_dtypes import bfloat16
 
 from phase0_shim.optypes import QuantBound
-from phase0_shim.quant import _bf16_bits, _differing, _stats, _stats_io
+from phase0_shim.quant.stats import _bf16_bits, _differing, _stats, _stats_io
 
 
 @pytest.mark.parametrize(

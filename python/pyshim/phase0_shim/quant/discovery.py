@@ -1,0 +1,129 @@
+"""A quantized folder's module: importing it, finding its loader (a
+``load_*weights*`` function returning the bf16 loaders' ``LlamaWeights``
+structure, else a class with ``layer_weights(k)`` / ``layer_rms(k)`` /
+``embed_norm_lmhead()``, read one layer at a time) and its config.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from phase0_shim.config import import_module_from_path
+from phase0_shim.optypes import QuantImportFailure
+from phase0_shim.quant.reading import Reference
+from phase0_shim.quant.vocab import GLOBALS, KEPT, PROJECTIONS
+
+def find_loader(module: Any, source: str, n_layers: int, ref: Reference) -> tuple[str, Iterator[tuple[int, str, Any]]]:
+    """The loader's name and its tensors, one layer at a time where its API
+    allows: (layer, LlamaWeights field, array), layer -1 for the whole-model arrays."""
+    funcs = sorted(n for n in vars(module) if re.fullmatch(r"load_\w*weights\w*", n) and callable(getattr(module, n)))
+    if funcs:
+        return f"{funcs[0]}()", _from_function(getattr(module, funcs[0]), source)
+    for name, value in vars(module).items():
+        if isinstance(value, type) and callable(getattr(value, "layer_weights", None)):
+            return f"class {name}", _from_class(value, source, n_layers, ref)
+    raise AttributeError(f"{module.__file__} defines no load_*weights* function and no class with layer_weights(k)")
+
+
+def _from_function(fn: Any, source: str) -> Iterator[tuple[int, str, Any]]:
+    with contextlib.redirect_stdout(sys.stderr):
+        w = fn(source)
+    for field in GLOBALS:
+        yield -1, field, getattr(w, field, None)
+    for k, layer in enumerate(w.layers):
+        for field in (*PROJECTIONS, *KEPT):
+            value = getattr(layer, field, None)
+            if value is not None:
+                yield k, field, value
+
+
+def _from_class(cls: Any, source: str, n_layers: int, ref: Reference) -> Iterator[tuple[int, str, Any]]:
+    import inspect
+
+    # layer_weights(k, dims=None) defaults to the module's own model's dims;
+    # an I8 header does not carry them, so they come from the reference.
+    takes_dims = "dims" in inspect.signature(cls.layer_weights).parameters
+    with contextlib.redirect_stdout(sys.stderr):
+        model = cls(source)
+        embed, norm, lm_head = model.embed_norm_lmhead()
+    yield -1, "embed_table", embed
+    yield -1, "final_norm", norm
+    yield -1, "lm_head", lm_head
+    del embed, norm, lm_head
+    by_key = {key: field for field, (key, _) in PROJECTIONS.items()}
+    for k in range(n_layers):
+        dims = {key: tuple(ref.shape(f"model.layers.{k}.{hf}.weight")) for key, hf in PROJECTIONS.values()}
+        with contextlib.redirect_stdout(sys.stderr):
+            w = model.layer_weights(k, dims) if takes_dims else model.layer_weights(k)
+        for key, value in w.items():
+            if key in by_key:
+                yield k, by_key[key], value
+        del w
+        attn_norm, ffn_norm = model.layer_rms(k)
+        yield k, "attn_norm", attn_norm
+        yield k, "ffn_norm", ffn_norm
+        if callable(getattr(model, "layer_qk_norm", None)):
+            qn, kn = model.layer_qk_norm(k)
+            yield k, "q_norm", qn
+            yield k, "k_norm", kn
+        bias = getattr(model, "layer_qkv_bias", None) or getattr(model, "layer_bias", None)
+        if callable(bias):
+            for field, value in zip(("bq", "bk", "bv"), bias(k)):
+                yield k, field, value
+
+
+def _import(module_path: Path) -> tuple[Any, QuantImportFailure | None]:
+    """The module, or why it could not be imported when what it imports is
+    missing (a --llms-dir holding an extracted llms/ without the folders
+    beside it: ../../fused_decode, matrix_vector_multiplication/int4_awq)."""
+    before = list(sys.path)
+    try:
+        return import_module_from_path(module_path), None
+    except ModuleNotFoundError as e:
+        added = [p for p in sys.path if p not in before]
+        missing = [p for p in added if not Path(p).is_dir()]
+        return None, {"module": e.name or "", "missing_paths": missing, "message": str(e)}
+
+
+
+def _config_functions(module: Any) -> list[str]:
+    """Top-level ``*_config`` functions of the module itself taking no required argument."""
+    import inspect
+
+    out = []
+    for name, fn in vars(module).items():
+        if not (name.endswith("_config") and inspect.isfunction(fn) and fn.__module__ == module.__name__):
+            continue
+        params = inspect.signature(fn).parameters.values()
+        if all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+            out.append(name)
+    return sorted(out)
+
+
+def _config_classes(module: Any) -> list[str]:
+    """Config dataclasses in the module's namespace (its own or imported
+    from the tree, e.g. upstream's llama32_3b_q4nx uses llama32_3b's
+    LlamaConfig) that take no required argument: what its loader defaults
+    to. A class from outside the tree (transformers' LlamaConfig is a
+    dataclass too, with Llama-2 defaults) is not the folder's config."""
+    import dataclasses
+    import inspect
+
+    parents = Path(module.__file__ or ".").resolve().parents
+    tree = parents[min(2, len(parents) - 1)]  # programming_examples, above llms/<folder>/
+    out = []
+    for name, cls in vars(module).items():
+        if not (isinstance(cls, type) and name.endswith("Config") and dataclasses.is_dataclass(cls)):
+            continue
+        home = getattr(sys.modules.get(cls.__module__), "__file__", None)
+        if home is None or tree not in Path(home).resolve().parents:
+            continue
+        params = inspect.signature(cls).parameters.values()
+        if all(p.default is not inspect.Parameter.empty or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+            out.append(name)
+    return sorted(out)

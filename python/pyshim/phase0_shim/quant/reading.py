@@ -1,0 +1,71 @@
+"""The bf16 reference checkpoint's tensors, memory-mapped, read by name."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+_DTYPES = {"F32": np.float32, "F16": np.float16}
+
+
+class Reference:
+    """The bf16 reference checkpoint's tensors, memory-mapped (one file or an index's shards)."""
+
+    def __init__(self, model_dir: Path) -> None:
+        import ml_dtypes
+
+        self._dtypes: dict[str, Any] = {**_DTYPES, "BF16": ml_dtypes.bfloat16}
+        index = model_dir / "model.safetensors.index.json"
+        if index.is_file():
+            weight_map = json.loads(index.read_text())["weight_map"]
+            files = sorted(set(weight_map.values()))
+        else:
+            files = ["model.safetensors"]
+        self._where: dict[str, tuple[np.memmap, int, dict[str, Any]]] = {}
+        for rel in files:
+            # Shard names stay inside the folder (its files may be links
+            # into an HF cache's blobs/, which is fine).
+            if Path(rel).is_absolute() or ".." in Path(rel).parts:
+                raise ValueError(f"shard {rel} of {model_dir} names a path outside the folder")
+            path = model_dir / rel
+            mm = np.memmap(path, dtype=np.uint8, mode="r")
+            n = int(np.frombuffer(mm[:8].tobytes(), dtype="<u8")[0])
+            header = json.loads(mm[8 : 8 + n].tobytes())
+            for name, entry in header.items():
+                if name != "__metadata__":
+                    self._where[name] = (mm, 8 + n, entry)
+
+    def shape(self, name: str) -> list[int]:
+        return list(self._where[name][2]["shape"])
+
+    def has(self, name: str) -> bool:
+        return name in self._where
+
+    def release(self, name: str) -> None:
+        """Drop the tensor's pages from this process (they stay in the page
+        cache): the mapped reference would otherwise count whole in the
+        worker's RSS by the last layer."""
+        import mmap
+
+        mm, base, entry = self._where[name]
+        raw = getattr(mm, "_mmap", None)
+        if raw is None:
+            return
+        o0, o1 = entry["data_offsets"]
+        start = (base + o0) // mmap.PAGESIZE * mmap.PAGESIZE
+        with contextlib.suppress(OSError, ValueError):
+            raw.madvise(mmap.MADV_DONTNEED, start, base + o1 - start)
+
+    def get(self, name: str) -> np.ndarray:
+        """The tensor as stored (bf16 stays bf16), shaped."""
+        mm, base, entry = self._where[name]
+        dtype = self._dtypes.get(entry["dtype"])
+        if dtype is None:
+            raise ValueError(f"reference tensor {name} has dtype {entry['dtype']}; expected BF16, F16 or F32")
+        o0, o1 = entry["data_offsets"]
+        return np.frombuffer(mm[base + o0 : base + o1], dtype=dtype).reshape(entry["shape"])
+

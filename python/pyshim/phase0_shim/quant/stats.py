@@ -1,0 +1,247 @@
+"""Sufficient statistics of a loader's tensor against the reference's: sums
+over element pairs (Go computes cosine, relative error and the share beyond
+the format's bound), bitwise comparisons, and the confusions a wrong tensor
+most often is (transposed, the partner projection, even/odd rows swapped).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from phase0_shim.optypes import QuantBound, QuantStats, QuantTensor
+from phase0_shim.quant.reading import Reference
+
+# Rows of the reference processed at once: bounds the float32 temporaries.
+CHUNK_ROWS = 512
+# Input rows of a projection processed at once in the loader's (in, out)
+# layout: the reference's matching [out, SLAB_ROWS] columns are copied
+# whole, then transposed in cache (a strided transpose of long rows misses
+# the cache on every element: 3-4x slower).
+SLAB_ROWS = 128
+# The confusions (transposed, partner, row pairs swapped) only tell a cosine
+# near 1 from one near 0: the first rows of the output dimension suffice.
+CONFUSION_ROWS = 256
+
+
+def _rowsum(a: np.ndarray, b: np.ndarray) -> float:
+    """sum(a * b): float32 products summed per row, rows summed in float64
+    (a row is at most a few thousand elements, so float32 keeps ~1e-6)."""
+    return float(np.einsum("ij,ij->i", a, b).sum(dtype=np.float64))
+
+
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """a C-contiguous; a transposed view (a slab of another array's columns)
+    is copied as that slab first and transposed in cache: 2-3x faster than
+    numpy's element-by-element strided copy."""
+    if a.flags.c_contiguous or a.ndim != 2 or a.strides[0] >= a.strides[1]:
+        return np.ascontiguousarray(a)
+    return np.ascontiguousarray(np.ascontiguousarray(a.T).T)
+
+
+def _f32(a: np.ndarray) -> np.ndarray:
+    """a as float32; bf16 by widening its bits (exact, and faster than a cast)."""
+    if a.dtype.itemsize == 2 and a.dtype.name == "bfloat16":
+        u = _contiguous(a).view(np.uint16)
+        out = np.empty(u.shape, dtype=np.uint32)
+        np.left_shift(u, 16, out=out, dtype=np.uint32)
+        return out.view(np.float32)
+    return np.asarray(a, dtype=np.float32)
+
+
+def _stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None) -> QuantStats:
+    """_stats of the loader's x [in, out] against the reference's y [out, in]
+    without transposing x: the sums are over the same element pairs, taken
+    a slab of input rows at a time, and the bound's groups (runs of the
+    input dimension) are runs of rows, whose maxima are row-wise maxima
+    (elementwise across rows: 7x cheaper than 32-element inner reductions)."""
+    if not x_io.flags.c_contiguous and x_io.T.flags.c_contiguous:
+        return _stats(x_io.T, y_oi, bound)  # the loader's array is [out, in] underneath
+    n = 0
+    sx = sy = sxx = syy = sxy = sdd = 0.0
+    maxd = 0.0
+    beyond = 0
+    g = bound["group"] if bound else 0
+    counted = bool(bound) and g > 0 and x_io.shape[0] % g == 0
+    slab = max(g, SLAB_ROWS // g * g) if counted else SLAB_ROWS
+    for r in range(0, x_io.shape[0], slab):
+        e = min(r + slab, x_io.shape[0])
+        x = _f32(x_io[r:e])
+        y = _f32(y_oi[:, r:e].T)
+        d = x - y
+        n += x.size
+        sx += float(x.sum(axis=1).sum(dtype=np.float64))
+        sy += float(y.sum(axis=1).sum(dtype=np.float64))
+        sxx += _rowsum(x, x)
+        syy += _rowsum(y, y)
+        sxy += _rowsum(x, y)
+        sdd += _rowsum(d, d)
+        if not d.size:
+            continue
+        ad = np.abs(d, out=d)
+        maxd = max(maxd, float(ad.max()))
+        if counted and bound:
+            yg = y.reshape(-1, g, y.shape[1])
+            hi, lo = yg.max(axis=1), yg.min(axis=1)
+            absmax = np.maximum(hi, -lo)
+            step = absmax / bound["levels"] if bound["symmetric"] else (hi - lo) / bound["levels"]
+            limit = 0.5 * step + bound["slack"] * absmax
+            adg = ad.reshape(yg.shape)
+            # Count element by element only when some group's largest
+            # error exceeds the bound (none in a clean tensor).
+            if (adg.max(axis=1) > limit).any():
+                beyond += int((adg > limit[:, None, :]).sum())
+    return {"n": n, "sum_x": sx, "sum_y": sy, "sum_xx": sxx, "sum_yy": syy, "sum_xy": sxy, "sum_dd": sdd, "max_abs_diff": maxd, "beyond_bound": beyond}
+
+
+def _stats(x_oi: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, rows: int | None = None) -> QuantStats:
+    """Sums of x (loader) against y (reference), both [out, in]; groups of the
+    bound run along the input dimension. ``rows`` limits the sums to the
+    first rows (the confusions only need a cosine near 1 or near 0)."""
+    n = 0
+    sx = sy = sxx = syy = sxy = sdd = 0.0
+    maxd = 0.0
+    beyond = 0
+    g = bound["group"] if bound else 0
+    total = y_oi.shape[0] if rows is None else min(rows, y_oi.shape[0])
+    for r in range(0, total, CHUNK_ROWS):
+        e = min(r + CHUNK_ROWS, total)
+        x = _f32(x_oi[r:e])
+        y = _f32(y_oi[r:e])
+        d = x - y
+        n += x.size
+        sx += float(x.sum(dtype=np.float64))
+        sy += float(y.sum(dtype=np.float64))
+        sxx += _rowsum(x, x)
+        syy += _rowsum(y, y)
+        sxy += _rowsum(x, y)
+        sdd += _rowsum(d, d)
+        if not d.size:
+            continue
+        ad = np.abs(d, out=d)
+        maxd = max(maxd, float(ad.max()))
+        if bound and g > 0 and y.shape[1] % g == 0:
+            yg = y.reshape(y.shape[0], -1, g)
+            hi, lo = yg.max(axis=2), yg.min(axis=2)
+            absmax = np.maximum(hi, -lo)
+            step = absmax / bound["levels"] if bound["symmetric"] else (hi - lo) / bound["levels"]
+            limit = 0.5 * step + bound["slack"] * absmax
+            # Count element by element only in the groups whose largest
+            # error exceeds the bound (none in a clean tensor).
+            adg = ad.reshape(yg.shape)
+            over = adg.max(axis=2) > limit
+            if over.any():
+                beyond += int((adg[over] > limit[over][:, None]).sum())
+    return {"n": n, "sum_x": sx, "sum_y": sy, "sum_xx": sxx, "sum_yy": syy, "sum_xy": sxy, "sum_dd": sdd, "max_abs_diff": maxd, "beyond_bound": beyond}
+
+
+def _bf16_bits(a: np.ndarray) -> np.ndarray:
+    """a's values as bf16 bit patterns (float32 rounded to nearest even, as
+    ml_dtypes does for finite values; bf16 as stored)."""
+    a = np.ascontiguousarray(a)
+    if a.dtype.name == "bfloat16":
+        return a.view(np.uint16)
+    u = np.asarray(a, dtype=np.float32).view(np.uint32)
+    return ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
+
+
+def _differing(x: np.ndarray, y: np.ndarray) -> int:
+    """Elements whose bf16 bits differ (x brought to bf16; a float32 copy of
+    a bf16 tensor converts back exactly)."""
+    if x.ndim < 2:
+        return int((_bf16_bits(x).ravel() != _bf16_bits(y).ravel()).sum())
+    rows = max(1, (CHUNK_ROWS * 8192) // max(1, int(np.prod(y.shape[1:]))))
+    return sum(_differing_rows(x[r : r + rows], y[r : r + rows]) for r in range(0, y.shape[0], rows))
+
+
+def _differing_rows(x: np.ndarray, y: np.ndarray) -> int:
+    yb = _bf16_bits(y).ravel()
+    xc = np.ascontiguousarray(x)
+    if xc.dtype == np.float32:
+        # A float32 value equal to the widened bf16 converts back to it: only
+        # the others (none in a tensor kept bf16) are rounded and compared.
+        u = xc.view(np.uint32).ravel()
+        wide = np.empty(yb.shape, dtype=np.uint32)
+        np.left_shift(yb, 16, out=wide, dtype=np.uint32)
+        odd = np.flatnonzero(u != wide)
+        return int((_bf16_bits(u[odd].view(np.float32)) != yb[odd]).sum()) if odd.size else 0
+    return int((_bf16_bits(xc).ravel() != yb).sum())
+
+
+def _nonfinite(a: np.ndarray) -> int:
+    """How many of a's values are NaN or Inf (bf16 by its exponent bits)."""
+    a = np.ascontiguousarray(a)
+    if a.dtype.name == "bfloat16":
+        return int(((a.view(np.uint16) & np.uint16(0x7F80)) == np.uint16(0x7F80)).sum())
+    if not np.issubdtype(a.dtype, np.floating):
+        return 0
+    return int(a.size - np.isfinite(a).sum())
+
+
+def _nonfinite_problem(x: np.ndarray, y: np.ndarray) -> str | None:
+    """Why x (the loader's) or y (the reference's) cannot be compared: NaN
+    or Inf values, which no statistic (nor the worker's JSON) carries."""
+    for what, a in (("the loader's tensor", x), ("the reference", y)):
+        if bad := _nonfinite(a):
+            return f"{what} holds {bad} NaN or Inf values of {a.size}"
+    return None
+
+
+def _swap_row_pairs(y: np.ndarray) -> np.ndarray:
+    """y with rows 2k and 2k+1 exchanged: a wrong nibble order within a byte."""
+    out = y.copy()
+    out[0::2], out[1::2] = y[1::2], y[0::2]
+    return out
+
+
+def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, partner: str | None, bound: QuantBound) -> QuantTensor:
+    """One projection: the loader's x [in, out] against the reference's [out, in]."""
+    y = ref.get(hf)
+    x = np.asarray(x)
+    fact: QuantTensor = {"layer": layer, "field": field, "reference": hf, "shape": list(x.shape), "reference_shape": list(y.shape)}
+    confusions: dict[str, QuantStats] = {}
+    if x.ndim != 2 or y.ndim != 2:
+        fact["problem"] = f"{x.ndim}-D array, expected 2-D (in, out)"
+        return fact
+    if (bad := _nonfinite_problem(x, y)) is not None:
+        fact["problem"] = bad
+        return fact
+    if x.shape == (y.shape[1], y.shape[0]):
+        fact["stats"] = _stats_io(x, y, bound)
+        if x.shape[0] == x.shape[1]:
+            confusions["transposed"] = _stats(x, y, None, CONFUSION_ROWS)
+        if y.shape[0] % 2 == 0:
+            head = min(CONFUSION_ROWS, y.shape[0])
+            confusions["row_pairs_swapped"] = _stats(x.T, _swap_row_pairs(y[:head]), None)
+        if partner is not None and ref.has(partner):
+            py = ref.get(partner)
+            if py.shape == y.shape:
+                confusions["partner"] = _stats(x.T, py, None, CONFUSION_ROWS)
+    elif x.shape == y.shape:
+        confusions["transposed"] = _stats(x, y, None)
+    else:
+        fact["problem"] = f"shape {list(x.shape)}, expected {[y.shape[1], y.shape[0]]} (in, out) for reference {list(y.shape)}"
+    if confusions:
+        fact["confusions"] = confusions
+    return fact
+
+
+def kept_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, stats: bool = True) -> QuantTensor:
+    """A tensor kept in bf16: compared bit for bit (and, when bits differ
+    and ``stats``, how far off)."""
+    y = ref.get(hf)
+    x = np.asarray(x)
+    fact: QuantTensor = {"layer": layer, "field": field, "reference": hf, "shape": list(x.shape), "reference_shape": list(y.shape)}
+    if x.size != y.size:
+        fact["problem"] = f"shape {list(x.shape)}, expected {list(y.shape)}"
+        return fact
+    if (bad := _nonfinite_problem(x, y)) is not None:
+        fact["problem"] = bad
+        return fact
+    fact["differing"] = _differing(x.reshape(y.shape), y)
+    if fact["differing"] and stats:
+        rows = y.shape[0] if y.ndim > 1 else 1
+        fact["stats"] = _stats(x.reshape(rows, -1), y.reshape(rows, -1), None)
+    return fact
+

@@ -1,0 +1,166 @@
+"""Quantized gate 1 facts (op ``quant_facts``): the folder's own loader,
+every tensor against the bf16 reference, the statistics of one tensor on a
+second thread while the loader dequantizes the next.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from phase0_shim import heap, progress
+from phase0_shim.opargs import op
+from phase0_shim.optypes import QuantArgs, QuantCandidate, QuantFactsResult, QuantTensor
+from phase0_shim.quant.discovery import _import, find_loader
+from phase0_shim.quant.reading import Reference
+from phase0_shim.quant.stats import _stats_io, kept_facts, projection_facts
+from phase0_shim.quant.vocab import GLOBALS, KEPT, PARTNERS, PROJECTIONS
+
+STAGE = "quant_weights"
+# Tensors whose statistics may wait while the loader reads on (about a layer).
+PENDING = 8
+
+
+# The dequantized tensors gate 1 kept for quantized gate 2 in the same
+# worker (QuantArgs.keep): the loader, then (layer, field, array) for each
+# projection and the head, under the key they were loaded for.
+_Kept = tuple[tuple[str, str, int], str, list[tuple[int, str, Any]]]
+_kept: _Kept | None = None
+
+
+def _bf16(value: Any) -> Any:
+    """A kept tensor as bf16, the dtype gate 2 patches in: the loader's own
+    array when it is bf16 already, else one bf16 copy (a float32 loader's
+    whole model kept as float32 would take twice the memory)."""
+    import ml_dtypes
+
+    a = np.asarray(value)
+    return a if a.dtype == ml_dtypes.bfloat16 else np.asarray(a, dtype=np.float32).astype(ml_dtypes.bfloat16)
+
+
+def _kept_key(weights_module: str, source: str, n_layers: int) -> tuple[str, str, int]:
+    return (str(Path(weights_module).resolve()), source, n_layers)
+
+
+def _take_kept(weights_module: str, source: str, n_layers: int) -> tuple[str, list[tuple[int, str, Any]]] | None:
+    """What gate 1 kept for this loader, source and depth, once; anything else kept is dropped."""
+    global _kept
+    kept, _kept = _kept, None
+    if kept is None or kept[0] != _kept_key(weights_module, source, n_layers):
+        return None
+    return kept[1], kept[2]
+
+
+def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
+    global _kept
+    _kept = None  # an earlier run's tensors are never this one's
+    module, failure = _import(Path(args["weights_module"]))
+    if failure is not None:
+        return {"loader": "", "layers_loaded": 0, "tensors": [], "import_failure": failure}
+    ref = Reference(Path(args["reference_dir"]))
+    bound = args["bound"]
+    loader, layers = find_loader(module, args["source"], int(args["n_layers"]), ref)
+    keep: list[tuple[int, str, Any]] | None = [] if args.get("keep") else None
+    tensors: list[QuantTensor] = []
+    loaded = set()
+    candidates: list[tuple[Reference, QuantCandidate]] = [
+        (Reference(Path(d)), {"reference_dir": d, "fields": [], "stats": []}) for d in args.get("candidate_dirs") or []
+    ]
+
+    def facts_of(layer: int, field: str, value: Any) -> QuantTensor | None:
+        if layer < 0:
+            hf = GLOBALS[field]
+            if field == "lm_head" and not ref.has(hf):
+                hf = GLOBALS["embed_table"]  # tied: the head is the embedding
+            # A quantized copy of the head is judged as a projection; its
+            # statistics are computed there, once.
+            fact = kept_facts(layer, field, value, ref, hf, stats=field != "lm_head")
+            if field == "lm_head" and fact.get("differing"):
+                fact = projection_facts(layer, field, np.asarray(value).T, ref, hf, None, bound)
+            ref.release(hf)
+            return fact
+        if field in PROJECTIONS:
+            prefix = f"model.layers.{layer}."
+            partner = PARTNERS.get(field)
+            hf = prefix + PROJECTIONS[field][1] + ".weight"
+            fact = projection_facts(layer, field, value, ref, hf, prefix + PROJECTIONS[partner][1] + ".weight" if partner else None, bound)
+            if layer == 0:
+                _candidate_stats(candidates, field, value, hf)
+            ref.release(hf)
+            return fact
+        if field in KEPT:
+            return kept_facts(layer, field, value, ref, f"model.layers.{layer}.{KEPT[field]}")
+        return None
+
+    # The statistics of one tensor run on a second thread while the loader
+    # dequantizes the next (NumPy releases the GIL): the gate then costs
+    # about the loader's time, not the sum. At most PENDING tensors wait,
+    # which bounds the memory to about one layer beyond the loader's own.
+    pending: deque[Future[QuantTensor | None]] = deque()
+    # A tied head the loader returns as the very embedding array, against
+    # the same reference tensor, has the embedding's facts: compared once.
+    embed: tuple[Any, Future[QuantTensor | None]] | None = None
+
+    def as_head(done: Future[QuantTensor | None], value: Any) -> QuantTensor | None:
+        fact = done.result()
+        if fact is None or fact.get("differing") != 0 or "problem" in fact:
+            return facts_of(-1, "lm_head", value)
+        return {**fact, "field": "lm_head"}
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="quant-stats") as pool:
+        for layer, field, value in layers:
+            if value is None:
+                continue
+            if keep is not None and (field in PROJECTIONS if layer >= 0 else field == "lm_head"):
+                keep.append((layer, field, _bf16(value)))
+            if layer >= 0:
+                loaded.add(layer)
+                embed = None
+            if layer < 0 and field == "lm_head" and embed is not None and value is embed[0] and not ref.has("lm_head.weight"):
+                pending.append(pool.submit(as_head, embed[1], value))
+            else:
+                pending.append(pool.submit(facts_of, layer, field, value))
+                if layer < 0 and field == "embed_table":
+                    embed = (value, pending[-1])
+            del value
+            while len(pending) > PENDING:
+                if (fact := pending.popleft().result()) is not None:
+                    tensors.append(fact)
+        while pending:
+            if (fact := pending.popleft().result()) is not None:
+                tensors.append(fact)
+    if keep is not None:
+        _kept = (_kept_key(args["weights_module"], args["source"], int(args["n_layers"])), loader, keep)
+    result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
+    if candidates:
+        result["candidates"] = [c for _, c in candidates]
+    return result
+
+
+def _candidate_stats(candidates: list[tuple[Reference, QuantCandidate]], field: str, value: Any, hf: str) -> None:
+    """Layer 0's projection against each candidate checkpoint (same layout as the reference's)."""
+    x = np.asarray(value)
+    for cand, out in candidates:
+        if not cand.has(hf):
+            continue
+        y = cand.get(hf)
+        if x.ndim == 2 and x.shape == (y.shape[1], y.shape[0]):
+            out["fields"].append(field)
+            out["stats"].append(_stats_io(x, y, None))
+
+
+@op("quant_facts", QuantArgs, QuantFactsResult, nonempty=("weights_module", "source", "reference_dir"))
+def quant_facts(args: QuantArgs) -> QuantFactsResult:
+    """Quantized gate 1 facts: the folder's own loader, every tensor against the reference."""
+    try:
+        with progress.heartbeat(STAGE, f"{Path(args['weights_module']).name}: dequantizing and comparing every tensor"):
+            return quant_facts_of(args)
+    finally:
+        heap.release()
+
+
+# Quantized gate 2: the dequantized projections patched into the reference's
