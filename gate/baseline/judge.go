@@ -1,4 +1,4 @@
-// Package judge is gate 2: it decides, in Go, whether the HF bf16
+// Package baseline is gate 2: it decides, in Go, whether the HF bf16
 // reference's next-token logits are healthy and its perplexity on the
 // calibration passage is that of a trained model, and owns the gate's
 // section (Baseline). Python only runs the model; every verdict is made here.

@@ -1,4 +1,4 @@
-// Package configgate is gate 3, config consistency: the config phase0
+// Package config is gate 3, config consistency: the config phase0
 // extracted (model.Config, the one source of truth) is compared with every
 // other place the same facts live — the checkpoint's tensor shapes, the
 // generated LlamaConfig(), and what transformers itself resolves from the

@@ -1,3 +1,7 @@
+// Package model reads a checkpoint's config.json into the one model.Config,
+// one file per family behind model.Family (how its config.json reads and
+// which tensors exist), and holds the architecture gate: what the NPU
+// pipeline cannot run is REJECTED with its reasons.
 package model
 
 import (
