@@ -23,7 +23,7 @@ type Constants struct {
 	Module  string     `json:"module"`
 	Checked []Constant `json:"checked"`
 	// Behaviour is the module's RoPE table judged by behaviour against
-	// transformers (configgate), when the module defines generate_rope_lut
+	// transformers (gate/config), when the module defines generate_rope_lut
 	// or takes its config class from a module that does (RopeFrom).
 	Behaviour *config.Consistency `json:"behaviour,omitempty"`
 	// RopeFrom is the module whose RoPE table was judged when it is not
@@ -178,7 +178,7 @@ func ConfigFunctionConstants(fn string, fields map[string]json.RawMessage) map[s
 }
 
 // JudgeBehaviour judges the module's RoPE table by behaviour against
-// transformers (configgate), and its norms too when the module defines
+// transformers (gate/config), and its norms too when the module defines
 // rms_norm (norms); a finding there is one of this section's.
 func (c *Constants) JudgeBehaviour(cfg *model.Config, b *config.BehaviourFacts, norms bool) {
 	cc := config.New()

@@ -19,7 +19,7 @@ import (
 // must not rest on a field no recorder writes.
 const (
 	// MaxSteps is the most greedy steps per prompt a recording holds
-	// (configs' reference_steps has the same upper end).
+	// (settings' reference_steps has the same upper end).
 	MaxSteps = 1024
 	// MaxTopK bounds the ids per step (upstream verify's gate uses 5).
 	MaxTopK = 256

@@ -32,10 +32,10 @@ const (
 const Root = "phase0"
 
 // Setting is one row of the settings table: everything about one setting,
-// declared once. The cobra flags, the viper env bindings, the keys a --config
+// declared once. The cobra flags, the PHASE0_* variables, the keys a --config
 // file or a Python option may set, the orchestrator.Settings field each
 // fills, and the settings a recorded verdict depends on are all read from
-// Table; tests check configs/default.yaml, the README's configuration table
+// Table; tests check run/settings/default.yaml, the README's configuration table
 // and the Python API's keyword options against it.
 type Setting struct {
 	// Key is the YAML key (dotted inside a section:
@@ -54,7 +54,7 @@ type Setting struct {
 	Range Range
 	// Choices, when set, are the only values a Text setting may take.
 	Choices []string
-	// Default is the value as configs/default.yaml writes it.
+	// Default is the value as run/settings/default.yaml writes it.
 	Default string
 	// Verdict marks a setting that can change a verdict or where it is
 	// recorded: a reuse input of `run`.
@@ -108,7 +108,7 @@ var (
 	workspaceCmds  = []string{"run", "reference"}
 )
 
-// Table is every setting, in configs/default.yaml's order.
+// Table is every setting, in run/settings/default.yaml's order.
 var Table = []Setting{
 	{Key: "llms_dir", Field: "LLMSDir", Flag: "llms-dir", Commands: append([]string{"preflight"}, pythonCommands...), Kind: Path, Verdict: true,
 		Doc: "mlir-air programming_examples/llms folder; must hold verify/runners/hf_runner.py and verify/prompts/ (empty: the bundled runner)"},

@@ -23,11 +23,11 @@ func TestDefaultYAMLAgreesWithTable(t *testing.T) {
 	for _, row := range Table {
 		v, ok := values[row.Key]
 		if !ok {
-			t.Errorf("settings.Table row %s is not in configs/default.yaml", row.Key)
+			t.Errorf("settings.Table row %s is not in run/settings/default.yaml", row.Key)
 			continue
 		}
 		if v.Text != row.Default {
-			t.Errorf("%s: configs/default.yaml has %q, settings.Table's default is %q", row.Key, v.Text, row.Default)
+			t.Errorf("%s: run/settings/default.yaml has %q, settings.Table's default is %q", row.Key, v.Text, row.Default)
 		}
 		if _, err := row.Parse(v.Value); err != nil {
 			t.Errorf("%s: its default is refused: %v", row.Key, err)

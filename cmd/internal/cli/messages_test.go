@@ -64,7 +64,7 @@ func TestMessagesNameTheCulprit(t *testing.T) {
 		{"workers negative", []string{"inspect", good}, map[string]string{"PHASE0_WORKERS": "-3"}, 2, []string{`PHASE0_WORKERS: "-3"`}, nil},
 		{"scan word", []string{"inspect", good}, map[string]string{"PHASE0_SCAN": "yes please"}, 2, []string{`PHASE0_SCAN: "yes please" is not true or false`}, nil},
 		// A misspelled setting's variable (spelled in two parts here so the
-		// repository scan of configs' test does not take it for a variable).
+		// repository scan of settings' test does not take it for a variable).
 		{"misspelled variable", []string{"inspect", good}, map[string]string{"PHASE0_" + "WORKRES": "2"}, 2, []string{"PHASE0_" + "WORKRES is not a phase0 setting's variable", "did you mean PHASE0_WORKERS?"}, nil},
 		{"misspelled variable on compare", []string{"compare", good, good}, map[string]string{"PHASE0_" + "TIMOUT": "1m"}, 2, []string{"did you mean PHASE0_TIMEOUT?"}, nil},
 		{"memory check word", []string{"inspect", good}, map[string]string{"PHASE0_MEMORY_CHECK": "perhaps"}, 2, []string{`PHASE0_MEMORY_CHECK: "perhaps" is not true or false`}, nil},

@@ -74,7 +74,7 @@ func TestCancelledContextIsInterrupted(t *testing.T) {
 }
 
 // The Python extension runs Execute from several threads at once; run with
-// -race this finds shared state in the command line (cobra, viper, flags).
+// -race this finds shared state in the command line (cobra, the settings layers, flags).
 func TestConcurrentExecute(t *testing.T) {
 	good := writeModel(t, tinyLlama)
 	moe := writeModel(t, strings.Replace(tinyLlama, `"vocab_size"`, `"num_local_experts": 8, "vocab_size"`, 1))

@@ -21,7 +21,7 @@ import (
 
 // settingFlag is a setting's flag: typed in --help by the row's kind (int,
 // float, duration, bool, string), but it keeps the text as given, so that
-// configs' one parser reads a flag exactly as it reads a variable, a file's
+// settings' one parser reads a flag exactly as it reads a variable, a file's
 // key or a Python option (pflag's own int would take 0x41 and 1_0). A flag
 // given twice keeps both texts: the last one counts, and the parser reads
 // every one, as it reads a value a higher layer overrides.
@@ -76,7 +76,7 @@ func addSettingFlags(flags *pflag.FlagSet, command string) {
 
 // addConfigFlag adds --config to a command that reads settings from a file.
 func addConfigFlag(flags *pflag.FlagSet) {
-	flags.Var(&configFlag{}, "config", "YAML settings file (overrides configs/default.yaml; flags and PHASE0_* env override it)")
+	flags.Var(&configFlag{}, "config", "YAML settings file (overrides run/settings/default.yaml; flags and PHASE0_* env override it)")
 }
 
 func (inv *invocation) settings(cmd *cobra.Command) (*orchestrator.Settings, error) {
@@ -106,8 +106,8 @@ type given struct {
 }
 
 // layerSettings layers the configuration, highest first: the Python API's
-// options, flags, PHASE0_* variables, the --config file, configs/default.yaml.
-// Every value any layer gives is parsed by configs' one parser, even one a
+// options, flags, PHASE0_* variables, the --config file, run/settings/default.yaml.
+// Every value any layer gives is parsed by settings' one parser, even one a
 // higher layer overrides, and for every setting, even one the command does
 // not read (a file or the environment may be shared by every command): a bad
 // value is an error naming where it came from, the value and what the
@@ -261,7 +261,7 @@ func sectionExample(section string) string {
 	return "key"
 }
 
-// optionValue is a Python option as configs' parser takes it: JSON's
+// optionValue is a Python option as settings' parser takes it: JSON's
 // string, number (json.Number keeps its text: 10**400 stays a number to
 // refuse, not a decoding error), bool, null, list or object; Go callers
 // (tests) may pass Go numbers.
