@@ -129,4 +129,3 @@ func TestArchitectureNamesEveryPackage(t *testing.T) {
 		}
 	}
 }
-

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"phase0/internal/testenv"
 	"strings"
 	"testing"
 
@@ -23,9 +24,9 @@ func base(t *testing.T) Input {
 			t.Fatal(err)
 		}
 	}
-	writeFile(t, filepath.Join(llms, "verify/runners/hf_runner.py"), "class HfRunner: ...\n")
+	testenv.WriteFile(t, filepath.Join(llms, "verify/runners/hf_runner.py"), "class HfRunner: ...\n")
 	meminfo := filepath.Join(dir, "meminfo")
-	writeFile(t, meminfo, "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   16777216 kB\n")
+	testenv.WriteFile(t, meminfo, "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   16777216 kB\n")
 	env := map[string]string{"HF_TOKEN": "hf_x"}
 	return Input{
 		LLMsDir: llms, NeedRAM: 4 * gb, NeedDisk: 2 * gb, DiskPath: dir,
@@ -38,16 +39,6 @@ func base(t *testing.T) Input {
 		MemInfoPath: meminfo,
 		DiskFreeAt:  func(string) (int64, error) { return 50 * gb, nil },
 		HomeDir:     filepath.Join(dir, "home"),
-	}
-}
-
-func writeFile(t *testing.T, path, s string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -85,7 +76,7 @@ func TestChecks(t *testing.T) {
 		{"memory short", func(t *testing.T, in *Input) { in.NeedRAM = 20 * gb }, "memory", verdict.Fail, "16.0 GiB < 20.0 GiB needed", "4.0 GiB short"},
 		{"memory need unknown", func(t *testing.T, in *Input) { in.NeedRAM = 0 }, "memory", verdict.Pass, "need not known yet", ""},
 		{"meminfo without MemAvailable", func(t *testing.T, in *Input) {
-			writeFile(t, in.MemInfoPath, "MemTotal: 1 kB\n")
+			testenv.WriteFile(t, in.MemInfoPath, "MemTotal: 1 kB\n")
 		}, "memory", verdict.Warn, "has no MemAvailable line", ""},
 		{"meminfo missing", func(t *testing.T, in *Input) { in.MemInfoPath = filepath.Join(t.TempDir(), "none") }, "memory", verdict.Warn, "cannot tell", ""},
 		{"disk short", func(t *testing.T, in *Input) {
@@ -105,16 +96,16 @@ func TestChecks(t *testing.T) {
 		{"token env", nil, "hf_token", verdict.Pass, "token in $HF_TOKEN", ""},
 		{"token file under HF_HOME", func(t *testing.T, in *Input) {
 			hf := t.TempDir()
-			writeFile(t, filepath.Join(hf, "token"), "hf_secret\n")
+			testenv.WriteFile(t, filepath.Join(hf, "token"), "hf_secret\n")
 			in.Getenv = envOf(map[string]string{"HF_HOME": hf})
 		}, "hf_token", verdict.Pass, "token file ", ""},
 		{"token file default location", func(t *testing.T, in *Input) {
-			writeFile(t, filepath.Join(in.HomeDir, ".cache/huggingface/token"), "hf_secret")
+			testenv.WriteFile(t, filepath.Join(in.HomeDir, ".cache/huggingface/token"), "hf_secret")
 			in.Getenv = envOf(nil)
 		}, "hf_token", verdict.Pass, filepath.Join(".cache", "huggingface", "token"), ""},
 		{"token file empty", func(t *testing.T, in *Input) {
 			hf := t.TempDir()
-			writeFile(t, filepath.Join(hf, "token"), "")
+			testenv.WriteFile(t, filepath.Join(hf, "token"), "")
 			in.Getenv = envOf(map[string]string{"HF_HOME": hf})
 		}, "hf_token", verdict.Warn, "is empty or not a file", "huggingface-cli login"},
 		{"no token", func(t *testing.T, in *Input) { in.Getenv = envOf(map[string]string{"HF_HOME": t.TempDir()}) },
@@ -135,7 +126,7 @@ func TestChecks(t *testing.T) {
 		}, "mlir_air_tree", verdict.Fail, "1 part(s) missing", "verify/runners/hf_runner.py: missing"},
 		{"tree prompts is a file", func(t *testing.T, in *Input) {
 			os.Remove(filepath.Join(in.LLMsDir, "verify/prompts"))
-			writeFile(t, filepath.Join(in.LLMsDir, "verify/prompts"), "x")
+			testenv.WriteFile(t, filepath.Join(in.LLMsDir, "verify/prompts"), "x")
 		}, "mlir_air_tree", verdict.Fail, "1 part(s) missing", "verify/prompts: expected a directory"},
 		{"tree without llama32_1b", func(t *testing.T, in *Input) {
 			os.Remove(filepath.Join(in.LLMsDir, "llama32_1b"))

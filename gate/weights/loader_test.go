@@ -3,6 +3,7 @@ package weights
 import (
 	"encoding/binary"
 	"io/fs"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -74,14 +75,12 @@ func loadedAs(t *testing.T, cfg *model.Config, inv *safetensors.Inventory, fsys 
 	for i := 0; i < cfg.NLayers; i++ {
 		layer := map[string]ArrayFacts{}
 		for _, f := range layerFields(cfg) {
-			layer[f.field] = describe(f, strings.Replace(f.hf, "%d", itoa(i), 1))
+			layer[f.field] = describe(f, strings.Replace(f.hf, "%d", strconv.Itoa(i), 1))
 		}
 		facts.Layers = append(facts.Layers, layer)
 	}
 	return facts
 }
-
-func itoa(i int) string { return string(rune('0' + i)) }
 
 func TestCheckLoaderValues(t *testing.T) {
 	cfg := tinyConfig(nil)

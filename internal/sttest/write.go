@@ -187,3 +187,8 @@ func WriteSharded(dir string, tensors []WriteTensor, shards int) error {
 	}
 	return WriteIndex(filepath.Join(dir, stformat.IndexFile), weightMap, total)
 }
+
+// U8 is an n-byte U8 tensor of zeros: the smallest tensor whose size a test chooses.
+func U8(name string, n int) WriteTensor {
+	return WriteTensor{Name: name, DType: "U8", Shape: []int64{int64(n)}, Data: make([]byte, n)}
+}

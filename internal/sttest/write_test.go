@@ -14,10 +14,6 @@ import (
 	"phase0/read/safetensors"
 )
 
-func u8(name string, n int) sttest.WriteTensor {
-	return sttest.WriteTensor{Name: name, DType: "U8", Shape: []int64{int64(n)}, Data: make([]byte, n)}
-}
-
 func TestWriteFileRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "m.safetensors")
 	ts := []sttest.WriteTensor{
@@ -96,9 +92,9 @@ func TestWriteFileErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown dtype", []sttest.WriteTensor{{Name: "a", DType: "F128", Shape: []int64{1}}}, `tensor "a": unknown dtype "F128"`},
-		{"duplicate", []sttest.WriteTensor{u8("a", 1), u8("a", 1)}, `tensor "a" given twice`},
-		{"empty name", []sttest.WriteTensor{u8("", 1)}, "not a usable tensor name"},
-		{"reserved name", []sttest.WriteTensor{u8("__metadata__", 1)}, "not a usable tensor name"},
+		{"duplicate", []sttest.WriteTensor{sttest.U8("a", 1), sttest.U8("a", 1)}, `tensor "a" given twice`},
+		{"empty name", []sttest.WriteTensor{sttest.U8("", 1)}, "not a usable tensor name"},
+		{"reserved name", []sttest.WriteTensor{sttest.U8("__metadata__", 1)}, "not a usable tensor name"},
 		{"negative dim", []sttest.WriteTensor{{Name: "a", DType: "U8", Shape: []int64{-1}}}, "negative dim"},
 		{"overflow", []sttest.WriteTensor{{Name: "a", DType: "F64", Shape: []int64{1 << 62, 4}}}, "too large"},
 		{"data size", []sttest.WriteTensor{{Name: "a", DType: "F32", Shape: []int64{2}, Data: []byte{1}}}, "needs 8 bytes, data has 1"},
@@ -124,7 +120,7 @@ func TestWriteSharded(t *testing.T) {
 	for i := range 7 {
 		ts = append(ts, sttest.WriteTensor{Name: fmt.Sprintf("t%d", i), DType: "BF16", Shape: []int64{1 << 20, int64(i + 1)}})
 	}
-	ts = append(ts, u8("small", 3))
+	ts = append(ts, sttest.U8("small", 3))
 	if err := sttest.WriteSharded(dir, ts, 3); err != nil {
 		t.Fatal(err)
 	}

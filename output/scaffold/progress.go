@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"phase0/internal/atomicfile"
+	"phase0/internal/boundedfile"
 	"regexp"
 	"strings"
 )
@@ -174,8 +175,12 @@ func insertUnderHeader(text, header, lines string) string {
 // ReadDoc is a document's text ("" when it does not exist).
 func ReadDoc(p string) (string, error) { return readText(p) }
 
+// maxDoc bounds TODO.md and progress.md: upstream's are a few KiB, so a
+// larger one is not a document phase0 should rewrite.
+const maxDoc = 4 << 20
+
 func readText(p string) (string, error) {
-	data, err := os.ReadFile(p)
+	data, err := boundedfile.Read(p, maxDoc)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}

@@ -225,17 +225,6 @@ func TestCallCrash(t *testing.T) {
 	}
 }
 
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the parenthesised command name.
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
-}
-
 func TestSessionTimeoutKillsProcessGroup(t *testing.T) {
 	opts := testOptions(t)
 	opts.Timeout = 3 * time.Second
@@ -266,14 +255,7 @@ func waitGone(t *testing.T, pidFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// SIGKILL is delivered asynchronously; the kernel needs a moment to tear
-	// the process down (and init to reap it).
-	for i := 0; i < 100 && alive(pid); i++ {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if alive(pid) {
-		t.Fatalf("grandchild %d survived", pid)
-	}
+	testenv.WaitGone(t, "the op's grandchild", map[string]int{"grandchild": pid})
 }
 
 // TestRunEveryPython runs the worker (this one test binary) in every

@@ -3,27 +3,18 @@ package fingerprint
 import (
 	"os"
 	"path/filepath"
+	"phase0/internal/testenv"
 	"strings"
 	"testing"
 	"time"
 )
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestCTimeSeesAnInPlaceRewrite: a file too large to hash, rewritten through
 // its own inode with its size and mtime put back, is still a change.
 func TestCTimeSeesAnInPlaceRewrite(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "model.safetensors")
-	write(t, path, "0123456789")
+	testenv.WriteFile(t, path, "0123456789")
 	before := Stat(path, "model.safetensors", 4) // larger than 4 bytes: metadata only
 	if before.SHA256 != "" || before.CTime == 0 || before.Inode == 0 {
 		t.Fatalf("stamp %+v", before)
@@ -79,10 +70,10 @@ func TestChangeNamesWhatMoved(t *testing.T) {
 func TestTreeSkipsCachesAndFollowsBlobs(t *testing.T) {
 	root := t.TempDir()
 	snap := filepath.Join(root, "snapshots", "rev")
-	write(t, filepath.Join(root, "blobs", "abc123"), "{}")
-	write(t, filepath.Join(snap, "__pycache__", "x.pyc"), "cache")
-	write(t, filepath.Join(snap, ".git", "HEAD"), "ref")
-	write(t, filepath.Join(snap, "sub", "extra.py"), "x = 1\n")
+	testenv.WriteFile(t, filepath.Join(root, "blobs", "abc123"), "{}")
+	testenv.WriteFile(t, filepath.Join(snap, "__pycache__", "x.pyc"), "cache")
+	testenv.WriteFile(t, filepath.Join(snap, ".git", "HEAD"), "ref")
+	testenv.WriteFile(t, filepath.Join(snap, "sub", "extra.py"), "x = 1\n")
 	if err := os.Symlink("../../blobs/abc123", filepath.Join(snap, "config.json")); err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +105,10 @@ func TestSourcesSeeShadowingAndSkipStdlib(t *testing.T) {
 	stdlib := filepath.Join(root, "lib", "python3.12")
 	site := filepath.Join(stdlib, "site-packages")
 	user := filepath.Join(root, "tree")
-	write(t, filepath.Join(stdlib, "os.py"), "")
-	write(t, filepath.Join(site, "numpy", "__init__.py"), "")
-	write(t, filepath.Join(site, "x.pth"), "import y\n")
-	write(t, filepath.Join(user, "mylib.py"), "A = 1\n")
+	testenv.WriteFile(t, filepath.Join(stdlib, "os.py"), "")
+	testenv.WriteFile(t, filepath.Join(site, "numpy", "__init__.py"), "")
+	testenv.WriteFile(t, filepath.Join(site, "x.pth"), "import y\n")
+	testenv.WriteFile(t, filepath.Join(user, "mylib.py"), "A = 1\n")
 	im := Imports{
 		Modules: []Module{
 			{Name: "os", File: filepath.Join(stdlib, "os.py")},
@@ -152,7 +143,7 @@ func TestSourcesSeeShadowingAndSkipStdlib(t *testing.T) {
 	if why := SourcesChange(s, s.Restamp()); why != "" {
 		t.Errorf("a data folder in the tree: %q", why)
 	}
-	write(t, filepath.Join(site, "sitecustomize.py"), "import numpy\n")
+	testenv.WriteFile(t, filepath.Join(site, "sitecustomize.py"), "import numpy\n")
 	if why := SourcesChange(s, s.Restamp()); !strings.Contains(why, "import folder "+site+" changed") {
 		t.Errorf("sitecustomize: %q", why)
 	}

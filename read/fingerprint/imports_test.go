@@ -65,15 +65,15 @@ func TestListingCountsEveryImportableForm(t *testing.T) {
 	} {
 		t.Run(form, func(t *testing.T) {
 			dir := t.TempDir()
-			write(t, filepath.Join(dir, "mylib.py"), "")
-			write(t, filepath.Join(dir, "qwen3_0_6b", "qwen3_0_6b_weights.py"), "")
+			testenv.WriteFile(t, filepath.Join(dir, "mylib.py"), "")
+			testenv.WriteFile(t, filepath.Join(dir, "qwen3_0_6b", "qwen3_0_6b_weights.py"), "")
 			before := Listing(dir, names)
 			if strings.HasSuffix(form, "/") {
 				if err := os.MkdirAll(filepath.Join(dir, form), 0o755); err != nil {
 					t.Fatal(err)
 				}
 			} else {
-				write(t, filepath.Join(dir, form), "")
+				testenv.WriteFile(t, filepath.Join(dir, form), "")
 			}
 			if after := Listing(dir, names); after == before {
 				t.Errorf("%s added: listing unchanged", form)
@@ -86,7 +86,7 @@ func TestListingCountsEveryImportableForm(t *testing.T) {
 		if strings.HasSuffix(data, "/") {
 			os.MkdirAll(filepath.Join(dir, data), 0o755)
 		} else {
-			write(t, filepath.Join(dir, data), "")
+			testenv.WriteFile(t, filepath.Join(dir, data), "")
 		}
 	}
 	if after := Listing(dir, names); after != before {
@@ -102,10 +102,10 @@ func TestImportDirsSeeShadowingPackage(t *testing.T) {
 	py := testenv.Python(t)
 	site := t.TempDir()
 	qwen3 := filepath.Join(site, "mypkg", "models", "qwen3")
-	write(t, filepath.Join(site, "mypkg", "__init__.py"), "")
-	write(t, filepath.Join(site, "mypkg", "models", "__init__.py"), "")
-	write(t, filepath.Join(qwen3, "__init__.py"), "")
-	write(t, filepath.Join(qwen3, "modeling_qwen3.py"), "WHO = 'module'\n")
+	testenv.WriteFile(t, filepath.Join(site, "mypkg", "__init__.py"), "")
+	testenv.WriteFile(t, filepath.Join(site, "mypkg", "models", "__init__.py"), "")
+	testenv.WriteFile(t, filepath.Join(qwen3, "__init__.py"), "")
+	testenv.WriteFile(t, filepath.Join(qwen3, "modeling_qwen3.py"), "WHO = 'module'\n")
 	facts := func() (Imports, string) {
 		t.Helper()
 		script := "import json, sys\nsys.path.insert(0, sys.argv[1])\nimport mypkg.models.qwen3.modeling_qwen3 as m\n" +
@@ -140,7 +140,7 @@ func TestImportDirsSeeShadowingPackage(t *testing.T) {
 		t.Fatalf("unchanged: %q", why)
 	}
 	// The shadow: the module's own file is untouched.
-	write(t, filepath.Join(qwen3, "modeling_qwen3", "__init__.py"), "WHO = 'package'\n")
+	testenv.WriteFile(t, filepath.Join(qwen3, "modeling_qwen3", "__init__.py"), "WHO = 'package'\n")
 	why := SourcesChange(s, s.Restamp())
 	for _, want := range []string{"import folder " + qwen3 + " changed", "mypkg.models.qwen3.modeling_qwen3 would now import the package " + filepath.Join(qwen3, "modeling_qwen3")} {
 		if !strings.Contains(why, want) {

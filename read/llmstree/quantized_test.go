@@ -3,6 +3,7 @@ package llmstree
 import (
 	"os"
 	"path/filepath"
+	"phase0/internal/testenv"
 	"reflect"
 	"slices"
 	"testing"
@@ -27,7 +28,7 @@ func quantTree(t *testing.T) string {
 		"smolvla/verify_adapter.py":                  `MODEL_CHOICES = {"base": "lerobot/smolvla_base"}`,
 		"smolvla/smolvla_weights.py":                 "def helper():\n    pass\n",
 	} {
-		write(t, filepath.Join(llms, filepath.FromSlash(rel)), content)
+		testenv.WriteFile(t, filepath.Join(llms, filepath.FromSlash(rel)), content)
 	}
 	return llms
 }

@@ -4,22 +4,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"phase0/internal/testenv"
 	"slices"
 	"strings"
 	"testing"
 )
 
 const phase0Module = "@dataclass\nclass LlamaConfig:\n    n_layers: int = 2\n\n\ndef load_weights(model_name_or_path, dtype=None, config=None):\n    ...\n"
-
-func write(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // tree lays out folders shaped like upstream's: a bf16 model folder, a
 // quantized packaging naming the same bf16 ids, and folders naming nothing.
@@ -37,7 +28,7 @@ func tree(t *testing.T) string {
 		"smolvla/smolvla_vision_weights.py":          "# no ids\n",
 		".hidden/verify_adapter.py":                  `"meta-llama/Llama-3.2-1B"`,
 	} {
-		write(t, filepath.Join(llms, filepath.FromSlash(rel)), content)
+		testenv.WriteFile(t, filepath.Join(llms, filepath.FromSlash(rel)), content)
 	}
 	return llms
 }
@@ -79,8 +70,8 @@ func TestScanAndLookup(t *testing.T) {
 
 func TestLookupAmbiguous(t *testing.T) {
 	llms := tree(t)
-	write(t, filepath.Join(llms, "llama32_1b_copy", "verify_adapter.py"), `M = "meta-llama/Llama-3.2-1B"`)
-	write(t, filepath.Join(llms, "llama32_1b_copy", "llama32_1b_copy_weights.py"), phase0Module)
+	testenv.WriteFile(t, filepath.Join(llms, "llama32_1b_copy", "verify_adapter.py"), `M = "meta-llama/Llama-3.2-1B"`)
+	testenv.WriteFile(t, filepath.Join(llms, "llama32_1b_copy", "llama32_1b_copy_weights.py"), phase0Module)
 	folders, err := Scan(llms, nil)
 	if err != nil {
 		t.Fatal(err)

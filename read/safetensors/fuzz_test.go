@@ -35,7 +35,7 @@ func FuzzReadHeader(f *testing.F) {
 	seedFiles(f, filepath.Join("testdata", "malformed", "*.safetensors"))
 	for _, ts := range [][]sttest.WriteTensor{
 		nil,
-		{u8("a", 3), {Name: "b", DType: "BF16", Shape: []int64{2, 2}, Data: make([]byte, 8)}},
+		{sttest.U8("a", 3), {Name: "b", DType: "BF16", Shape: []int64{2, 2}, Data: make([]byte, 8)}},
 		{{Name: "s", DType: "F64", Data: make([]byte, 8)}, {Name: "z", DType: "F32", Shape: []int64{0}, Data: []byte{}}},
 	} {
 		hdr, sizes, err := sttest.EncodeHeader(ts, map[string]string{"format": "pt"})

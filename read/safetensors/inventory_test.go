@@ -14,11 +14,6 @@ import (
 	"testing"
 )
 
-// u8 is a small tensor with real bytes.
-func u8(name string, n int) sttest.WriteTensor {
-	return sttest.WriteTensor{Name: name, DType: "U8", Shape: []int64{int64(n)}, Data: make([]byte, n)}
-}
-
 func mustWrite(t *testing.T, dir, file string, ts ...sttest.WriteTensor) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, file)), 0o755); err != nil {
@@ -50,8 +45,8 @@ const (
 
 // twoShards writes a valid sharded checkpoint: a, b in shard1; c in shard2.
 func twoShards(t *testing.T, dir string) {
-	mustWrite(t, dir, shard1, u8("a", 3), u8("b", 5))
-	mustWrite(t, dir, shard2, u8("c", 7))
+	mustWrite(t, dir, shard1, sttest.U8("a", 3), sttest.U8("b", 5))
+	mustWrite(t, dir, shard2, sttest.U8("c", 7))
 	mustIndex(t, dir, map[string]string{"a": shard1, "b": shard1, "c": shard2})
 }
 
@@ -70,8 +65,8 @@ func TestLoad(t *testing.T) {
 			// header: the per-tensor check, not the in-order one, decides.
 			name: "sharded, header keys not in index order",
 			setup: func(t *testing.T, dir string) {
-				mustWrite(t, dir, shard1, u8("b", 5), u8("a", 3))
-				mustWrite(t, dir, shard2, u8("c", 7))
+				mustWrite(t, dir, shard1, sttest.U8("b", 5), sttest.U8("a", 3))
+				mustWrite(t, dir, shard2, sttest.U8("c", 7))
 				mustIndex(t, dir, map[string]string{"a": shard1, "b": shard1, "c": shard2})
 			},
 			files: []string{shard1, shard2}, tensors: []string{"a", "b", "c"}, sharded: true,
@@ -82,7 +77,7 @@ func TestLoad(t *testing.T) {
 			name: "sharded, key order differs from data order",
 			setup: func(t *testing.T, dir string) {
 				mustRaw(t, dir, shard1, string(rawFile(`{"a":{"dtype":"U8","shape":[3],"data_offsets":[5,8]},"b":{"dtype":"U8","shape":[5],"data_offsets":[0,5]}}`, 8)))
-				mustWrite(t, dir, shard2, u8("c", 7))
+				mustWrite(t, dir, shard2, sttest.U8("c", 7))
 				mustIndex(t, dir, map[string]string{"a": shard1, "b": shard1, "c": shard2})
 			},
 			files: []string{shard1, shard2}, tensors: []string{"a", "b", "c"}, sharded: true,
@@ -90,8 +85,8 @@ func TestLoad(t *testing.T) {
 		{
 			name: "sharded, out of order and one tensor the index puts elsewhere",
 			setup: func(t *testing.T, dir string) {
-				mustWrite(t, dir, shard1, u8("b", 5), u8("a", 3), u8("c", 1))
-				mustWrite(t, dir, shard2, u8("d", 7))
+				mustWrite(t, dir, shard1, sttest.U8("b", 5), sttest.U8("a", 3), sttest.U8("c", 1))
+				mustWrite(t, dir, shard2, sttest.U8("d", 7))
 				mustIndex(t, dir, map[string]string{"a": shard1, "b": shard1, "c": shard2, "d": shard2})
 			},
 			is: ErrTensorNotInIndex, want: []string{`tensor "c" is in the header of ` + shard1, "assigns it to " + shard2},
@@ -100,22 +95,22 @@ func TestLoad(t *testing.T) {
 			name: "sharded, a name repeated in one header",
 			setup: func(t *testing.T, dir string) {
 				mustRaw(t, dir, shard1, string(rawFile(`{"a":{"dtype":"U8","shape":[3],"data_offsets":[0,3]},"a":{"dtype":"U8","shape":[3],"data_offsets":[3,6]}}`, 6)))
-				mustWrite(t, dir, shard2, u8("c", 7))
+				mustWrite(t, dir, shard2, sttest.U8("c", 7))
 				mustIndex(t, dir, map[string]string{"a": shard1, "c": shard2})
 			},
 			is: ErrDuplicateKey, want: []string{`key "a" appears twice in the header`, shard1},
 		},
 		{
 			name:    "single file",
-			setup:   func(t *testing.T, dir string) { mustWrite(t, dir, SingleFile, u8("x", 4), u8("y", 2)) },
+			setup:   func(t *testing.T, dir string) { mustWrite(t, dir, SingleFile, sttest.U8("x", 4), sttest.U8("y", 2)) },
 			files:   []string{SingleFile},
 			tensors: []string{"x", "y"},
 		},
 		{
 			name: "single file wins over other safetensors without index",
 			setup: func(t *testing.T, dir string) {
-				mustWrite(t, dir, SingleFile, u8("x", 4))
-				mustWrite(t, dir, "consolidated.safetensors", u8("x", 4))
+				mustWrite(t, dir, SingleFile, sttest.U8("x", 4))
+				mustWrite(t, dir, "consolidated.safetensors", sttest.U8("x", 4))
 			},
 			files:   []string{SingleFile},
 			tensors: []string{"x"},
@@ -130,8 +125,8 @@ func TestLoad(t *testing.T) {
 		{
 			name: "sharded, shard in a subfolder, stray safetensors ignored",
 			setup: func(t *testing.T, dir string) {
-				mustWrite(t, dir, "w/"+shard1, u8("a", 3))
-				mustWrite(t, dir, "consolidated.safetensors", u8("a", 3))
+				mustWrite(t, dir, "w/"+shard1, sttest.U8("a", 3))
+				mustWrite(t, dir, "consolidated.safetensors", sttest.U8("a", 3))
 				mustIndex(t, dir, map[string]string{"a": "w/" + shard1})
 			},
 			files:   []string{"w/" + shard1},
@@ -141,8 +136,8 @@ func TestLoad(t *testing.T) {
 		{
 			name: "several files without index",
 			setup: func(t *testing.T, dir string) {
-				mustWrite(t, dir, "b.safetensors", u8("y", 1))
-				mustWrite(t, dir, "a.safetensors", u8("x", 1))
+				mustWrite(t, dir, "b.safetensors", sttest.U8("y", 1))
+				mustWrite(t, dir, "a.safetensors", sttest.U8("x", 1))
 			},
 			files:   []string{"a.safetensors", "b.safetensors"},
 			tensors: []string{"x", "y"},
@@ -150,8 +145,8 @@ func TestLoad(t *testing.T) {
 		{
 			name: "same tensor in two files without index",
 			setup: func(t *testing.T, dir string) {
-				mustWrite(t, dir, "a.safetensors", u8("x", 1))
-				mustWrite(t, dir, "b.safetensors", u8("x", 1))
+				mustWrite(t, dir, "a.safetensors", sttest.U8("x", 1))
+				mustWrite(t, dir, "b.safetensors", sttest.U8("x", 1))
 			},
 			is:   ErrDuplicateTensor,
 			want: []string{`tensor "x"`, "a.safetensors", "b.safetensors"},
@@ -160,7 +155,7 @@ func TestLoad(t *testing.T) {
 			name: "index and single file",
 			setup: func(t *testing.T, dir string) {
 				twoShards(t, dir)
-				mustWrite(t, dir, SingleFile, u8("a", 3))
+				mustWrite(t, dir, SingleFile, sttest.U8("a", 3))
 			},
 			is:   ErrMixedLayout,
 			want: []string{SingleFile, IndexFile},
@@ -168,7 +163,7 @@ func TestLoad(t *testing.T) {
 		{
 			name: "index names a missing shard",
 			setup: func(t *testing.T, dir string) {
-				mustWrite(t, dir, shard1, u8("a", 3))
+				mustWrite(t, dir, shard1, sttest.U8("a", 3))
 				mustIndex(t, dir, map[string]string{"a": shard1, "c": shard2})
 			},
 			is:   ErrMissingShard,
@@ -411,7 +406,7 @@ func TestLoadShardedInOrder(t *testing.T) {
 	dir := t.TempDir()
 	var ts []sttest.WriteTensor
 	for i := range 40 {
-		ts = append(ts, u8(fmt.Sprintf("model.layers.%d.w", i), i%5+1))
+		ts = append(ts, sttest.U8(fmt.Sprintf("model.layers.%d.w", i), i%5+1))
 	}
 	if err := sttest.WriteSharded(dir, ts, 4); err != nil {
 		t.Fatal(err)
@@ -431,8 +426,8 @@ func TestLoadShardedInOrder(t *testing.T) {
 
 	// Names not in increasing order: the in-order way maps them instead.
 	unsorted := t.TempDir()
-	mustWrite(t, unsorted, shard1, u8("a", 3), u8("b", 5))
-	mustWrite(t, unsorted, shard2, u8("c", 7))
+	mustWrite(t, unsorted, shard1, sttest.U8("a", 3), sttest.U8("b", 5))
+	mustWrite(t, unsorted, shard2, sttest.U8("c", 7))
 	mustRaw(t, unsorted, IndexFile, `{"weight_map":{"c":"`+shard2+`","a":"`+shard1+`","b":"`+shard1+`"}}`)
 	if fast = loadShardedInOrder(os.DirFS(unsorted)); fast == nil || fast.byName == nil {
 		t.Fatalf("an unsorted index in the headers' order: %+v, want the in-order way with a map", fast)
@@ -443,15 +438,15 @@ func TestLoadShardedInOrder(t *testing.T) {
 	sameInventory(t, fast, checked)
 
 	other := t.TempDir()
-	mustWrite(t, other, shard1, u8("b", 5), u8("a", 3))
-	mustWrite(t, other, shard2, u8("c", 7))
+	mustWrite(t, other, shard1, sttest.U8("b", 5), sttest.U8("a", 3))
+	mustWrite(t, other, shard2, sttest.U8("c", 7))
 	mustIndex(t, other, map[string]string{"a": shard1, "b": shard1, "c": shard2})
 	if loadShardedInOrder(os.DirFS(other)) != nil {
 		t.Error("a header out of the index's order took the in-order way")
 	}
 	twice := t.TempDir()
-	mustWrite(t, twice, shard1, u8("a", 3))
-	mustWrite(t, twice, shard2, u8("a", 3))
+	mustWrite(t, twice, shard1, sttest.U8("a", 3))
+	mustWrite(t, twice, shard2, sttest.U8("a", 3))
 	mustRaw(t, twice, IndexFile, `{"weight_map":{"a":"`+shard1+`","a":"`+shard2+`"}}`)
 	if loadShardedInOrder(os.DirFS(twice)) != nil {
 		t.Error("a name in two shards took the in-order way")
@@ -486,7 +481,7 @@ func TestLoadMappedIndex(t *testing.T) {
 	dir := t.TempDir()
 	var ts []sttest.WriteTensor
 	for i := range 16_000 {
-		ts = append(ts, u8(fmt.Sprintf("model.layers.%d.mlp.up_proj.weight", i), i%3+1))
+		ts = append(ts, sttest.U8(fmt.Sprintf("model.layers.%d.mlp.up_proj.weight", i), i%3+1))
 	}
 	if err := sttest.WriteSharded(dir, ts, 8); err != nil {
 		t.Fatal(err)

@@ -97,7 +97,7 @@ func TestLoadRefusesNonRegular(t *testing.T) {
 	}
 	shard := "model-00001-of-00001.safetensors"
 	writeShard := func(t *testing.T, dir string) {
-		if err := sttest.WriteFile(filepath.Join(dir, shard), []sttest.WriteTensor{u8("a", 1)}, nil); err != nil {
+		if err := sttest.WriteFile(filepath.Join(dir, shard), []sttest.WriteTensor{sttest.U8("a", 1)}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

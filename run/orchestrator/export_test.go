@@ -8,6 +8,5 @@ var (
 	StageNames     = stageNames
 	Tiny           = tiny
 	UpstreamTree   = upstreamTree
-	WriteFile      = writeFile
 	QuantCleanTree = quantCleanTree
 )

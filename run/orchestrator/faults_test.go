@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"phase0/internal/testenv"
 	"slices"
 	"strings"
 	"sync"
@@ -283,7 +284,7 @@ func TestInterruptInBehaviourKeepsGate3(t *testing.T) {
 	// the behaviour op imports it: it says so, then hangs.
 	marker := filepath.Join(t.TempDir(), "importing")
 	helpers := filepath.Join(llms, s.Name, s.Name+"_cpu_helpers.py")
-	writeFile(t, helpers, string(mustRead(t, helpers))+fmt.Sprintf("\nimport time\nopen(%q, \"w\").close()\ntime.sleep(600)\n", marker))
+	testenv.WriteFile(t, helpers, string(mustRead(t, helpers))+fmt.Sprintf("\nimport time\nopen(%q, \"w\").close()\ntime.sleep(600)\n", marker))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

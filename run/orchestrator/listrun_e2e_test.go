@@ -37,7 +37,6 @@ var (
 	stageNames   = orchestrator.StageNames
 	tiny         = orchestrator.Tiny
 	upstreamTree = orchestrator.UpstreamTree
-	writeFile    = orchestrator.WriteFile
 )
 
 // reason is why a row did not pass, in one line (report.Reason).
@@ -54,11 +53,11 @@ func seedHFCache(t *testing.T, cache, id string, files map[string][]byte) {
 	repo := filepath.Join(cache, "models--"+strings.ReplaceAll(id, "/", "--"))
 	sum := sha256.Sum256([]byte(id))
 	sha := hex.EncodeToString(sum[:20])
-	writeFile(t, filepath.Join(repo, "refs", "main"), sha)
+	testenv.WriteFile(t, filepath.Join(repo, "refs", "main"), sha)
 	for name, data := range files {
 		b := sha256.Sum256(data)
 		blob := filepath.Join(repo, "blobs", hex.EncodeToString(b[:]))
-		writeFile(t, blob, string(data))
+		testenv.WriteFile(t, blob, string(data))
 		link := filepath.Join(repo, "snapshots", sha, name)
 		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
 			t.Fatal(err)
@@ -77,7 +76,7 @@ func seedHFCache(t *testing.T, cache, id string, files map[string][]byte) {
 func listFile(t *testing.T, lines ...string) []modellist.Entry {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "hf_models.txt")
-	writeFile(t, path, "# models the nightly loads\n"+strings.Join(lines, "\n")+"\n")
+	testenv.WriteFile(t, path, "# models the nightly loads\n"+strings.Join(lines, "\n")+"\n")
 	entries, err := modellist.Expand([]string{"@" + path})
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +89,7 @@ func listFile(t *testing.T, lines ...string) []modellist.Entry {
 func visionFolder(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "smolvlm2")
-	writeFile(t, filepath.Join(dir, "config.json"), `{"architectures": ["SmolVLMForConditionalGeneration"], "model_type": "smolvlm",
+	testenv.WriteFile(t, filepath.Join(dir, "config.json"), `{"architectures": ["SmolVLMForConditionalGeneration"], "model_type": "smolvlm",
  "image_token_id": 49190, "scale_factor": 4, "tie_word_embeddings": false,
  "text_config": {"architectures": ["VLlama3ForCausalLM"], "hidden_size": 960, "num_hidden_layers": 32, "vocab_size": 49280},
  "vision_config": {"hidden_size": 768, "model_type": "smolvlm_vision", "num_hidden_layers": 12, "patch_size": 16}}`)

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"path/filepath"
+	"phase0/internal/testenv"
 	"strings"
 	"testing"
 
@@ -27,16 +28,16 @@ func TestMidDeploymentFolderKeepsPeoplesLines(t *testing.T) {
 
 	llms := upstreamTree(t)
 	ws := filepath.Join(llms, "qwen3_0_6b")
-	writeFile(t, filepath.Join(ws, "qwen3_0_6b_weights.py"), string(handWritten(generated)))
-	writeFile(t, filepath.Join(ws, "qwen3_0_6b_cpu_helpers.py"), "# upstream helpers\nimport numpy as np\n\n\ndef rms_norm(x, w, eps=1e-6):\n"+
+	testenv.WriteFile(t, filepath.Join(ws, "qwen3_0_6b_weights.py"), string(handWritten(generated)))
+	testenv.WriteFile(t, filepath.Join(ws, "qwen3_0_6b_cpu_helpers.py"), "# upstream helpers\nimport numpy as np\n\n\ndef rms_norm(x, w, eps=1e-6):\n"+
 		"    x = np.asarray(x, dtype=np.float32)\n    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * np.asarray(w, dtype=np.float32)\n")
 	human := "- needs-human-review: RoPE LUT layout differs from llama32_1b (written by a human, keep)\n"
 	todoText := "# Deployment: qwen3_0_6b\n\n## Phase status\n- [ ] 0: Build CPU Reference\n- [ ] 1: Kernel Validation\n\n## Active blockers\n\n" +
 		human + "\n## Resolved config (pulled from HF)\n"
 	progressText := "# Progress\n\nKept by hand.\n"
 	todo, progress := filepath.Join(ws, "TODO.md"), filepath.Join(ws, "docs", "development_progress", "progress.md")
-	writeFile(t, todo, todoText)
-	writeFile(t, progress, progressText)
+	testenv.WriteFile(t, todo, todoText)
+	testenv.WriteFile(t, progress, progressText)
 	cache := t.TempDir()
 	settings := func() *Settings {
 		s := settingsFor(t, llms)
@@ -58,8 +59,8 @@ func TestMidDeploymentFolderKeepsPeoplesLines(t *testing.T) {
 		t.Errorf("the text report does not say what the PASS wrote into the folder:\n%s", txt)
 	}
 
-	writeFile(t, todo, todoText)
-	writeFile(t, progress, progressText)
+	testenv.WriteFile(t, todo, todoText)
+	testenv.WriteFile(t, progress, progressText)
 	r = Run(context.Background(), settings(), model, "test")
 	if r.ReusedFrom == nil || r.Status != verdict.Pass {
 		t.Fatalf("not a reused PASS: %s; %s", r.Status, stageDetail(r, "reuse"))
@@ -80,8 +81,8 @@ func TestMidDeploymentFolderKeepsPeoplesLines(t *testing.T) {
 	// marker): exit 2, nothing written, and the report does not claim
 	// the entry and tick were written.
 	broken := progressText + "<!-- phase0:begin -->\nhalf an entry\n"
-	writeFile(t, progress, broken)
-	writeFile(t, todo, todoText)
+	testenv.WriteFile(t, progress, broken)
+	testenv.WriteFile(t, todo, todoText)
 	s := settings()
 	s.Fresh = true
 	r = Run(context.Background(), s, model, "test")

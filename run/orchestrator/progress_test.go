@@ -21,9 +21,9 @@ func TestProgressEntryNamesOnlyWhatTheModuleDefines(t *testing.T) {
 	dir := t.TempDir()
 	upstreamStyle := filepath.Join(testenv.PyShim(), "tests", "data", "upstream", "qwen3_0_6b", "qwen3_0_6b_weights.py")
 	ours := filepath.Join(dir, "ours_weights.py")
-	writeFile(t, ours, "import os\n\n\ndef default_checkpoint() -> str:\n    return os.getcwd()\n")
+	testenv.WriteFile(t, ours, "import os\n\n\ndef default_checkpoint() -> str:\n    return os.getcwd()\n")
 	nested := filepath.Join(dir, "nested_weights.py")
-	writeFile(t, nested, "class X:\n    def default_checkpoint(self):\n        pass\n")
+	testenv.WriteFile(t, nested, "class X:\n    def default_checkpoint(self):\n        pass\n")
 	for _, tc := range []struct {
 		module string
 		want   bool

@@ -45,13 +45,13 @@ func quantTree(t *testing.T) string {
 	// (llama31_8b_config(), generate_rope_lut): gate 3 calls the one and
 	// judges the other by behaviour.
 	module := filepath.Join(llms, "llama32_1b_q4nx", "llama32_1b_q4nx_weights.py")
-	writeFile(t, module, mustReadString(t, module)+tinyConfigAndRope)
+	testenv.WriteFile(t, module, mustReadString(t, module)+tinyConfigAndRope)
 	// The tree's out-of-skill folders, as upstream names their ids.
-	writeFile(t, filepath.Join(llms, "gemma3_4b_q4nx", "verify_adapter.py"),
+	testenv.WriteFile(t, filepath.Join(llms, "gemma3_4b_q4nx", "verify_adapter.py"),
 		"MODEL_CHOICES = {\"instruct\": \"unsloth/gemma-3-4b-it\"}\nQ4NX_MODEL_SOURCE = \"FastFlowLM/Gemma3-4B-NPU2\"\n")
-	writeFile(t, filepath.Join(llms, "phi4_mini_q4nx", "verify_adapter.py"),
+	testenv.WriteFile(t, filepath.Join(llms, "phi4_mini_q4nx", "verify_adapter.py"),
 		"MODEL_CHOICES = {\"instruct\": \"microsoft/Phi-4-mini-instruct\"}\nQ4NX_MODEL_SOURCE = \"FastFlowLM/Phi4-mini-Instruct-NPU2\"\n")
-	writeFile(t, filepath.Join(llms, "smolvla", "smolvla_inference.py"),
+	testenv.WriteFile(t, filepath.Join(llms, "smolvla", "smolvla_inference.py"),
 		"POLICY = \"lerobot/smolvla_base\"\nVLM = \"HuggingFaceTB/SmolVLM2-500M-Video-Instruct\"\n")
 	return llms
 }
@@ -83,9 +83,9 @@ def generate_rope_lut(config=None, seq_len=2048, dtype=bfloat16):
 func fastflowlmRepo(t *testing.T, fx, bundle, base string) string {
 	t.Helper()
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "model.q4nx"), mustReadString(t, filepath.Join(fx, "bundles", bundle, "model.q4nx")))
-	writeFile(t, filepath.Join(dir, "config.json"), mustReadString(t, filepath.Join(fx, "ref", "config.json")))
-	writeFile(t, filepath.Join(dir, "README.md"), "---\nlicense: llama3.2\nbase_model: "+base+"\ntags:\n- q4nx\n---\n\n# Llama-3.2-1B-NPU2\n")
+	testenv.WriteFile(t, filepath.Join(dir, "model.q4nx"), mustReadString(t, filepath.Join(fx, "bundles", bundle, "model.q4nx")))
+	testenv.WriteFile(t, filepath.Join(dir, "config.json"), mustReadString(t, filepath.Join(fx, "ref", "config.json")))
+	testenv.WriteFile(t, filepath.Join(dir, "README.md"), "---\nlicense: llama3.2\nbase_model: "+base+"\ntags:\n- q4nx\n---\n\n# Llama-3.2-1B-NPU2\n")
 	return dir
 }
 
@@ -264,7 +264,7 @@ func TestQuantizedCorruptBundle(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			llms := quantTree(t)
 			repo := fastflowlmRepo(t, fx, "clean", llamaInstr)
-			writeFile(t, filepath.Join(repo, "model.q4nx"), tc.bundle)
+			testenv.WriteFile(t, filepath.Join(repo, "model.q4nx"), tc.bundle)
 			s := settingsFor(t, llms)
 			s.CacheDir = t.TempDir()
 			s.Env = offlineHub(t, map[string]string{llamaInstr: filepath.Join(fx, "ref"), llamaBase: filepath.Join(fx, "other"), bundleID: repo})

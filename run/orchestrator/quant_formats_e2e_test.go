@@ -56,9 +56,9 @@ func TestQuantizedFormats(t *testing.T) {
 	fx := testenv.QuantFixtures(t)
 	llms := quantTree(t)
 	bundle := t.TempDir()
-	writeFile(t, filepath.Join(bundle, "model.q4nx"), mustReadString(t, filepath.Join(fx, "bundles", "qwen3", "model.q4nx")))
-	writeFile(t, filepath.Join(bundle, "config.json"), mustReadString(t, filepath.Join(fx, "qwen3", "config.json")))
-	writeFile(t, filepath.Join(bundle, "README.md"), "---\nlicense: apache-2.0\nbase_model: "+qwen3ID+"\ntags:\n- q4nx\n---\n\n# Qwen3-8B-NPU2\n")
+	testenv.WriteFile(t, filepath.Join(bundle, "model.q4nx"), mustReadString(t, filepath.Join(fx, "bundles", "qwen3", "model.q4nx")))
+	testenv.WriteFile(t, filepath.Join(bundle, "config.json"), mustReadString(t, filepath.Join(fx, "qwen3", "config.json")))
+	testenv.WriteFile(t, filepath.Join(bundle, "README.md"), "---\nlicense: apache-2.0\nbase_model: "+qwen3ID+"\ntags:\n- q4nx\n---\n\n# Qwen3-8B-NPU2\n")
 	env := offlineHub(t, map[string]string{
 		qwen3ID:       filepath.Join(fx, "qwen3"),
 		qwen3BundleID: bundle,
@@ -159,7 +159,7 @@ func TestQuantizedGate2Reuse(t *testing.T) {
 	const ref = "Qwen/Qwen2.5-0.5B"
 	llms := quantTree(t)
 	folder := filepath.Join(llms, "qwen25_3b_q4")
-	writeFile(t, filepath.Join(folder, "verify_adapter.py"), "MODEL_CHOICES = {\"instruct\": \""+ref+"\"}\nDEFAULT_MODEL = \"instruct\"\n")
+	testenv.WriteFile(t, filepath.Join(folder, "verify_adapter.py"), "MODEL_CHOICES = {\"instruct\": \""+ref+"\"}\nDEFAULT_MODEL = \"instruct\"\n")
 	module := filepath.Join(folder, "qwen25_3b_q4_weights.py")
 	text := mustReadString(t, module)
 	for _, c := range [][2]string{{"D = 256", "D = 64"}, {"DQ = 256", "DQ = 64"}, {"DK = 128", "DK = 32"}, {"DV = 128", "DV = 32"},
@@ -169,7 +169,7 @@ func TestQuantizedGate2Reuse(t *testing.T) {
 		}
 		text = strings.Replace(text, c[0], c[1], 1)
 	}
-	writeFile(t, module, text)
+	testenv.WriteFile(t, module, text)
 	env := offlineHub(t, map[string]string{ref: tiny(t, "qwen2")})
 	cache := t.TempDir()
 	run := func(name string) *report.Report {
@@ -206,7 +206,7 @@ func TestQuantizedGate2Reuse(t *testing.T) {
 	if err := os.Remove(gen); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, gen, body)
+	testenv.WriteFile(t, gen, body)
 	r = run("qwen25_3b_q4")
 	b = r.Gates.HFBaseline
 	if b == nil || strings.Contains(b.Summary, "reused") || b.Seconds == recorded.Seconds || r.Gates.QuantE2E == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"phase0/internal/testenv"
 	"strings"
 	"testing"
 
@@ -20,7 +21,7 @@ func TestReportDirKeepsAPersonsReport(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			notes := filepath.Join(dir, name)
-			writeFile(t, notes, "{\"my\": \"notes, kept by hand\"}\n")
+			testenv.WriteFile(t, notes, "{\"my\": \"notes, kept by hand\"}\n")
 			s := settingsFor(t, t.TempDir())
 			s.ReportDir, s.ReferenceSteps = dir, 0
 			r := Run(context.Background(), s, model, "test")

@@ -109,8 +109,8 @@ func TestReuseSeesIssue31(t *testing.T) {
 		shadow := filepath.Join(llms, "runners")
 		want := filepath.Join(llms, "verify", "runners", "hf_runner.py")
 		for _, form := range []string{"runners/__init__.pyc", "runners/__init__.cpython-313-x86_64-linux-gnu.so", "runners/__init__.abi3.so", "runners/__init__.py", "runners.pyc", "runners.abi3.so"} {
-			writeFile(t, filepath.Join(llms, form), "")
-			writeFile(t, filepath.Join(shadow, "hf_runner.py"), "class HfRunner:\n    name = 'shadow'\n")
+			testenv.WriteFile(t, filepath.Join(llms, form), "")
+			testenv.WriteFile(t, filepath.Join(shadow, "hf_runner.py"), "class HfRunner:\n    name = 'shadow'\n")
 			r := run(t)
 			if r.Status != verdict.Error || r.ReusedFrom != nil {
 				t.Errorf("%s: status %s (reused %v), want ERROR (exit 2)", form, r.Status, r.ReusedFrom != nil)
@@ -128,7 +128,7 @@ func TestReuseSeesIssue31(t *testing.T) {
 		// A namespace folder at the root does not stand in for verify's
 		// regular package (Python's rule: the run may go on), but it is a
 		// new importable name the run imported: not reused.
-		writeFile(t, filepath.Join(shadow, "notes.txt"), "")
+		testenv.WriteFile(t, filepath.Join(shadow, "notes.txt"), "")
 		refused(t, "import folder "+llms+" changed")
 		os.RemoveAll(shadow)
 		reused(t)
@@ -137,7 +137,7 @@ func TestReuseSeesIssue31(t *testing.T) {
 	t.Run("2 a package shadowing a module inside transformers", func(t *testing.T) {
 		llama := filepath.Join(transformers, "models", "llama")
 		// RMSNorm returning zeros: constant logits, a FAIL when it runs.
-		writeFile(t, filepath.Join(llama, "modeling_llama", "__init__.py"), `import importlib.util, pathlib, sys
+		testenv.WriteFile(t, filepath.Join(llama, "modeling_llama", "__init__.py"), `import importlib.util, pathlib, sys
 _file = pathlib.Path(__file__).parent.parent / "modeling_llama.py"
 _spec = importlib.util.spec_from_file_location("transformers.models.llama._modeling_llama", _file)
 _real = importlib.util.module_from_spec(_spec)

@@ -120,12 +120,12 @@ func TestReuseIsNeverStale(t *testing.T) {
 	if src == string(code) {
 		t.Fatal("the fixture runner has no __future__ import to put the helper imports after")
 	}
-	writeFile(t, runner, src)
+	testenv.WriteFile(t, runner, src)
 	mylib := filepath.Join(llms, "mylib.py")
 	extra := filepath.Join(llms, "verify", "runners", "lib", "extra.py")
-	writeFile(t, mylib, "SCALE = 1.0\n")
-	writeFile(t, extra, "OFFSET = 0.0\n")
-	writeFile(t, filepath.Join(llms, "verify", "runners", "lib", "__init__.py"), "")
+	testenv.WriteFile(t, mylib, "SCALE = 1.0\n")
+	testenv.WriteFile(t, extra, "OFFSET = 0.0\n")
+	testenv.WriteFile(t, filepath.Join(llms, "verify", "runners", "lib", "__init__.py"), "")
 
 	s := settingsFor(t, llms)
 	s.Sessions = nil // a new sitecustomize.py and environment reach only a new interpreter
@@ -224,7 +224,7 @@ func TestReuseIsNeverStale(t *testing.T) {
 		refused(t, "the recorded reference "+refDir+" is gone")
 	})
 	t.Run("sitecustomize added", func(t *testing.T) {
-		writeFile(t, filepath.Join(site, "sitecustomize.py"), "import numpy\n")
+		testenv.WriteFile(t, filepath.Join(site, "sitecustomize.py"), "import numpy\n")
 		refused(t, "import folder "+site+" changed")
 	})
 	t.Run("helper beside the tree rewritten in place", func(t *testing.T) {

@@ -30,7 +30,7 @@ func TestTracebacksStayOutOfReports(t *testing.T) {
 		ws := filepath.Join(out, "raises")
 		module := filepath.Join(ws, "raises_weights.py")
 		src := mustReadString(t, module)
-		writeFile(t, module, src+"\n\ndef load_weights(*args, **kwargs):\n    assert False, \"the loader refuses\"\n")
+		testenv.WriteFile(t, module, src+"\n\ndef load_weights(*args, **kwargs):\n    assert False, \"the loader refuses\"\n")
 		log := &bytes.Buffer{}
 		s.Progress, s.Fresh = log, true
 		r := Run(context.Background(), s, model, "test")

@@ -57,19 +57,9 @@ func upstreamTree(t *testing.T) string {
 		"llama32_1b/README.md":                             "# llama32_1b (upstream)\n",
 		"llama32_1b/docs/development_progress/progress.md": "# upstream progress\n",
 	} {
-		writeFile(t, filepath.Join(llms, filepath.FromSlash(rel)), content)
+		testenv.WriteFile(t, filepath.Join(llms, filepath.FromSlash(rel)), content)
 	}
 	return llms
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // snapshotTree maps every file under dir to its bytes.
@@ -153,14 +143,14 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 	llms := upstreamTree(t)
 	ws := filepath.Join(llms, "qwen3_0_6b")
 	module := filepath.Join(ws, "qwen3_0_6b_weights.py")
-	writeFile(t, module, string(handWritten(generated)))
-	writeFile(t, filepath.Join(ws, "qwen3_0_6b_cpu_helpers.py"), "# upstream helpers\nimport numpy as np\n\n\ndef rms_norm(x, w, eps=1e-6):\n"+
+	testenv.WriteFile(t, module, string(handWritten(generated)))
+	testenv.WriteFile(t, filepath.Join(ws, "qwen3_0_6b_cpu_helpers.py"), "# upstream helpers\nimport numpy as np\n\n\ndef rms_norm(x, w, eps=1e-6):\n"+
 		"    x = np.asarray(x, dtype=np.float32)\n    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * np.asarray(w, dtype=np.float32)\n")
-	writeFile(t, filepath.Join(ws, "README.md"), "# qwen3_0_6b (upstream)\n")
-	writeFile(t, filepath.Join(ws, "qwen3_0_6b_prefill.py"), "# upstream prefill\n")
+	testenv.WriteFile(t, filepath.Join(ws, "README.md"), "# qwen3_0_6b (upstream)\n")
+	testenv.WriteFile(t, filepath.Join(ws, "qwen3_0_6b_prefill.py"), "# upstream prefill\n")
 	// A temporary of someone else's in a folder phase0 did not create is
 	// not phase0's to sweep.
-	writeFile(t, filepath.Join(ws, ".README.md.tmp-123456"), "half")
+	testenv.WriteFile(t, filepath.Join(ws, ".README.md.tmp-123456"), "half")
 	cache := t.TempDir()
 	foreignSettings := func(t *testing.T) *Settings {
 		s := settingsFor(t, llms)
@@ -207,8 +197,8 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 	t.Run("mid-deployment folder: Phase 0 entered and ticked, nothing else", func(t *testing.T) {
 		todo := filepath.Join(ws, "TODO.md")
 		progress := filepath.Join(ws, "docs", "development_progress", "progress.md")
-		writeFile(t, todo, "# Deployment: qwen3_0_6b\n\n## Phase status\n- [ ] 0: Build CPU Reference\n- [ ] 1: Kernel Validation\n\n## Active blockers\n")
-		writeFile(t, progress, "# Progress\n\nKept by hand.\n")
+		testenv.WriteFile(t, todo, "# Deployment: qwen3_0_6b\n\n## Phase status\n- [ ] 0: Build CPU Reference\n- [ ] 1: Kernel Validation\n\n## Active blockers\n")
+		testenv.WriteFile(t, progress, "# Progress\n\nKept by hand.\n")
 		before := snapshotTree(t, llms)
 		s := foreignSettings(t)
 		s.Fresh = true
@@ -232,7 +222,7 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 	})
 
 	t.Run("fails a foreign module with gate and up swapped", func(t *testing.T) {
-		writeFile(t, module, string(swapGateUp(handWritten(generated))))
+		testenv.WriteFile(t, module, string(swapGateUp(handWritten(generated))))
 		before := snapshotTree(t, llms)
 		r := Run(context.Background(), foreignSettings(t), model, "test")
 		if r.Workspace == nil || r.Workspace.Mode != report.ModeValidatedExisting || r.Gates.PyWeights == nil || r.Gates.PyWeights.Status != verdict.Fail || ExitCode(r) != 1 {

@@ -34,10 +34,10 @@ func upstreamStyleTree(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	writeFile(t, filepath.Join(llms, "llama32_1b_q4nx", "verify_adapter.py"),
+	testenv.WriteFile(t, filepath.Join(llms, "llama32_1b_q4nx", "verify_adapter.py"),
 		"MODEL_CHOICES = {\n    \"base\": \"meta-llama/Llama-3.2-1B\",\n    \"instruct\": \"meta-llama/Llama-3.2-1B-Instruct\",\n}\nQ4NX_MODEL_SOURCE = \"FastFlowLM/Llama-3.2-1B-NPU2\"\n")
-	writeFile(t, filepath.Join(llms, "llama32_1b_q4nx", "llama32_1b_q4nx_weights.py"), "class Q4nxModel:\n    pass\n")
-	writeFile(t, filepath.Join(llms, "hf_models.txt"), "meta-llama/Llama-3.2-1B\nQwen/Qwen2.5-0.5B\nQwen/Qwen3-0.6B\n")
+	testenv.WriteFile(t, filepath.Join(llms, "llama32_1b_q4nx", "llama32_1b_q4nx_weights.py"), "class Q4nxModel:\n    pass\n")
+	testenv.WriteFile(t, filepath.Join(llms, "hf_models.txt"), "meta-llama/Llama-3.2-1B\nQwen/Qwen2.5-0.5B\nQwen/Qwen3-0.6B\n")
 	return llms
 }
 
@@ -66,7 +66,7 @@ func offlineHub(t *testing.T, models map[string]string) func(string) string {
 			}
 			sum := sha256.Sum256(b)
 			blob := hex.EncodeToString(sum[:])
-			writeFile(t, filepath.Join(repo, "blobs", blob), string(b))
+			testenv.WriteFile(t, filepath.Join(repo, "blobs", blob), string(b))
 			if err := os.MkdirAll(snap, 0o755); err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +74,7 @@ func offlineHub(t *testing.T, models map[string]string) func(string) string {
 				t.Fatal(err)
 			}
 		}
-		writeFile(t, filepath.Join(repo, "refs", "main"), commit)
+		testenv.WriteFile(t, filepath.Join(repo, "refs", "main"), commit)
 	}
 	env := map[string]string{"HF_HUB_CACHE": cache, "HF_HOME": t.TempDir(), "HF_HUB_OFFLINE": "1"}
 	return func(k string) string { return env[k] }

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"path/filepath"
+	"phase0/internal/testenv"
 	"slices"
 	"strings"
 	"testing"
@@ -17,8 +18,8 @@ import (
 // an id two Phase 0 folders name is refused; --name always wins. No Python.
 func TestTreeDecidesTheFolder(t *testing.T) {
 	llms := upstreamStyleTree(t)
-	writeFile(t, filepath.Join(llms, "qwen25_0_5b_copy", "verify_adapter.py"), `MODEL_CHOICES = {"base": "Qwen/Qwen2.5-0.5B"}`)
-	writeFile(t, filepath.Join(llms, "qwen25_0_5b_copy", "qwen25_0_5b_copy_weights.py"), "class LlamaConfig:\n    pass\n\n\ndef load_weights(path, dtype=None, config=None):\n    pass\n")
+	testenv.WriteFile(t, filepath.Join(llms, "qwen25_0_5b_copy", "verify_adapter.py"), `MODEL_CHOICES = {"base": "Qwen/Qwen2.5-0.5B"}`)
+	testenv.WriteFile(t, filepath.Join(llms, "qwen25_0_5b_copy", "qwen25_0_5b_copy_weights.py"), "class LlamaConfig:\n    pass\n\n\ndef load_weights(path, dtype=None, config=None):\n    pass\n")
 	for _, tc := range []struct {
 		id, name, want, err string
 	}{
@@ -51,9 +52,9 @@ func TestGenerateErrorKeepsTheSweepWarning(t *testing.T) {
 	s.Name = "sweepwarn"
 	// A report folder that is a file: sweeping it fails.
 	s.ReportDir = filepath.Join(t.TempDir(), "reports-is-a-file")
-	writeFile(t, s.ReportDir, "not a folder")
+	testenv.WriteFile(t, s.ReportDir, "not a folder")
 	// phase0's manifest (so the folder is phase0's, not foreign), unreadable.
-	writeFile(t, filepath.Join(llms, s.Name, scaffold.ManifestName), "{")
+	testenv.WriteFile(t, filepath.Join(llms, s.Name, scaffold.ManifestName), "{")
 	r := Run(context.Background(), s, tiny(t, "qwen3"), "test")
 	if r.Status != verdict.Error || !strings.Contains(r.Error, scaffold.ManifestName) {
 		t.Fatalf("status %s, error %q; want ERROR naming %s", r.Status, r.Error, scaffold.ManifestName)

@@ -92,55 +92,20 @@ func startPhase0(t *testing.T, llms, pidFile string) (cmd *exec.Cmd, done <-chan
 	}
 }
 
-// alive reports whether pid is a live process (a zombie waiting for init to
-// reap it is dead: it holds no memory and runs nothing).
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	// pid (comm) state …: comm may hold spaces, so read after the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || !strings.HasPrefix(s[i+1:], " Z") && !strings.HasPrefix(s[i+1:], " X")
-}
-
-// waitGone waits (bounded) for every pid to be dead and fails naming those
-// still alive. The bound is generous: this is about whether, not how fast.
-func waitGone(t *testing.T, what string, pids map[string]int) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var left []string
-		for name, pid := range pids {
-			if alive(pid) {
-				left = append(left, name+" "+strconv.Itoa(pid))
-			}
-		}
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: still running 30 s later: %s", what, strings.Join(left, ", "))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestKilledPhase0LeavesNoProcess (issue 10 item 10): SIGKILL phase0 while
 // the runner, which spawned a subprocess, is busy; the worker and the
 // runner's subprocess must not outlive it.
 func TestKilledPhase0LeavesNoProcess(t *testing.T) {
 	llms, pids := spawningRunner(t)
 	cmd, done, _, _, workerPID, sleepPID := startPhase0(t, llms, pids)
-	if !alive(workerPID) || !alive(sleepPID) {
+	if !testenv.Alive(workerPID) || !testenv.Alive(sleepPID) {
 		t.Fatalf("worker %d or sleep %d not running before the kill", workerPID, sleepPID)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-done
-	waitGone(t, "after SIGKILL of phase0", map[string]int{"worker": workerPID, "runner's sleep": sleepPID})
+	testenv.WaitGone(t, "after SIGKILL of phase0", map[string]int{"worker": workerPID, "runner's sleep": sleepPID})
 }
 
 // TestSignalsEndTheRunCleanly (issue 10 items 3 and 10): SIGHUP, SIGTERM and
@@ -183,7 +148,7 @@ func TestSignalsEndTheRunCleanly(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(llms, "signalled", "docs", "development_progress", "phase0", "report.json")); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("an interrupted run recorded a report (stat: %v)", err)
 			}
-			waitGone(t, "after "+sig.String(), map[string]int{"worker": workerPID, "runner's sleep": sleepPID})
+			testenv.WaitGone(t, "after "+sig.String(), map[string]int{"worker": workerPID, "runner's sleep": sleepPID})
 		})
 	}
 }
