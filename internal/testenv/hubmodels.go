@@ -27,6 +27,43 @@ type HubModel struct {
 // HubToken is the token the gated fake repositories accept.
 const HubToken = "hf_fake_triage_token"
 
+// The configs several upstream entries share, with the real files' values.
+const llama1b = `"architectures":["LlamaForCausalLM"],"attention_bias":false,"attention_dropout":0.0,"bos_token_id":128000,
+"head_dim":64,"hidden_act":"silu","hidden_size":2048,"initializer_range":0.02,"intermediate_size":8192,
+"max_position_embeddings":131072,"mlp_bias":false,"model_type":"llama","num_attention_heads":32,"num_hidden_layers":16,
+"num_key_value_heads":8,"pretraining_tp":1,"rms_norm_eps":1e-05,
+"rope_scaling":{"factor":32.0,"high_freq_factor":4.0,"low_freq_factor":1.0,"original_max_position_embeddings":8192,"rope_type":"llama3"},
+"rope_theta":500000.0,"torch_dtype":"bfloat16","transformers_version":"4.45.0.dev0","use_cache":true,"vocab_size":128256`
+
+const qwen05 = `"architectures":["Qwen2ForCausalLM"],"attention_dropout":0.0,"bos_token_id":151643,"hidden_act":"silu",
+"hidden_size":896,"initializer_range":0.02,"intermediate_size":4864,"max_position_embeddings":32768,"max_window_layers":24,
+"model_type":"qwen2","num_attention_heads":14,"num_hidden_layers":24,"num_key_value_heads":2,"rms_norm_eps":1e-06,
+"rope_theta":1000000.0,"sliding_window":32768,"tie_word_embeddings":true,"torch_dtype":"bfloat16","use_cache":true,
+"use_sliding_window":false,"vocab_size":151936`
+
+func qwen3Config(hidden, inter, layers, heads int) string {
+	return fmt.Sprintf(`{"architectures":["Qwen3ForCausalLM"],"attention_bias":false,"attention_dropout":0.0,"bos_token_id":151643,
+"eos_token_id":151645,"head_dim":128,"hidden_act":"silu","hidden_size":%d,"initializer_range":0.02,"intermediate_size":%d,
+"max_position_embeddings":40960,"max_window_layers":%d,"model_type":"qwen3","num_attention_heads":%d,"num_hidden_layers":%d,
+"num_key_value_heads":8,"rms_norm_eps":1e-06,"rope_scaling":null,"rope_theta":1000000,"sliding_window":null,
+"tie_word_embeddings":true,"torch_dtype":"bfloat16","transformers_version":"4.51.0","use_cache":true,
+"use_sliding_window":false,"vocab_size":151936}`, hidden, inter, layers, heads, layers)
+}
+
+func smolConfig(hidden, inter, layers, heads, kv int, theta float64, bos, eos int) string {
+	return fmt.Sprintf(`{"architectures":["LlamaForCausalLM"],"attention_bias":false,"attention_dropout":0.0,"bos_token_id":%d,
+"eos_token_id":%d,"hidden_act":"silu","hidden_size":%d,"initializer_range":0.02,"intermediate_size":%d,
+"max_position_embeddings":8192,"mlp_bias":false,"model_type":"llama","num_attention_heads":%d,"num_hidden_layers":%d,
+"num_key_value_heads":%d,"pretraining_tp":1,"rms_norm_eps":1e-05,"rope_scaling":null,"rope_theta":%g,
+"tie_word_embeddings":true,"torch_dtype":"bfloat16","transformers_version":"4.42.3","use_cache":true,"vocab_size":49152}`,
+		bos, eos, hidden, inter, heads, layers, kv, theta)
+}
+
+const mistralBase = `"attention_dropout":0.0,"bos_token_id":1,"eos_token_id":2,"hidden_act":"silu","hidden_size":4096,
+"initializer_range":0.02,"intermediate_size":14336,"max_position_embeddings":32768,"num_attention_heads":32,
+"num_hidden_layers":32,"num_key_value_heads":8,"rms_norm_eps":1e-05,"rope_theta":1000000.0,"sliding_window":null,
+"tie_word_embeddings":false,"torch_dtype":"bfloat16","use_cache":true`
+
 // UpstreamModels mirrors the first part of mlir-air's
 // programming_examples/llms/hf_models.txt (base and instruct Llama 3.2,
 // Qwen2.5, Qwen3, SmolLM2, an AWQ int4 repack) plus the families phase0
@@ -35,37 +72,6 @@ const HubToken = "hf_fake_triage_token"
 // Configs keep the keys the architecture gate and the extraction read,
 // with the values of the real config.json files.
 func UpstreamModels() []HubModel {
-	llama1b := `"architectures":["LlamaForCausalLM"],"attention_bias":false,"attention_dropout":0.0,"bos_token_id":128000,
-"head_dim":64,"hidden_act":"silu","hidden_size":2048,"initializer_range":0.02,"intermediate_size":8192,
-"max_position_embeddings":131072,"mlp_bias":false,"model_type":"llama","num_attention_heads":32,"num_hidden_layers":16,
-"num_key_value_heads":8,"pretraining_tp":1,"rms_norm_eps":1e-05,
-"rope_scaling":{"factor":32.0,"high_freq_factor":4.0,"low_freq_factor":1.0,"original_max_position_embeddings":8192,"rope_type":"llama3"},
-"rope_theta":500000.0,"torch_dtype":"bfloat16","transformers_version":"4.45.0.dev0","use_cache":true,"vocab_size":128256`
-	qwen05 := `"architectures":["Qwen2ForCausalLM"],"attention_dropout":0.0,"bos_token_id":151643,"hidden_act":"silu",
-"hidden_size":896,"initializer_range":0.02,"intermediate_size":4864,"max_position_embeddings":32768,"max_window_layers":24,
-"model_type":"qwen2","num_attention_heads":14,"num_hidden_layers":24,"num_key_value_heads":2,"rms_norm_eps":1e-06,
-"rope_theta":1000000.0,"sliding_window":32768,"tie_word_embeddings":true,"torch_dtype":"bfloat16","use_cache":true,
-"use_sliding_window":false,"vocab_size":151936`
-	qwen3 := func(hidden, inter, layers, heads int) string {
-		return fmt.Sprintf(`{"architectures":["Qwen3ForCausalLM"],"attention_bias":false,"attention_dropout":0.0,"bos_token_id":151643,
-"eos_token_id":151645,"head_dim":128,"hidden_act":"silu","hidden_size":%d,"initializer_range":0.02,"intermediate_size":%d,
-"max_position_embeddings":40960,"max_window_layers":%d,"model_type":"qwen3","num_attention_heads":%d,"num_hidden_layers":%d,
-"num_key_value_heads":8,"rms_norm_eps":1e-06,"rope_scaling":null,"rope_theta":1000000,"sliding_window":null,
-"tie_word_embeddings":true,"torch_dtype":"bfloat16","transformers_version":"4.51.0","use_cache":true,
-"use_sliding_window":false,"vocab_size":151936}`, hidden, inter, layers, heads, layers)
-	}
-	smol := func(hidden, inter, layers, heads, kv int, theta float64, bos, eos int) string {
-		return fmt.Sprintf(`{"architectures":["LlamaForCausalLM"],"attention_bias":false,"attention_dropout":0.0,"bos_token_id":%d,
-"eos_token_id":%d,"hidden_act":"silu","hidden_size":%d,"initializer_range":0.02,"intermediate_size":%d,
-"max_position_embeddings":8192,"mlp_bias":false,"model_type":"llama","num_attention_heads":%d,"num_hidden_layers":%d,
-"num_key_value_heads":%d,"pretraining_tp":1,"rms_norm_eps":1e-05,"rope_scaling":null,"rope_theta":%g,
-"tie_word_embeddings":true,"torch_dtype":"bfloat16","transformers_version":"4.42.3","use_cache":true,"vocab_size":49152}`,
-			bos, eos, hidden, inter, heads, layers, kv, theta)
-	}
-	mistral := `"attention_dropout":0.0,"bos_token_id":1,"eos_token_id":2,"hidden_act":"silu","hidden_size":4096,
-"initializer_range":0.02,"intermediate_size":14336,"max_position_embeddings":32768,"num_attention_heads":32,
-"num_hidden_layers":32,"num_key_value_heads":8,"rms_norm_eps":1e-05,"rope_theta":1000000.0,"sliding_window":null,
-"tie_word_embeddings":false,"torch_dtype":"bfloat16","use_cache":true`
 	return []HubModel{
 		{ID: "meta-llama/Llama-3.2-1B", Shards: 1, Gated: true, Want: "pass",
 			Config: `{` + llama1b + `,"eos_token_id":128001,"tie_word_embeddings":true}`},
@@ -92,11 +98,11 @@ func UpstreamModels() []HubModel {
 "max_window_layers":70,"model_type":"qwen2","num_attention_heads":16,"num_hidden_layers":36,"num_key_value_heads":2,
 "rms_norm_eps":1e-06,"rope_theta":1000000.0,"sliding_window":32768,"tie_word_embeddings":true,"torch_dtype":"bfloat16",
 "use_cache":true,"use_sliding_window":false,"vocab_size":151936}`},
-		{ID: "Qwen/Qwen3-0.6B", Shards: 1, Want: "pass", Config: qwen3(1024, 3072, 28, 16)},
-		{ID: "Qwen/Qwen3-1.7B", Shards: 2, Want: "pass", Config: qwen3(2048, 6144, 28, 16)},
-		{ID: "Qwen/Qwen3-4B", Shards: 3, Want: "pass", Config: qwen3(2560, 9728, 36, 32)},
-		{ID: "HuggingFaceTB/SmolLM2-1.7B", Shards: 1, Want: "pass", Config: smol(2048, 8192, 24, 32, 32, 130000, 0, 0)},
-		{ID: "HuggingFaceTB/SmolLM2-135M-Instruct", Shards: 1, Want: "pass", Config: smol(576, 1536, 30, 9, 3, 100000, 1, 2)},
+		{ID: "Qwen/Qwen3-0.6B", Shards: 1, Want: "pass", Config: qwen3Config(1024, 3072, 28, 16)},
+		{ID: "Qwen/Qwen3-1.7B", Shards: 2, Want: "pass", Config: qwen3Config(2048, 6144, 28, 16)},
+		{ID: "Qwen/Qwen3-4B", Shards: 3, Want: "pass", Config: qwen3Config(2560, 9728, 36, 32)},
+		{ID: "HuggingFaceTB/SmolLM2-1.7B", Shards: 1, Want: "pass", Config: smolConfig(2048, 8192, 24, 32, 32, 130000, 0, 0)},
+		{ID: "HuggingFaceTB/SmolLM2-135M-Instruct", Shards: 1, Want: "pass", Config: smolConfig(576, 1536, 30, 9, 3, 100000, 1, 2)},
 		// An AWQ repack: int4 qweight/qzeros plus scales where bf16 weights
 		// should be. Its config.json says so (quantization_config), so the
 		// architecture gate refuses it before a weight header is read.
@@ -104,9 +110,9 @@ func UpstreamModels() []HubModel {
 			Config: `{` + llama1b + `,"eos_token_id":[128001,128008,128009],"tie_word_embeddings":false,
 "quantization_config":{"bits":4,"group_size":128,"quant_method":"awq","version":"gemm","zero_point":true}}`},
 		{ID: "mistralai/Mistral-7B-v0.3", Shards: 3, Gated: true, Want: "pass",
-			Config: `{"architectures":["MistralForCausalLM"],"model_type":"mistral",` + mistral + `,"vocab_size":32768}`},
+			Config: `{"architectures":["MistralForCausalLM"],"model_type":"mistral",` + mistralBase + `,"vocab_size":32768}`},
 		{ID: "mistralai/Mixtral-8x7B-v0.1", Shards: 19, Want: "reject:unsupported_architecture,moe",
-			Config: `{"architectures":["MixtralForCausalLM"],"model_type":"mixtral",` + mistral +
+			Config: `{"architectures":["MixtralForCausalLM"],"model_type":"mixtral",` + mistralBase +
 				`,"num_experts_per_tok":2,"num_local_experts":8,"output_router_logits":false,"router_aux_loss_coef":0.02,"vocab_size":32000}`},
 		{ID: "microsoft/Phi-4-mini-instruct", Shards: 2, Want: "reject:unsupported_architecture,partial_rotary",
 			Config: `{"architectures":["Phi3ForCausalLM"],"attention_bias":false,"attention_dropout":0.0,"bos_token_id":199999,

@@ -294,39 +294,11 @@ func loadShardedInOrder(fsys fs.FS) (result *Inventory) {
 	if ix.increasing {
 		inv.byOrder = make([]int32, len(inv.tensors))
 	}
-	headers := make([]*Header, len(shards))
-	bytes := make([]int64, len(shards))
+	l := &shardLoad{fsys: fsys, ix: ix, shards: shards, starts: starts, inv: inv,
+		headers: make([]*Header, len(shards)), bytes: make([]int64, len(shards))}
 	ready := make([]chan struct{}, len(shards))
 	for i := range ready {
 		ready[i] = make(chan struct{})
-	}
-	// readShard parses shard i into its part and checks it against the
-	// index's list; false on any difference or fault.
-	readShard := func(i int, buf *[]byte) (ok bool) {
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		defer func() {
-			if r := recover(); r != nil {
-				if _, fault := r.(interface{ Addr() uintptr }); !fault {
-					panic(r)
-				}
-				ok = false
-			}
-		}()
-		c := ix.perShard[shards[i]]
-		part := inv.tensors[starts[i]:starts[i]:starts[i+1]]
-		h, err := readHeaderFS(fsys, shards[i], headerOpts{dst: part, buf: buf})
-		if err != nil || !sameKeys(h, c.names) {
-			return false
-		}
-		for k := range h.Tensors {
-			t := h.inKeyOrder(k)
-			bytes[i] += t.End - t.Begin
-			if inv.byOrder != nil {
-				inv.byOrder[c.at[k]] = int32(starts[i] + h.keyPos(k))
-			}
-		}
-		headers[i] = h
-		return true
 	}
 	var next atomic.Int64
 	var failed atomic.Bool
@@ -336,7 +308,7 @@ func loadShardedInOrder(fsys fs.FS) (result *Inventory) {
 		wg.Go(func() {
 			var buf []byte
 			for i := int(next.Add(1) - 1); i < len(shards) && !failed.Load(); i = int(next.Add(1) - 1) {
-				readShard(i, &buf)
+				l.read(i, &buf)
 				close(ready[i])
 			}
 		})
@@ -344,9 +316,9 @@ func loadShardedInOrder(fsys fs.FS) (result *Inventory) {
 	if inv.byOrder == nil {
 		inv.byName = make(map[string]int, len(inv.tensors))
 	}
-	for i := range headers {
+	for i := range l.headers {
 		<-ready[i]
-		h := headers[i]
+		h := l.headers[i]
 		if h == nil || (inv.byName != nil && inv.index(starts[i], starts[i+1]) != "") {
 			failed.Store(true)
 			return nil
@@ -354,11 +326,52 @@ func loadShardedInOrder(fsys fs.FS) (result *Inventory) {
 		inv.addMetadata(h.Metadata)
 	}
 	if inv.byOrder != nil { // else index added them up
-		for _, b := range bytes {
+		for _, b := range l.bytes {
 			inv.TotalBytes += b
 		}
 	}
 	return inv
+}
+
+// shardLoad is loadShardedInOrder's work: each shard parsed into its part
+// of the one slice by whichever worker takes it.
+type shardLoad struct {
+	fsys    fs.FS
+	ix      *Index
+	shards  []string
+	starts  []int // shard i's part is inv.tensors[starts[i]:starts[i+1]]
+	inv     *Inventory
+	headers []*Header // nil until shard i parsed and matched the index
+	bytes   []int64   // shard i's tensor bytes
+}
+
+// read parses shard i into its part and checks it against the index's
+// list; false on any difference or fault.
+func (l *shardLoad) read(i int, buf *[]byte) (ok bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			if _, fault := r.(interface{ Addr() uintptr }); !fault {
+				panic(r)
+			}
+			ok = false
+		}
+	}()
+	c := l.ix.perShard[l.shards[i]]
+	part := l.inv.tensors[l.starts[i]:l.starts[i]:l.starts[i+1]]
+	h, err := readHeaderFS(l.fsys, l.shards[i], headerOpts{dst: part, buf: buf})
+	if err != nil || !sameKeys(h, c.names) {
+		return false
+	}
+	for k := range h.Tensors {
+		t := h.inKeyOrder(k)
+		l.bytes[i] += t.End - t.Begin
+		if l.inv.byOrder != nil {
+			l.inv.byOrder[c.at[k]] = int32(l.starts[i] + h.keyPos(k))
+		}
+	}
+	l.headers[i] = h
+	return true
 }
 
 // loadShardedChecked checks the index's every claim, tensor by tensor.

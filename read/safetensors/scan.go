@@ -67,7 +67,35 @@ func Scan(ctx context.Context, dir string, inv *Inventory, workers int, progress
 		workers = runtime.GOMAXPROCS(0)
 	}
 	chunkSize := min(scanChunkSize, max(scanBudget/int64(workers), 1<<20))
-	var items []*scanItem
+	items, chunks, total, closeSources, err := planScan(dir, inv, chunkSize)
+	defer closeSources()
+	if err != nil {
+		return nil, err
+	}
+	if err := runScan(ctx, chunks, workers, total, progress); err != nil {
+		return nil, err
+	}
+
+	var out []NonFinite
+	for _, it := range items {
+		if n, i := it.nan.Load(), it.inf.Load(); n+i > 0 {
+			out = append(out, NonFinite{Name: it.t.Name, NaN: n, Inf: i})
+		}
+	}
+	slices.SortFunc(out, func(a, b NonFinite) int { return cmp.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// planScan lists the float tensors to scan (items), cut into chunks of at
+// most chunkSize bytes in file order, and opens each file once; the caller
+// closes them with the returned function, also after an error.
+func planScan(dir string, inv *Inventory, chunkSize int64) (items []*scanItem, chunks []scanChunk, total int64, closeAll func(), err error) {
+	var sources []*scanSource
+	closeAll = func() {
+		for _, src := range sources {
+			src.close()
+		}
+	}
 	byFile := map[string][]*scanItem{}
 	for _, t := range inv.Tensors() {
 		if !scannable(t.DType) || t.End <= t.Begin {
@@ -79,16 +107,14 @@ func Scan(ctx context.Context, dir string, inv *Inventory, workers int, progress
 	}
 
 	files := slices.Sorted(maps.Keys(byFile))
-	var chunks []scanChunk
-	var total int64
 	for _, file := range files {
 		its := byFile[file]
 		slices.SortFunc(its, func(a, b *scanItem) int { return cmp.Compare(a.t.Begin, b.t.Begin) })
 		src, err := openSource(dir, file, its[len(its)-1].t.End)
 		if err != nil {
-			return nil, err
+			return nil, nil, 0, closeAll, err
 		}
-		defer src.close()
+		sources = append(sources, src)
 		for _, it := range its {
 			it.src = src
 			esize, _ := DTypeSize(it.t.DType)
@@ -100,6 +126,11 @@ func Scan(ctx context.Context, dir string, inv *Inventory, workers int, progress
 		}
 	}
 
+	return items, chunks, total, closeAll, nil
+}
+
+// runScan scans the chunks on workers goroutines, reporting progress.
+func runScan(ctx context.Context, chunks []scanChunk, workers int, total int64, progress ScanProgress) error {
 	var done atomic.Int64
 	var next atomic.Int64
 	var failed atomic.Bool
@@ -133,23 +164,16 @@ wait:
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("scan stopped after %d of %d bytes: %w", done.Load(), total, err)
+		return fmt.Errorf("scan stopped after %d of %d bytes: %w", done.Load(), total, err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return err
 	}
 	if progress != nil {
 		progress(total, total)
 	}
 
-	var out []NonFinite
-	for _, it := range items {
-		if n, i := it.nan.Load(), it.inf.Load(); n+i > 0 {
-			out = append(out, NonFinite{Name: it.t.Name, NaN: n, Inf: i})
-		}
-	}
-	slices.SortFunc(out, func(a, b NonFinite) int { return cmp.Compare(a.Name, b.Name) })
-	return out, nil
+	return nil
 }
 
 // scanWorker takes chunks in file order until none are left, another
