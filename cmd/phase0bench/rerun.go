@@ -43,37 +43,7 @@ func (b *bench) rerun() error {
 		return err
 	}
 	env := []string{"PHASE0_PYSHIM=" + pyshim}
-	run := func(extra ...string) (childRun, error) {
-		// The reference recording (5 prompts × 32 greedy steps for the later
-		// phases) has its own rows; here run does what the plain script does
-		// and Phase 0's gates on top.
-		argv := append([]string{b.phase0, "run", modelDir, "--python", b.python, "--out-dir", filepath.Join(dir, "ws"),
-			"--prompt", baselinePrompt, "--reference-steps", "0", "--json"}, extra...)
-		r, err := runChild(dir, env, argv...)
-		if err != nil {
-			return r, err
-		}
-		var rep struct {
-			Status     string `json:"status"`
-			ReusedFrom *struct {
-				Path string `json:"path"`
-			} `json:"reused_from"`
-			Stages []struct {
-				Name string `json:"name"`
-			} `json:"stages"`
-		}
-		if err := json.Unmarshal(r.stdout, &rep); err != nil {
-			return r, fmt.Errorf("report is not JSON: %w", err)
-		}
-		if rep.Status != "PASS" {
-			return r, fmt.Errorf("phase0 run %v: status %s", extra, rep.Status)
-		}
-		reused := rep.ReusedFrom != nil && len(rep.Stages) == 2 && rep.Stages[1].Name == "reuse" // after llms_dir
-		if fresh := len(extra) > 0; fresh == reused {
-			return r, fmt.Errorf("phase0 run %v: reused_from %v with %d stages, want reuse only without --fresh", extra, rep.ReusedFrom, len(rep.Stages))
-		}
-		return r, nil
-	}
+	run := func(extra ...string) (childRun, error) { return b.rerunOnce(dir, env, modelDir, extra...) }
 	if _, err := run("--fresh"); err != nil { // records the verdict to reuse
 		return err
 	}
@@ -117,6 +87,40 @@ func (b *bench) rerun() error {
 	b.add("plain transformers script (median of 3)", fmt.Sprintf("%.2f s", mp.Seconds()), "-", true)
 	b.add("run --fresh / plain script", fmt.Sprintf("%.3fx", ratio), fmt.Sprintf("<= %.1fx", freshRatio), ratio <= freshRatio)
 	return b.workerExit()
+}
+
+// rerunOnce is one `phase0 run` of the tiny model with extra flags: a PASS,
+// reused exactly when not --fresh.
+func (b *bench) rerunOnce(dir string, env []string, modelDir string, extra ...string) (childRun, error) {
+	// The reference recording (5 prompts × 32 greedy steps for the later
+	// phases) has its own rows; here run does what the plain script does
+	// and Phase 0's gates on top.
+	argv := append([]string{b.phase0, "run", modelDir, "--python", b.python, "--out-dir", filepath.Join(dir, "ws"),
+		"--prompt", baselinePrompt, "--reference-steps", "0", "--json"}, extra...)
+	r, err := runChild(dir, env, argv...)
+	if err != nil {
+		return r, err
+	}
+	var rep struct {
+		Status     string `json:"status"`
+		ReusedFrom *struct {
+			Path string `json:"path"`
+		} `json:"reused_from"`
+		Stages []struct {
+			Name string `json:"name"`
+		} `json:"stages"`
+	}
+	if err := json.Unmarshal(r.stdout, &rep); err != nil {
+		return r, fmt.Errorf("report is not JSON: %w", err)
+	}
+	if rep.Status != "PASS" {
+		return r, fmt.Errorf("phase0 run %v: status %s", extra, rep.Status)
+	}
+	reused := rep.ReusedFrom != nil && len(rep.Stages) == 2 && rep.Stages[1].Name == "reuse" // after llms_dir
+	if fresh := len(extra) > 0; fresh == reused {
+		return r, fmt.Errorf("phase0 run %v: reused_from %v with %d stages, want reuse only without --fresh", extra, rep.ReusedFrom, len(rep.Stages))
+	}
+	return r, nil
 }
 
 // workerExit times closing a worker that imported torch: the child exits

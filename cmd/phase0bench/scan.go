@@ -37,13 +37,8 @@ func (b *bench) scan() error {
 	}
 	defer os.RemoveAll(dir)
 
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(dir, &st); err != nil {
-		return fmt.Errorf("checking free space in %s: %w", dir, err)
-	}
-	need := int64(scanTensors*scanRows*scanCols*2) + scanFreeMargin
-	if free := int64(st.Bavail) * st.Bsize; free < need {
-		return fmt.Errorf("%s has %.1f GiB free, need %.1f GiB", dir, float64(free)/(1<<30), float64(need)/(1<<30))
+	if err := checkFree(dir, int64(scanTensors*scanRows*scanCols*2)+scanFreeMargin); err != nil {
+		return err
 	}
 
 	file := filepath.Join(dir, "model.safetensors")
@@ -103,7 +98,24 @@ func (b *bench) scan() error {
 	b.add("cat FILE >/dev/null, same file (best of 3)", fmt.Sprintf("%.2f GiB/s", catRate), "-", true)
 	b.add("scan / cat throughput", fmt.Sprintf("%.2fx", ratio), ">= 0.80x", ratio >= scanRatio)
 
-	// Peak RSS is per process, so the scan runs again in a child of its own.
+	return b.scanRSS(dir, size)
+}
+
+// checkFree fails unless dir's filesystem has need bytes free.
+func checkFree(dir string, need int64) error {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return fmt.Errorf("checking free space in %s: %w", dir, err)
+	}
+	if free := int64(st.Bavail) * st.Bsize; free < need {
+		return fmt.Errorf("%s has %.1f GiB free, need %.1f GiB", dir, float64(free)/(1<<30), float64(need)/(1<<30))
+	}
+	return nil
+}
+
+// scanRSS measures the scan's peak RSS over dir's file of size bytes: per
+// process, so the scan runs again in a child of its own.
+func (b *bench) scanRSS(dir string, size int64) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err

@@ -121,12 +121,23 @@ func (b *bench) shaped() error {
 		fmt.Sprintf("<= %.2fx", shapedRSSRatio), rss <= shapedRSSRatio)
 	b.note("3B-shape runs: %s", strings.Join(stages, "; "))
 
-	// The reference: phase0's recording, then the plain loop over the very
-	// token ids it recorded.
+	load, diagnosis, err := b.shapedReference(dir, env, modelDir, label)
+	if err != nil {
+		return err
+	}
+	b.note("3B-shape rows: %s with the tokenizer of %s; the recording also loads the model (%.1f s) and runs the diagnosis prefill (%.1f s); load average %s before, %s after",
+		checkpoint, tokDir, load, diagnosis, loadBefore, loadAverage())
+	return nil
+}
+
+// shapedReference times phase0's reference recording at the 3B shape, then
+// the plain loop over the very token ids it recorded; it returns the
+// recording's load and diagnosis seconds for the note.
+func (b *bench) shapedReference(dir string, env []string, modelDir, label string) (load, diagnosis float64, err error) {
 	out := filepath.Join(dir, "reference")
 	if _, _, err := b.runReport(dir, env, b.phase0, "reference", modelDir, "--python", b.python, "--out", out, "--refresh",
 		"--reference-steps", fmt.Sprint(shapedSteps), "--json"); err != nil {
-		return err
+		return 0, 0, err
 	}
 	var meta struct {
 		Prompts []string `json:"prompts"`
@@ -137,25 +148,25 @@ func (b *bench) shaped() error {
 	}
 	data, err := os.ReadFile(filepath.Join(out, "reference.json"))
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	if err := json.Unmarshal(data, &meta); err != nil {
-		return fmt.Errorf("%s: %w", filepath.Join(out, "reference.json"), err)
+		return 0, 0, fmt.Errorf("%s: %w", filepath.Join(out, "reference.json"), err)
 	}
 	loopScript := filepath.Join(dir, "plain_loop.py")
 	if err := os.WriteFile(loopScript, []byte(plainLoop), 0o644); err != nil {
-		return err
+		return 0, 0, err
 	}
 	r, err := runChild(dir, []string{"PYTHONPATH=" + filepath.Join(b.root, "python", "pyshim")}, b.python, loopScript, modelDir, out)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	var loop struct {
 		Seconds float64 `json:"seconds"`
 		Same    bool    `json:"same_tokens"`
 	}
 	if err := json.Unmarshal(r.stdout, &loop); err != nil {
-		return fmt.Errorf("plain loop printed %q: %w", tail(string(r.stdout), 300), err)
+		return 0, 0, fmt.Errorf("plain loop printed %q: %w", tail(string(r.stdout), 300), err)
 	}
 	what := fmt.Sprintf("%d prompts × %d steps", len(meta.Prompts), shapedSteps)
 	b.add(fmt.Sprintf("%s: reference recording, %s (decode loop; %d torch threads)", label, what, meta.Threads), fmt.Sprintf("%.1f s", meta.Seconds.Decode), "-", true)
@@ -163,9 +174,7 @@ func (b *bench) shaped() error {
 	lr := meta.Seconds.Decode / loop.Seconds
 	b.add(label+": recording / plain loop", fmt.Sprintf("%.3fx", lr), fmt.Sprintf("<= %.1fx", shapedLoopRatio), lr <= shapedLoopRatio)
 	b.add(label+": plain loop chose the recorded tokens", yesNo(loop.Same), "yes", loop.Same)
-	b.note("3B-shape rows: %s with the tokenizer of %s; the recording also loads the model (%.1f s) and runs the diagnosis prefill (%.1f s); load average %s before, %s after",
-		checkpoint, tokDir, meta.Seconds.Load, meta.Seconds.Diagnosis, loadBefore, loadAverage())
-	return nil
+	return meta.Seconds.Load, meta.Seconds.Diagnosis, nil
 }
 
 // shapedModelDir is a folder in dir with the checkpoint's files linked and a
