@@ -79,7 +79,6 @@ def record_reference(args: RecordReferenceArgs) -> NoResult:
 
     from phase0_shim.config import generated_config, runner_config
     from phase0_shim.runner import resolve_runner
-    from phase0_shim.threads import recording_threads, torch_threads, usable_cpus
     from phase0_shim.tokens import load_tokenizer
 
     model_dir = str(args["model_dir"])
@@ -110,6 +109,42 @@ def record_reference(args: RecordReferenceArgs) -> NoResult:
         full = resolved.runner_cls(model_dir, config, max_seq, lite_mode=False, model=runner.model)
     seconds_load = time.perf_counter() - start
 
+    gens, diag, n_threads, seconds_decode, seconds_diagnosis = _decode_and_diagnose(
+        runner, full, plan, encoded, steps, k
+    )
+
+    meta = {
+        **(args.get("meta") or {}),
+        "role": "reference" if dtype == "bfloat16" else "candidate",
+        "runner": f"{resolved.kind} HfRunner ({dtype})",
+        "runner_path": str(resolved.path),
+        "model_id": str(args.get("model_id") or model_dir),
+        "model_dir": model_dir,
+        "dtype": dtype,
+        "tokenizer_sha256": reference.tokenizer_sha256(model_dir),
+        "prompt_style": plan["prompt_style"],
+        "prompts_file": plan["prompts_file"],
+        "canonical_prompt": plan["canonical_prompt"],
+        "n_layers": int(config.n_layers),
+        "seconds": {"load": seconds_load, "decode": seconds_decode, "diagnosis": seconds_diagnosis},
+        "torch_threads": n_threads,
+        **reference._versions(),
+    }
+    reference.write(args["out_dir"], gens, diag, meta)
+    return {}
+
+
+def _decode_and_diagnose(
+    runner: Any, full: Any, plan: PromptSet, encoded: list[list[int]], steps: int, k: int
+) -> tuple[list[Any], Any, int, float, float]:
+    """Greedy-decode every prompt ``steps`` steps (top-``k`` per step), then
+    the diagnosis prefill of the canonical prompt through ``full``: the
+    generations, the diagnosis tensors, the torch threads used and each
+    part's seconds."""
+    import torch
+
+    from phase0_shim.threads import recording_threads, torch_threads, usable_cpus
+
     # Whichever runner records, a small model leaves a CPU free: see threads.py.
     parameters = sum(p.numel() for p in runner.model.parameters())
     n_threads = recording_threads(torch.get_num_threads(), usable_cpus(), parameters)
@@ -132,22 +167,4 @@ def record_reference(args: RecordReferenceArgs) -> NoResult:
             diag = reference.diagnosis_tensors(full, encoded[plan["canonical_prompt"]])
         seconds_diagnosis = time.perf_counter() - start
 
-    meta = {
-        **(args.get("meta") or {}),
-        "role": "reference" if dtype == "bfloat16" else "candidate",
-        "runner": f"{resolved.kind} HfRunner ({dtype})",
-        "runner_path": str(resolved.path),
-        "model_id": str(args.get("model_id") or model_dir),
-        "model_dir": model_dir,
-        "dtype": dtype,
-        "tokenizer_sha256": reference.tokenizer_sha256(model_dir),
-        "prompt_style": plan["prompt_style"],
-        "prompts_file": plan["prompts_file"],
-        "canonical_prompt": plan["canonical_prompt"],
-        "n_layers": int(config.n_layers),
-        "seconds": {"load": seconds_load, "decode": seconds_decode, "diagnosis": seconds_diagnosis},
-        "torch_threads": n_threads,
-        **reference._versions(),
-    }
-    reference.write(args["out_dir"], gens, diag, meta)
-    return {}
+    return gens, diag, n_threads, seconds_decode, seconds_diagnosis
