@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -150,5 +151,66 @@ func TestArchitecturePackageListIsGenerated(t *testing.T) {
 	}
 	if got := doc[i+len(packagesBegin) : j]; got != want {
 		t.Errorf("docs/ARCHITECTURE.md's package list is not go list's: run go test ./cmd/phase0 -run Architecture -update")
+	}
+}
+
+// docPath is a repository path a page names: a floor's directory and what
+// follows it, or a bare package directory name followed by a slash.
+var docPath = regexp.MustCompile(`(?:^|[\s` + "`" + `(\[|])([a-z][a-z0-9_]*)/([A-Za-z0-9_./<>*-]*)`)
+
+// The docs name the code where it is: a path under a floor exists, and no
+// page names a package by its directory alone as if it sat at the root
+// (the layout before the floors: "quant/", "orchestrator/").
+func TestDocsNameExistingPaths(t *testing.T) {
+	pages, err := filepath.Glob(filepath.Join(repoRoot, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, filepath.Join(repoRoot, "README.md"))
+	onFloor := map[string]bool{}
+	nested := map[string]string{} // a package directory's name → its path
+	for _, f := range floors {
+		for _, d := range f.dirs {
+			onFloor[d] = true
+		}
+	}
+	for _, dir := range packageDirs(t) {
+		base := filepath.Base(dir)
+		if dir != base {
+			nested[base] = dir
+		}
+	}
+	for _, page := range pages {
+		b, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repoRoot, page)
+		fenced := false
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "```") {
+				fenced = !fenced
+			}
+			for _, m := range docPath.FindAllStringSubmatch(line, -1) {
+				first, rest := m[1], strings.TrimRight(m[2], ".")
+				quoted := fenced || strings.HasPrefix(strings.TrimLeft(m[0], " \t([|]"), "`")
+				switch {
+				case onFloor[first] && quoted:
+					p := first + "/" + rest
+					if strings.ContainsAny(p, "<>*") {
+						p = p[:strings.IndexAny(p, "<>*")]
+					}
+					if _, err := os.Stat(filepath.Join(repoRoot, p)); err != nil {
+						t.Errorf("%s names %s, which does not exist", rel, first+"/"+rest)
+					}
+				case nested[first] != "" && rest != "":
+					// Stale when the path exists under the package's floor
+					// ("quant/judge.go" for gate/quant/judge.go).
+					if _, err := os.Stat(filepath.Join(repoRoot, nested[first], rest)); err == nil {
+						t.Errorf("%s names %s/%s: the package is %s/", rel, first, rest, nested[first])
+					}
+				}
+			}
+		}
 	}
 }
