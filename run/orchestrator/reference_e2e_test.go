@@ -13,6 +13,7 @@ import (
 	"phase0/internal/testenv"
 	"phase0/gate/reference"
 	"phase0/output/report"
+	"phase0/output/scaffold"
 	"phase0/run/reuse"
 	"phase0/read/safetensors"
 	"phase0/gate/verdict"
@@ -93,6 +94,7 @@ func TestReferenceSelfCheckAndBrokenLayer(t *testing.T) {
 	if ref.Dir != filepath.Join(llms, "llama_llama3", "reference") || ref.Reused || ref.Prompts != 5 || ref.Steps != testSteps || ref.Probes != 3 || ref.TorchThreads < 1 {
 		t.Fatalf("reference %+v", ref)
 	}
+	referenceThenRun(t, s, model, ref)
 
 	fp32 := *s
 	fp32.ReferenceDtype, fp32.ReferenceOut = "float32", filepath.Join(t.TempDir(), "fp32")
@@ -136,6 +138,31 @@ func TestReferenceSelfCheckAndBrokenLayer(t *testing.T) {
 	}
 	if l := res.Layers[0]; l.Layer == nil || *l.Layer != 0 || l.CosMedian > 0.9 {
 		t.Errorf("layer 0 row %+v: want the cosine drop there", l)
+	}
+}
+
+// referenceThenRun is the flow docs/reference.md shows: `phase0 reference
+// M`, then `phase0 run M`. The run takes the folder the reference made (its
+// lock and reference/) as its own workspace, generates it, and reuses the
+// recording (same inputs).
+func referenceThenRun(t *testing.T, s *Settings, model string, first *report.Reference) {
+	t.Helper()
+	ws := filepath.Dir(first.Dir)
+	entries, _ := os.ReadDir(ws)
+	if len(entries) != 2 {
+		t.Errorf("after phase0 reference, %s holds %v, want the lock and reference/", ws, entries)
+	}
+	r := Run(context.Background(), s, model, "test")
+	mustPass(t, r)
+	ref := mustRecord(t, r)
+	if !ref.Reused || ref.KeySHA256 != first.KeySHA256 || ref.Dir != first.Dir {
+		t.Errorf("run after reference: reused %v (why %v), key %s vs %s, dir %s", ref.Reused, ref.Why, ref.KeySHA256, first.KeySHA256, ref.Dir)
+	}
+	if r.Workspace == nil || r.Workspace.Dir != ws || r.Workspace.RecordDir != "" || r.Workspace.Mode != report.ModeGenerated {
+		t.Fatalf("workspace %+v, want %s generated as phase0's own", r.Workspace, ws)
+	}
+	if _, err := os.Stat(filepath.Join(ws, scaffold.ManifestName)); err != nil {
+		t.Errorf("the run did not generate its workspace: %v", err)
 	}
 }
 
