@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"phase0/gate/compare"
-	"phase0/internal/testenv"
 	"phase0/gate/reference"
+	"phase0/gate/verdict"
+	"phase0/internal/testenv"
 	"phase0/output/report"
 	"phase0/output/scaffold"
-	"phase0/run/reuse"
 	"phase0/read/safetensors"
-	"phase0/gate/verdict"
+	"phase0/run/reuse"
 )
 
 // testSteps keeps the torch-heavy tests short; the gate is the same at 32.
@@ -171,14 +171,23 @@ func referenceThenRun(t *testing.T, s *Settings, model string, first *report.Ref
 // a recording is written to a new file and renamed over the old one.
 func TestReferenceReusedAndRefreshed(t *testing.T) {
 	llms := t.TempDir()
-	model := copyModel(t, tiny(t, "qwen3"))
+	real := copyModel(t, tiny(t, "qwen3"))
+	// Run through a symlink to the folder (issue 36 item 2): every stage,
+	// the reference's fingerprint and verdict reuse included, reads the folder.
+	model := filepath.Join(t.TempDir(), "qwen3-link")
+	if err := os.Symlink(real, model); err != nil {
+		t.Fatal(err)
+	}
 	s, log := referenceSettings(t, llms)
 	s.Name = "qwen3"
 	first := Run(context.Background(), s, model, "test")
 	mustPass(t, first)
 	rec := mustRecord(t, first)
-	if rec.Reused {
-		t.Fatalf("first run: reused %v; log:\n%s", rec.Reused, log)
+	if rec.Reused || first.ModelDir != real {
+		t.Fatalf("first run: reused %v, model dir %s (want %s); log:\n%s", rec.Reused, first.ModelDir, real, log)
+	}
+	if again := Run(context.Background(), s, model, "test"); !strings.HasPrefix(stageDetail(again, "reuse"), "PASS") {
+		t.Errorf("an unchanged re-run through the symlink was not reused: %s", stageDetail(again, "reuse"))
 	}
 	recorded := mustStat(t, filepath.Join(rec.Dir, "reference.safetensors"))
 	sameRecording := func() bool {
@@ -200,7 +209,7 @@ func TestReferenceReusedAndRefreshed(t *testing.T) {
 		t.Fatalf("re-run did not reuse the recording: %+v", again)
 	}
 
-	zeroTensors(t, model, "model.layers.1.mlp.down_proj.weight")
+	zeroTensors(t, real, "model.layers.1.mlp.down_proj.weight")
 	log.Reset()
 	changed := mustRecord(t, ReferenceRun(context.Background(), s, model, "test"))
 	if changed.Reused || changed.KeySHA256 == rec.KeySHA256 || !strings.Contains(strings.Join(changed.Why, " "), "model files") || sameRecording() {

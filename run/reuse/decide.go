@@ -13,12 +13,13 @@ import (
 	"slices"
 	"strings"
 
-	"phase0/read/fingerprint"
-	"phase0/read/hfcache"
+	"phase0/gate/verdict"
 	"phase0/internal/boundedfile"
 	"phase0/output/report"
 	"phase0/output/scaffold"
-	"phase0/gate/verdict"
+	"phase0/read/fingerprint"
+	"phase0/read/hfcache"
+	"phase0/read/model"
 )
 
 // Recorded reads the inputs recorded in reports (inputs.json); why says, when
@@ -87,11 +88,11 @@ func Locate(arg, cache string) (ModelInputs, string) {
 		if !fi.IsDir() {
 			return ModelInputs{}, arg + " is not a folder"
 		}
-		abs, err := filepath.Abs(arg)
+		id, dir, err := model.LocalFolder(arg)
 		if err != nil {
 			return ModelInputs{}, err.Error()
 		}
-		return ModelInputs{Dir: abs, ID: abs}, ""
+		return ModelInputs{Dir: dir, ID: id}, ""
 	}
 	ref, err := hfcache.ParseID(arg)
 	if err != nil {
