@@ -112,6 +112,9 @@ func (f fixture) generation(t *testing.T) string {
 // the documents of a committed record, or keeps them old, and sweeps what
 // the killed run left; a person's file stays.
 func TestKillBetweenRenames(t *testing.T) {
+	if swept, err := Recover(filepath.Join(t.TempDir(), "no", "record")); err != nil || len(swept) > 0 {
+		t.Errorf("Recover of a record folder not made yet: %v, %v", swept, err)
+	}
 	for _, at := range []string{"linked:1", "staged:1", "exchanged:1", "renamed:1", "renamed:2", "journal removed:1", "committed:1"} {
 		t.Run(at, func(t *testing.T) {
 			f := killFixture(t.TempDir())

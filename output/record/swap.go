@@ -192,6 +192,9 @@ func Recover(dir string) (swept []string, err error) {
 		}
 	}
 	entries, err := os.ReadDir(parent)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil // no record yet
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"phase0/gate/quant"
 	"phase0/gate/quantfolder"
 	"phase0/gate/verdict"
+	"phase0/output/record"
 	"phase0/output/report"
 	"phase0/output/scaffold"
 	"phase0/python/ops"
@@ -297,6 +298,11 @@ func (st *state) quantReusable(stamped **reuse.Inputs) (*report.Report, string) 
 	}
 	reports, err := s.places().Reports(w.dir, st.recordID())
 	if err != nil {
+		return nil, err.Error()
+	}
+	// Under the key's lock: a record commit a kill cut short is finished,
+	// and what it left is removed, before the record is read.
+	if _, err := record.Recover(reports); err != nil {
 		return nil, err.Error()
 	}
 	rec, why := reuse.Recorded(reports)
