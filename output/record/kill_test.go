@@ -184,3 +184,60 @@ func TestKillBetweenRenames(t *testing.T) {
 		})
 	}
 }
+
+// A record folder that holds a folder of a person's (a --report-dir such as
+// their notes folder) is never swapped: the record is written file by file
+// there, each file whole, the old inputs.json removed, and their folder and
+// files stay where they are.
+func TestCommitIntoASharedFolder(t *testing.T) {
+	f := killFixture(t.TempDir())
+	writeAll := func(files map[string]string) {
+		for p, data := range files {
+			path := filepath.Join(f.dir, p)
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	writeAll(map[string]string{"notes/n.txt": "a person's note", "mine.txt": "a person's file"})
+	before, err := os.Stat(f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Commit(f.report(true), f.dir, f.docs(true), f.inputs, f.encode(true)); err != nil || f.generation(t) != "old" {
+		t.Fatalf("first commit: %v, record %q", err, f.generation(t))
+	}
+	if err := Commit(f.report(false), f.dir, f.docs(false), f.inputs, nil); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.Stat(f.dir)
+	if !os.SameFile(before, after) {
+		t.Error("a folder holding a person's folder was swapped")
+	}
+	if _, err := os.Stat(f.inputs); err == nil {
+		t.Error("the old inputs.json stands beside the new record")
+	}
+	for p, data := range map[string]string{"notes/n.txt": "a person's note", "mine.txt": "a person's file"} {
+		if got, _ := os.ReadFile(filepath.Join(f.dir, p)); string(got) != data {
+			t.Errorf("%s: %q, want %q", p, got, data)
+		}
+	}
+	for _, d := range f.docs(false) {
+		if got, _ := os.ReadFile(d.Path); !bytes.Equal(got, d.Data) {
+			t.Errorf("%s: %q, want %q", d.Path, got, d.Data)
+		}
+	}
+	got, _ := os.ReadFile(filepath.Join(f.dir, "report.json"))
+	if files, _ := report.Files(f.report(false), f.dir); !bytes.Equal(got, files[len(files)-2].Data) {
+		t.Error("report.json is not the new record's")
+	}
+	entries, _ := os.ReadDir(filepath.Dir(f.dir))
+	for _, e := range entries {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("left beside the record: %s", e.Name())
+		}
+	}
+}

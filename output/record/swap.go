@@ -52,8 +52,9 @@ type journal struct {
 var errNoLink = errors.New("cannot link the record folder's other files into the new one")
 
 // errShared: the record folder holds folders of its own, which a swap
-// would move (the record is then committed file by file).
-var errShared = errors.New("the record folder is not the record's alone")
+// would move, or no folder can be made beside it (the record is then
+// committed file by file).
+var errShared = errors.New("the record folder cannot be swapped as one")
 
 // sweepTemps removes the temporaries of path a killed run left beside it.
 func sweepTemps(path string) {
@@ -92,7 +93,9 @@ func stage(dir string, files map[string][]byte, inputs string, docs []atomicfile
 	}
 	tmp, err := os.MkdirTemp(parent, "."+base+".tmp-*")
 	if err != nil {
-		return "", err
+		// A folder whose parent takes no new entry (a --report-dir in a
+		// read-only folder) is still written, file by file.
+		return "", fmt.Errorf("%w: %w", errShared, err)
 	}
 	ok := false
 	defer func() {
@@ -100,9 +103,6 @@ func stage(dir string, files map[string][]byte, inputs string, docs []atomicfile
 			os.RemoveAll(tmp)
 		}
 	}()
-	if err := os.Chmod(tmp, st.Mode().Perm()); err != nil {
-		return "", err
-	}
 	// The journal first: a staged folder a kill leaves names the documents'
 	// temporaries, which Recover then removes with it.
 	j := journal{Format: journalFormat, Old: filepath.Base(tmp), Renames: docs}
@@ -145,6 +145,9 @@ func stage(dir string, files map[string][]byte, inputs string, docs []atomicfile
 		if err := writeSynced(filepath.Join(tmp, name), files[name], perm); err != nil {
 			return "", err
 		}
+	}
+	if err := os.Chmod(tmp, st.Mode().Perm()); err != nil {
+		return "", err
 	}
 	atomicfile.SyncDir(tmp)
 	ok = true
