@@ -27,6 +27,15 @@ func TestModelFilesSHA256FollowsBytes(t *testing.T) {
 	if err != nil || fingerprint.Digest(files) != a {
 		t.Errorf("the key's fingerprint is not fingerprint.Tree's digest (%v)", err)
 	}
+	// A folder reached through a symlink is that folder (issue 36 item 2:
+	// the walk saw the link alone and said "holds no config.json").
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := ModelFilesSHA256(link); err != nil || l != a {
+		t.Errorf("through a symlink: %.12s, %v; want %.12s", l, err, a)
+	}
 	fi, _ := os.Stat(st)
 	tmp := filepath.Join(t.TempDir(), "new")
 	os.WriteFile(tmp, []byte("87654321"), 0o644)

@@ -59,6 +59,27 @@ func (b *Batch) Add(path string, data []byte) error {
 // Remove removes path on Commit (a missing path is fine).
 func (b *Batch) Remove(path string) { b.steps = append(b.steps, step{path: path}) }
 
+// Staged is one temporary written by Add and the path it replaces.
+type Staged struct {
+	Tmp  string `json:"tmp"`
+	Path string `json:"path"`
+}
+
+// Staged lists the temporaries written so far, in order, with their paths.
+func (b *Batch) Staged() []Staged {
+	var out []Staged
+	for _, s := range b.steps {
+		if s.tmp != "" {
+			out = append(out, Staged{Tmp: s.tmp, Path: s.path})
+		}
+	}
+	return out
+}
+
+// Release hands the batch's temporaries to the caller (a journal that
+// renames them): the batch forgets them, neither renamed nor removed.
+func (b *Batch) Release() { b.steps = nil }
+
 // Abort removes the temporaries written so far; no path is changed.
 func (b *Batch) Abort() {
 	for _, s := range b.steps {

@@ -1,14 +1,18 @@
 // Package record writes a run's record as one commit. report.json,
 // report.md and the chart, Phase 0's section of phase_timing.md, the
 // progress entry (on PASS), the TODO tick and the manifest that owns those
-// documents are all rendered, then written and synced to temporaries beside
-// their paths, and only then renamed into place, the old inputs.json
-// removed with them. A folder that refuses a file or a disk that fills
-// fails before the first rename: the previous record stays whole and the
-// run is "could not evaluate" (exit 2). The new inputs.json stamps the
-// workspace as the commit left it (sizes, times, inodes cannot be known
-// before), so it is written right after, into the space the old one freed.
-// Any failure from the first rename on marks report.json ERROR and leaves
+// documents are all rendered, then written and synced: the record's files
+// into a new folder beside the record folder, the documents to temporaries
+// beside their paths. A folder that refuses a file or a disk that fills
+// fails there: the previous record stays whole and the run is "could not
+// evaluate" (exit 2). The new folder then takes the record folder's place
+// in one exchange (swap.go), the commit: a kill at any point leaves either
+// the old record whole or the new one whole, and the documents' renames a
+// kill cut short are finished by the next run into the folder (Recover),
+// which also removes what the killed run left. The old inputs.json goes
+// with the old folder. The new one stamps the workspace as the commit left
+// it (sizes, times, inodes cannot be known before), so it is written right
+// after. Any failure after the exchange marks report.json ERROR and leaves
 // no inputs.json: a PASS report never stands beside an exit 2, nor is an
 // incomplete one reused.
 package record
@@ -20,6 +24,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -82,28 +87,74 @@ func Commit(r *report.Report, dir string, docs []report.File, inputs string, enc
 			return fmt.Errorf("recording the result (nothing was written): %w", err)
 		}
 	}
-	var b atomicfile.Batch
+	// The folder itself is exchanged, not a symlink to it.
+	real := dir
+	if p, err := filepath.EvalSymlinks(dir); err == nil {
+		real = p
+	}
+	// A commit a kill interrupted is finished first; then what killed runs
+	// left beside and inside the record folder, and beside the documents,
+	// is removed (the workspace's lock is held: none is a live run's).
+	if _, err := Recover(real); err != nil {
+		return fmt.Errorf("recording the result (nothing was written): %w", err)
+	}
+	own := map[string][]byte{}
+	var docsBatch atomicfile.Batch
 	for _, f := range files {
-		if err := b.Add(f.Path, f.Data); err != nil {
+		if filepath.Dir(f.Path) == dir && slices.Contains(recordNames(inputs), filepath.Base(f.Path)) {
+			own[filepath.Base(f.Path)] = f.Data
+			continue
+		}
+		sweepTemps(f.Path)
+		if err := docsBatch.Add(f.Path, f.Data); err != nil {
 			return fmt.Errorf("recording the result (nothing was written): %w", err)
 		}
 	}
-	// The old inputs.json goes with the old record; the new one stamps the
-	// workspace as the commit left it (sizes, times, inodes), so it is
-	// written right after, into the space the old one freed.
-	b.Remove(inputs)
 	fail := func(err error) error {
-		// Committed in part, or without its inputs: the report must not
-		// stand as a complete PASS beside an exit 2, nor be reused.
-		// Marking it is best effort; the error stands.
+		// Committed, but not completed or without its inputs: the report
+		// must not stand as a complete PASS beside an exit 2, nor be
+		// reused. Marking it is best effort; the error stands.
 		r.Status, r.Error = verdict.Error, "the record is incomplete: "+err.Error()
 		_ = report.Write(r, dir)
 		_ = os.Remove(inputs)
 		return fmt.Errorf("recording the result: %w", err)
 	}
-	if err := b.Commit(); err != nil {
-		return fail(err)
+	dir = real
+	staged, err := stage(dir, own, inputs, docsBatch.Staged())
+	if err == nil {
+		reach("staged")
+		if err = atomicfile.Exchange(staged, dir); err != nil {
+			os.RemoveAll(staged)
+		}
 	}
+	if err != nil {
+		if !errors.Is(err, atomicfile.ErrNoExchange) && !errors.Is(err, errNoLink) && !errors.Is(err, errShared) {
+			docsBatch.Abort()
+			return fmt.Errorf("recording the result (nothing was written): %w", err)
+		}
+		// A filesystem that cannot swap two names or link, or a folder
+		// shared with a person's folders: file by file, each file whole,
+		// the old inputs.json removed with them.
+		for name, data := range own {
+			if err := docsBatch.Add(filepath.Join(dir, name), data); err != nil {
+				return fmt.Errorf("recording the result (nothing was written): %w", err)
+			}
+		}
+		docsBatch.Remove(inputs)
+		if err := docsBatch.Commit(); err != nil {
+			return fail(err)
+		}
+	} else {
+		// The commit: from here the new record stands; the journal in it
+		// owns the documents' temporaries.
+		docsBatch.Release()
+		atomicfile.SyncDir(filepath.Dir(dir))
+		reach("exchanged")
+		if _, err := Recover(dir); err != nil {
+			return fail(err)
+		}
+	}
+	reach("committed")
 	if encode != nil {
 		data, err := encode(files)
 		if err == nil {

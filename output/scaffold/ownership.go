@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"phase0/gate/reference"
 	"phase0/internal/boundedfile"
 )
 
@@ -110,8 +111,8 @@ func ModelIDOf(files []File, spec Spec) string {
 // CheckFolder refuses a workspace name that would write into a folder of
 // the llms tree that is not a model workspace: a reserved name, a file, or
 // an existing folder with neither phase0's manifest nor <name>_weights.py
-// (an empty folder, or one holding only phase0's lock and temporaries, is
-// accepted).
+// (an empty folder, or one holding only what phase0 leaves before it
+// generates a workspace — Leftovers — is accepted).
 func CheckFolder(llmsDir, name string) error {
 	if slices.Contains(ReservedNames, strings.ToLower(name)) {
 		return fmt.Errorf("workspace name %q is one of the llms tree's own folders (%s), not a model workspace; pass --name <model_name>",
@@ -133,15 +134,44 @@ func CheckFolder(llmsDir, name string) error {
 			return nil
 		}
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("workspace %s: %w", dir, err)
-	}
-	for _, e := range entries {
-		if e.Name() != LockName && !(strings.HasPrefix(e.Name(), ".") && strings.Contains(e.Name(), ".tmp-")) {
-			return fmt.Errorf("%s exists but is not a model workspace (no %s, no %s_weights.py); phase0 does not write into it — pass --name to pick another name",
-				dir, ManifestName, name)
-		}
+	if _, err := Leftovers(dir); err != nil {
+		return fmt.Errorf("%s exists but is not a model workspace (no %s, no %s_weights.py; %w); phase0 does not write into it — pass --name to pick another name",
+			dir, ManifestName, name, err)
 	}
 	return nil
+}
+
+// ReferenceDirName is the workspace's recorded reference (docs/reference.md),
+// which `phase0 reference` records before any workspace is generated.
+const ReferenceDirName = "reference"
+
+// Leftovers says whether dir holds only what phase0 leaves in a workspace
+// folder before it generates one: its lock, its temporaries, and the
+// reference `phase0 reference` recorded there (a phase0 recording of role
+// reference that carries its key). ours is true when the lock is among
+// them: phase0 has used the folder, so it is phase0's own. err names the
+// first entry that is not phase0's.
+func Leftovers(dir string) (ours bool, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range entries {
+		switch n := e.Name(); {
+		case n == LockName:
+			ours = e.Type().IsRegular()
+		case strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-"):
+		case n == ReferenceDirName && e.IsDir() && ownRecording(filepath.Join(dir, n)):
+		default:
+			return false, fmt.Errorf("%s is not phase0's", n)
+		}
+	}
+	return ours, nil
+}
+
+// ownRecording: a folder phase0's reference stage recorded (its key stamped
+// in reference.json).
+func ownRecording(dir string) bool {
+	m, err := reference.ReadMeta(dir)
+	return err == nil && m.Role == reference.RoleReference && m.KeySHA256 != ""
 }

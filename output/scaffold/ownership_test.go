@@ -70,13 +70,29 @@ func TestCheckFolder(t *testing.T) {
 	mk("mine/.phase0-manifest.json", "{}")
 	mk("half/.phase0.lock", "")
 	mk("hf_models.txt", "")
+	// `phase0 reference` before any run: the lock and a recording of phase0's
+	// (keyed); a reference/ folder of someone else's is not phase0's.
+	meta := `{"format":"phase0-reference/1","role":"reference","runner":"bundled","dtype":"bfloat16","tokenizer_sha256":"t","prompts":["p"],"canonical_prompt":0,"decode_steps":1,"top_k":1,"tensors_sha256":"` + strings.Repeat("0", 64) + `","tensors_bytes":0,"key_sha256":"` + strings.Repeat("a", 64) + `"}`
+	mk("recorded/.phase0.lock", "")
+	mk("recorded/reference/reference.json", meta)
+	mk("recorded/.report.md.tmp-1", "")
+	mk("notes/.phase0.lock", "")
+	mk("notes/reference/notes.txt", "mine")
+	mk("unkeyed/.phase0.lock", "")
+	mk("unkeyed/reference/reference.json", strings.Replace(meta, `,"key_sha256":"`+strings.Repeat("a", 64)+`"`, "", 1))
+	for dir, ours := range map[string]bool{"recorded": true, "half": true} {
+		if got, err := Leftovers(filepath.Join(llms, dir)); err != nil || got != ours {
+			t.Errorf("Leftovers(%s) = %v, %v; want %v", dir, got, err, ours)
+		}
+	}
 	if err := os.MkdirAll(filepath.Join(llms, "empty"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]string{
 		"verify": "one of the llms tree's own folders", "Shared": "one of the llms tree's own folders", "docs": "own folders",
 		"smolvla": "is not a model workspace", "hf_models.txt": "is not a folder",
-		"qwen3_0_6b": "", "mine": "", "half": "", "empty": "", "new_model": "",
+		"qwen3_0_6b": "", "mine": "", "half": "", "empty": "", "new_model": "", "recorded": "",
+		"notes": "reference is not phase0's", "unkeyed": "reference is not phase0's",
 	} {
 		err := CheckFolder(llms, name)
 		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "--name")) {

@@ -123,13 +123,18 @@ type TreeOptions struct {
 }
 
 // Tree stamps every file under root (links followed for files, not for
-// folders), sorted by relative name. A missing root is an fs.ErrNotExist error.
+// folders below root; root itself may be reached through links), sorted by
+// relative name. A missing root is an fs.ErrNotExist error.
 func Tree(root string, opt TreeOptions) ([]File, error) {
 	if opt.HashUpTo == 0 {
 		opt.HashUpTo = DefaultHashUpTo
 	}
 	fi, err := os.Stat(root)
 	if err != nil {
+		return nil, err
+	}
+	// A walk of a symlink sees the link alone: walk the folder it names.
+	if root, err = filepath.EvalSymlinks(root); err != nil {
 		return nil, err
 	}
 	if !fi.IsDir() {

@@ -12,9 +12,11 @@ import (
 	"phase0/gate/quant"
 	"phase0/gate/quantfolder"
 	"phase0/gate/verdict"
+	"phase0/output/record"
 	"phase0/output/report"
 	"phase0/output/scaffold"
 	"phase0/python/ops"
+	"phase0/read/fingerprint"
 	"phase0/read/hfcache"
 	"phase0/read/llmstree"
 	"phase0/run/reuse"
@@ -263,3 +265,92 @@ func (st *state) recordID() string {
 	}
 	return st.facts.model.ID
 }
+
+// quantReuseStage reuses the key's recorded verdict when none of its inputs
+// changed (reuse.QuantInputs besides a bf16 run's), as reuse does for a
+// bf16 run: under the key's lock, before any Python runs. Otherwise it
+// says why not (SKIPPED) and the chain runs in full.
+func quantReuseStage(_ context.Context, st *state) (reuseResult, outcome, error) {
+	var res reuseResult
+	rec, why := st.quantReusable(&res.stamp)
+	if why != "" {
+		return res, outcome{status: verdict.Skip, detail: why + "; running everything"}, nil
+	}
+	res.reused = rec
+	return res, outcome{status: verdict.Pass, detail: fmt.Sprintf("inputs unchanged since %s: reusing %s", rec.ReusedFrom.Recorded.Format(time.RFC3339), rec.ReusedFrom.Path), done: true}, nil
+}
+
+// quantReusable returns the key's recorded report when it can be reused,
+// else why not; what it stamps goes to *stamp (compared again when the run
+// records).
+func (st *state) quantReusable(stamped **reuse.Inputs) (*report.Report, string) {
+	s, w := st.in.s, st.facts.workspace
+	cur, err := st.currentInputs(st.facts.model, w.dir)
+	if err != nil {
+		return nil, err.Error()
+	}
+	*stamped = cur
+	if s.Fresh {
+		return nil, "--fresh"
+	}
+	if s.Refresh {
+		return nil, "--refresh"
+	}
+	reports, err := s.places().Reports(w.dir, st.recordID())
+	if err != nil {
+		return nil, err.Error()
+	}
+	// Under the key's lock: a record commit a kill cut short is finished,
+	// and what it left is removed, before the record is read.
+	if _, err := record.Recover(reports); err != nil {
+		return nil, err.Error()
+	}
+	rec, why := reuse.Recorded(reports)
+	if why != "" {
+		return nil, why
+	}
+	return reuse.Decide(rec, cur)
+}
+
+// quantInputs stamps what the key's verdict depends on besides a bf16
+// run's inputs (reuse.QuantInputs).
+func (st *state) quantInputs() (*reuse.QuantInputs, error) {
+	s, q, ref := st.in.s, st.facts.quant, st.facts.model
+	in := &reuse.QuantInputs{Folder: q.Use.Folder, Key: q.Use.Key, Choice: q.Use, Bundle: []fingerprint.File{},
+		Candidates: map[string][]fingerprint.File{}, Env: map[string]string{}}
+	for _, name := range quantEnv {
+		if v, ok := s.lookupEnv(name); ok {
+			in.Env[name] = v
+		}
+	}
+	var err error
+	if q.Use.Bundle != "" {
+		if in.Bundle, err = fingerprint.Tree(q.Source, fingerprint.TreeOptions{}); err != nil {
+			return nil, fmt.Errorf("bundle %s: %w", q.Source, err)
+		}
+	}
+	for _, c := range q.Candidates {
+		if in.Candidates[c.ID], err = fingerprint.Tree(c.Dir, fingerprint.TreeOptions{}); err != nil {
+			return nil, fmt.Errorf("pairing candidate %s: %w", c.ID, err)
+		}
+	}
+	// The reference's own bf16 record, where bf16Record looks for it.
+	bf16 := *s
+	bf16.Name = ""
+	ws, err := bf16.places().Workspace(ref.ID)
+	if err != nil {
+		return nil, err
+	}
+	reports, err := bf16.places().Reports(ws, ref.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"report.json", reuse.FileName} {
+		in.ReferenceRecord = append(in.ReferenceRecord, fingerprint.Stat(filepath.Join(reports, name), name, reuse.MaxRecordFile))
+	}
+	return in, nil
+}
+
+// quantEnv are the environment variables a quantized folder's own code
+// reads (upstream's loaders take the bundle from Q4NX_MODEL_SOURCE).
+var quantEnv = []string{"Q4NX_MODEL_SOURCE"}

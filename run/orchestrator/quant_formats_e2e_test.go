@@ -198,6 +198,25 @@ func TestQuantizedGate2Reuse(t *testing.T) {
 		t.Errorf("the quant_baseline stage does not say gate 2 was reused: %s", stageDetail(r, "quant_baseline"))
 	}
 
+	// (4) An unchanged re-run of the key reuses its recorded PASS, as a
+	// bf16 run does (issue 36 item 24); (5) once the reference's own record
+	// changes (as a run of it rewrites it), the key's verdict is not reused.
+	mustPass(t, r)
+	again := run("qwen25_3b_q4")
+	t.Logf("the key's full run %.2fs, its unchanged re-run %.3fs: %s", r.Seconds, again.Seconds, stageDetail(again, "quant_reuse"))
+	if !strings.HasPrefix(stageDetail(again, "quant_reuse"), "PASS") || again.ReusedFrom == nil || again.Status != verdict.Pass || again.Quantized == nil {
+		t.Fatalf("an unchanged re-run of the key was not reused: %s", stageDetail(again, "quant_reuse"))
+	}
+	bf16JSON := bf16.Workspace.ReportJSON
+	testenv.WriteFile(t, bf16JSON, mustReadString(t, bf16JSON)+"\n")
+	s := settingsFor(t, llms)
+	s.Env, s.CacheDir, s.Name = env, cache, "qwen25_3b_q4"
+	_, detail, close := quantProbe(t, s, ref, "quant_reuse")
+	close()
+	if !strings.HasPrefix(detail, "SKIPPED") || !strings.Contains(detail, "reference record file report.json") {
+		t.Errorf("after the reference's record changed: %s, want it not reused, naming report.json", detail)
+	}
+
 	// The reference's files change (its generation config, here): its
 	// recorded baseline no longer stands for it.
 	snap := filepath.Join(env("HF_HUB_CACHE"), "models--Qwen--Qwen2.5-0.5B", "snapshots", testenv.HubCommit(ref))

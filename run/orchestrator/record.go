@@ -84,7 +84,7 @@ func enterStage(_ context.Context, st *state) (outcome, error) {
 	// (wsfolder.RecordCheckpoint: a local folder by its name, never its path).
 	spec := scaffold.Spec{Name: w.Name, ModelID: r.ModelID, OnHub: !filepath.IsAbs(r.ModelID), Revision: r.Revision, Source: r.Source}
 	if !spec.OnHub {
-		spec.ModelID = filepath.Base(r.ModelDir)
+		spec.ModelID = filepath.Base(r.ModelID) // as RecordCheckpoint names a local folder
 	}
 	module := filepath.Join(w.Dir, w.Name+"_weights.py")
 	entry := report.ProgressEntry(r, r.Config, spec, filepath.Dir(w.Dir), scaffold.DefinesFunc(module, "default_checkpoint"), DefaultModel)

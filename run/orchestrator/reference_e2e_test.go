@@ -14,6 +14,7 @@ import (
 	"phase0/gate/verdict"
 	"phase0/internal/testenv"
 	"phase0/output/report"
+	"phase0/output/scaffold"
 	"phase0/read/safetensors"
 	"phase0/run/reuse"
 )
@@ -93,6 +94,7 @@ func TestReferenceSelfCheckAndBrokenLayer(t *testing.T) {
 	if ref.Dir != filepath.Join(llms, "llama_llama3", "reference") || ref.Reused || ref.Prompts != 5 || ref.Steps != testSteps || ref.Probes != 3 || ref.TorchThreads < 1 {
 		t.Fatalf("reference %+v", ref)
 	}
+	referenceThenRun(t, s, model, ref)
 
 	fp32 := *s
 	fp32.ReferenceDtype, fp32.ReferenceOut = "float32", filepath.Join(t.TempDir(), "fp32")
@@ -139,19 +141,53 @@ func TestReferenceSelfCheckAndBrokenLayer(t *testing.T) {
 	}
 }
 
+// referenceThenRun is the flow docs/reference.md shows: `phase0 reference
+// M`, then `phase0 run M`. The run takes the folder the reference made (its
+// lock and reference/) as its own workspace, generates it, and reuses the
+// recording (same inputs).
+func referenceThenRun(t *testing.T, s *Settings, model string, first *report.Reference) {
+	t.Helper()
+	ws := filepath.Dir(first.Dir)
+	entries, _ := os.ReadDir(ws)
+	if len(entries) != 2 {
+		t.Errorf("after phase0 reference, %s holds %v, want the lock and reference/", ws, entries)
+	}
+	r := Run(context.Background(), s, model, "test")
+	mustPass(t, r)
+	ref := mustRecord(t, r)
+	if !ref.Reused || ref.KeySHA256 != first.KeySHA256 || ref.Dir != first.Dir {
+		t.Errorf("run after reference: reused %v (why %v), key %s vs %s, dir %s", ref.Reused, ref.Why, ref.KeySHA256, first.KeySHA256, ref.Dir)
+	}
+	if r.Workspace == nil || r.Workspace.Dir != ws || r.Workspace.RecordDir != "" || r.Workspace.Mode != report.ModeGenerated {
+		t.Fatalf("workspace %+v, want %s generated as phase0's own", r.Workspace, ws)
+	}
+	if _, err := os.Stat(filepath.Join(ws, scaffold.ManifestName)); err != nil {
+		t.Errorf("the run did not generate its workspace: %v", err)
+	}
+}
+
 // A re-run reuses the recording without loading the model; changed model
 // bytes record it anew; --refresh always does. What is on disk shows which:
 // a recording is written to a new file and renamed over the old one.
 func TestReferenceReusedAndRefreshed(t *testing.T) {
 	llms := t.TempDir()
-	model := copyModel(t, tiny(t, "qwen3"))
+	real := copyModel(t, tiny(t, "qwen3"))
+	// Run through a symlink to the folder (issue 36 item 2): every stage,
+	// the reference's fingerprint and verdict reuse included, reads the folder.
+	model := filepath.Join(t.TempDir(), "qwen3-link")
+	if err := os.Symlink(real, model); err != nil {
+		t.Fatal(err)
+	}
 	s, log := referenceSettings(t, llms)
 	s.Name = "qwen3"
 	first := Run(context.Background(), s, model, "test")
 	mustPass(t, first)
 	rec := mustRecord(t, first)
-	if rec.Reused {
-		t.Fatalf("first run: reused %v; log:\n%s", rec.Reused, log)
+	if rec.Reused || first.ModelDir != real {
+		t.Fatalf("first run: reused %v, model dir %s (want %s); log:\n%s", rec.Reused, first.ModelDir, real, log)
+	}
+	if again := Run(context.Background(), s, model, "test"); !strings.HasPrefix(stageDetail(again, "reuse"), "PASS") {
+		t.Errorf("an unchanged re-run through the symlink was not reused: %s", stageDetail(again, "reuse"))
 	}
 	recorded := mustStat(t, filepath.Join(rec.Dir, "reference.safetensors"))
 	sameRecording := func() bool {
@@ -173,7 +209,7 @@ func TestReferenceReusedAndRefreshed(t *testing.T) {
 		t.Fatalf("re-run did not reuse the recording: %+v", again)
 	}
 
-	zeroTensors(t, model, "model.layers.1.mlp.down_proj.weight")
+	zeroTensors(t, real, "model.layers.1.mlp.down_proj.weight")
 	log.Reset()
 	changed := mustRecord(t, ReferenceRun(context.Background(), s, model, "test"))
 	if changed.Reused || changed.KeySHA256 == rec.KeySHA256 || !strings.Contains(strings.Join(changed.Why, " "), "model files") || sameRecording() {

@@ -120,7 +120,7 @@ func reuseModel(s *Settings, arg string) (*resolvedModel, string) {
 // changed while the run read them are not recorded.
 func recordInputsStage(ctx context.Context, st *state) (*reuse.Record, outcome, error) {
 	ws, ref := st.facts.workspace.dir, st.facts.model
-	reports, err := st.in.s.places().Reports(ws, ref.ID)
+	reports, err := st.in.s.places().Reports(ws, st.recordID())
 	if err != nil {
 		return nil, outcome{}, err
 	}
@@ -195,6 +195,11 @@ func (st *state) currentInputs(ref *resolvedModel, ws string) (*reuse.Inputs, er
 	}
 	if err := reuse.Stamp(in, reuse.Where{Python: py, LLMSDir: reuse.AbsPath(s.LLMSDir), Shim: s.verifiedShim, Workspace: ws}); err != nil {
 		return nil, err
+	}
+	if st.in.quant != nil {
+		if in.Quant, err = st.quantInputs(); err != nil {
+			return nil, err
+		}
 	}
 	return in, nil
 }

@@ -73,6 +73,15 @@ func (s *Settings) getenv(key string) string {
 	return s.Env(key)
 }
 
+// lookupEnv is getenv that tells an unset variable from an empty one.
+func (s *Settings) lookupEnv(key string) (string, bool) {
+	if s.Env == nil {
+		return os.LookupEnv(key)
+	}
+	v := s.Env(key)
+	return v, v != ""
+}
+
 // places says where this run's folders go (package wsfolder).
 func (s *Settings) places() wsfolder.Places {
 	return wsfolder.Places{LLMSDir: s.LLMSDir, OutDir: s.OutDir, ReportDir: s.ReportDir, Name: s.Name, Cache: s.cacheRoot}

@@ -54,6 +54,7 @@ var (
 	stepQuantFolder = produce("quant_folder", quantFolderStage, func(st *state, r quantResult) {
 		st.facts.quant, st.facts.workspace = r.folder, r.ws
 	})
+	stepQuantReuse    = produce("quant_reuse", quantReuseStage, func(st *state, r reuseResult) { st.facts.reuse = r })
 	stepQuantWeights  = produce("quant_weights", quantWeightsStage, func(st *state, w *quant.Weights) { st.sections.quantWeights = w })
 	stepQuantConfig   = produce("quant_config", quantConfigStage, func(st *state, c *quant.Constants) { st.sections.quantConfig = c })
 	stepPairing       = produce("pairing", pairingStage, func(st *state, p *quant.Pairing) { st.sections.pairing = p })
@@ -84,8 +85,11 @@ var (
 	// the reference is inspected as for a bf16 run (its config, its
 	// checkpoint), then the folder's own loader against it (gate 1), its
 	// constants (gate 3), the pairing, and the reference's baseline (gate 2).
-	quantStages = concat([]stage{stepLLMsDir, stepPython}, inspectStages, []stage{stepQuantFolder,
-		stepQuantWeights.onlyIf(pythonReady), stepQuantConfig, stepPairing, stepMemory, stepQuantBaseline, stepMachine, stepRecord})
+	// A key whose inputs are unchanged reuses its recorded verdict
+	// (quant_reuse, under the key's lock), as a bf16 run does: before any
+	// Python starts and before the scan reads every byte of the reference.
+	quantStages = []stage{stepLLMsDir, stepResolve, stepConfig, stepWeights, stepQuantFolder, stepQuantReuse, stepPython, stepScan,
+		stepQuantWeights.onlyIf(pythonReady), stepQuantConfig, stepPairing, stepMemory, stepQuantBaseline, stepMachine, stepRecordInputs, stepRecord}
 	// referenceStages are `phase0 reference`: inspect, then the recording.
 	// --out is checked first: a folder that cannot take the recording fails
 	// before seconds of Python work.

@@ -14,6 +14,7 @@ import (
 	"phase0/gate/verdict"
 	"phase0/internal/atomicfile"
 	"phase0/internal/wslock"
+	"phase0/output/record"
 	"phase0/output/report"
 	"phase0/output/scaffold"
 	"phase0/python/ops"
@@ -90,7 +91,17 @@ func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) 
 			return nil, outcome{}, fmt.Errorf("%s holds no %s and no phase0 manifest; phase0 does not write into it — pass --name to pick another name", ws, module)
 		}
 	default:
-		if swept, err = wsfolder.Sweep(st.in.s.ReportDir, ws, lock.Acquired); err != nil {
+		// A record commit a kill cut short is finished before the sweep:
+		// the temporaries of the documents it updates are its journal's.
+		if dir, err := st.in.s.places().Reports(ws, st.recordID()); err == nil {
+			done, err := record.Recover(dir)
+			swept = append(swept, done...)
+			if err != nil {
+				warnings = append(warnings, err.Error())
+			}
+		}
+		more, err := wsfolder.Sweep(st.in.s.ReportDir, ws, lock.Acquired)
+		if swept = append(swept, more...); err != nil {
 			warnings = append(warnings, err.Error())
 		}
 		if mode == report.ModeValidatedExisting {

@@ -44,6 +44,8 @@ var ErrNoModel = errors.New("model not found")
 
 // Model is a MODEL argument turned into a local folder.
 type Model struct {
+	// Dir is the folder every stage reads; a local one with every symlink
+	// resolved (model.LocalFolder).
 	Dir      string
 	Revision string
 	ID       string // hub id or the absolute folder; drives the prompt style and the workspace name
@@ -79,11 +81,11 @@ func Arg(ctx context.Context, s *Options, arg string) (*Model, error) {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("%w: %s is a file; give the model folder (the one holding config.json)", ErrNoModel, arg)
 		}
-		abs, err := filepath.Abs(arg)
+		id, dir, err := model.LocalFolder(arg)
 		if err != nil {
-			return nil, fmt.Errorf("resolving %s: %w", arg, err)
+			return nil, err
 		}
-		return &Model{Dir: abs, ID: abs, Local: true}, nil
+		return &Model{Dir: dir, ID: id, Local: true}, nil
 	}
 	// Only the part before '@' counts: a revision such as refs/pr/1 has
 	// slashes of its own.

@@ -22,6 +22,15 @@ func TestArgWithoutPython(t *testing.T) {
 	if err != nil || m.Dir != dir || m.ID != dir || !m.Local {
 		t.Errorf("a folder: %+v, %v", m, err)
 	}
+	// A folder reached through a symlink: the link names it (ID), every
+	// stage reads the real folder (Dir).
+	link := filepath.Join(t.TempDir(), "mymodel")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := Arg(context.Background(), o, link); err != nil || m.Dir != dir || m.ID != link || !m.Local {
+		t.Errorf("a symlinked folder: %+v, %v; want Dir %s, ID %s", m, err, dir, link)
+	}
 	for _, tc := range []struct{ arg, want string }{
 		{"", "no MODEL given"},
 		{file, "is a file"},

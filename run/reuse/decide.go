@@ -19,6 +19,7 @@ import (
 	"phase0/output/scaffold"
 	"phase0/read/fingerprint"
 	"phase0/read/hfcache"
+	"phase0/read/model"
 )
 
 // Recorded reads the inputs recorded in reports (inputs.json); why says, when
@@ -87,11 +88,11 @@ func Locate(arg, cache string) (ModelInputs, string) {
 		if !fi.IsDir() {
 			return ModelInputs{}, arg + " is not a folder"
 		}
-		abs, err := filepath.Abs(arg)
+		id, dir, err := model.LocalFolder(arg)
 		if err != nil {
 			return ModelInputs{}, err.Error()
 		}
-		return ModelInputs{Dir: abs, ID: abs}, ""
+		return ModelInputs{Dir: dir, ID: id}, ""
 	}
 	ref, err := hfcache.ParseID(arg)
 	if err != nil {
@@ -168,7 +169,33 @@ func Change(old, cur *Inputs) string {
 			return why
 		}
 	}
-	return ""
+	return quantChange(old.Quant, cur.Quant)
+}
+
+// quantChange names the first input of a quantized key that differs.
+func quantChange(old, cur *QuantInputs) string {
+	switch {
+	case old == nil && cur == nil:
+		return ""
+	case old == nil || cur == nil:
+		return "the recorded inputs are not of this quantized key"
+	}
+	if old.Folder != cur.Folder || old.Key != cur.Key {
+		return fmt.Sprintf("quantized key %s %q → %s %q", old.Folder, old.Key, cur.Folder, cur.Key)
+	}
+	if why := fieldChange("MODEL_CHOICES entry", map[string]any{"choice": old.Choice}, map[string]any{"choice": cur.Choice}); why != "" {
+		return why
+	}
+	if why := fieldChange("environment variable", old.Env, cur.Env); why != "" {
+		return why
+	}
+	if why := fingerprint.Change("bundle file", old.Bundle, cur.Bundle); why != "" {
+		return why
+	}
+	if why := fieldChange("pairing candidate", old.Candidates, cur.Candidates); why != "" {
+		return why
+	}
+	return fingerprint.Change("reference record file", old.ReferenceRecord, cur.ReferenceRecord)
 }
 
 // fieldChange compares two values by their JSON and names the first

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"phase0/read/fingerprint"
+	"phase0/read/llmstree"
 	"phase0/run/settings"
 )
 
@@ -43,7 +44,8 @@ const FileName = "inputs.json"
 // then simply not reused. 3: the settings are keyed by their YAML key
 // (settings.Table), cpu_helpers.attention_fallback included. 4: the sources
 // carry the import map, the lookup folders and the CPU flags; the built-in
-// shim is stamped.
+// shim is stamped. (A quantized key's stamps, quant, are a field a bf16
+// record leaves out.)
 const Format = 4
 
 // MaxRecordFile bounds report.json and inputs.json.
@@ -64,10 +66,34 @@ type Inputs struct {
 	// reports what it imported; the reference is recorded late).
 	Sources   *fingerprint.Sources `json:"sources,omitempty"`
 	Reference *ReferenceStamp      `json:"reference,omitempty"`
+	// Quant is what a quantized folder's key depends on besides (nil for
+	// a bf16 run).
+	Quant *QuantInputs `json:"quant,omitempty"`
 	// ShimRepaired says why the built-in shim's unpacked copy was unpacked
 	// again while it was stamped ("" when it was intact): not recorded, a
 	// reason not to reuse.
 	ShimRepaired string `json:"-"`
+}
+
+// QuantInputs are what the verdict of a quantized folder's key depends on
+// beyond a bf16 run's inputs (the reference's folder is Model, the
+// quantized folder's modules are Workspace, every module they import from
+// the tree — fused_decode, a borrowed bf16 folder's weights module — is
+// among Sources): the key's MODEL_CHOICES entry as parsed, the bundle's
+// snapshot (each blob by the hub's hash of its content, the card, its
+// config.json), the other checkpoints the pairing measured, the variables
+// the folder's own code reads, and the reference's own bf16 record, whose
+// baseline gate 2 reuses.
+type QuantInputs struct {
+	Folder     string                        `json:"folder"`
+	Key        string                        `json:"key"`
+	Choice     llmstree.Use                  `json:"choice"`
+	Bundle     []fingerprint.File            `json:"bundle"`
+	Candidates map[string][]fingerprint.File `json:"candidates"`
+	Env        map[string]string             `json:"env"`
+	// ReferenceRecord stamps report.json and inputs.json of the reference's
+	// bf16 record (by content; absent when there is none).
+	ReferenceRecord []fingerprint.File `json:"reference_record"`
 }
 
 // ReferenceStamp is the recorded reference a reused PASS names: it must

@@ -16,7 +16,7 @@ import (
 // checkpoint's folder is refused: its files would change the checkpoint
 // phase0 validates, so no later run could reuse the verdict.
 func RecordCheckpoint(spec *scaffold.Spec, ref *resolve.Model, ws, reportDir string) error {
-	model, err := filepath.Abs(ref.Dir)
+	model, err := realPath(ref.Dir)
 	if err != nil {
 		return err
 	}
@@ -24,11 +24,11 @@ func RecordCheckpoint(spec *scaffold.Spec, ref *resolve.Model, ws, reportDir str
 		if p == "" {
 			continue
 		}
-		abs, err := filepath.Abs(p)
+		abs, err := realPath(p)
 		if err != nil {
 			return err
 		}
-		if rel, err := filepath.Rel(model, abs); err == nil && filepath.IsLocal(rel) {
+		if rel, err := filepath.Rel(model, abs); err == nil && (filepath.IsLocal(rel) || rel == ".") {
 			return fmt.Errorf("%s is inside the model folder %s: phase0 would write into the checkpoint it validates (and every later run would see it changed); give --out-dir, --name or --report-dir a folder outside it", abs, model)
 		}
 	}
@@ -40,8 +40,28 @@ func RecordCheckpoint(spec *scaffold.Spec, ref *resolve.Model, ws, reportDir str
 		if err != nil {
 			return fmt.Errorf("recording %s relative to the workspace %s: %w", ref.Dir, ws, err)
 		}
-		spec.ModelID = filepath.Base(ref.Dir)
+		spec.ModelID = filepath.Base(ref.ID) // the name the user gave (a symlink's own)
 		spec.Checkpoint = scaffold.Checkpoint{Root: scaffold.RootWorkspace, Path: filepath.ToSlash(rel)}
 	}
 	return nil
+}
+
+// realPath is p made absolute with every symlink resolved, for the part of
+// it that exists (a folder not made yet is joined as it is): a workspace
+// reached through a link into the model folder is inside it.
+func realPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for d := abs; ; d = filepath.Dir(d) {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		if filepath.Dir(d) == d {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
+	}
 }

@@ -177,13 +177,19 @@ func filepathsIn(ws string, files []scaffold.File) []string {
 
 // Foreign says whether ws is such a folder: it exists and holds no
 // phase0 manifest. A workspace phase0 generated keeps its manifest, and its
-// records, even when the user has since edited its module.
+// records, even when the user has since edited its module; a folder holding
+// only phase0's lock, temporaries and the reference `phase0 reference`
+// recorded (scaffold.Leftovers) is phase0's own, which `run` generates.
 func Foreign(ws string) bool {
 	if _, err := os.Lstat(filepath.Join(ws, scaffold.ManifestName)); !errors.Is(err, fs.ErrNotExist) {
 		return false
 	}
 	fi, err := os.Stat(ws)
-	return err == nil && fi.IsDir()
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	ours, err := scaffold.Leftovers(ws)
+	return err != nil || !ours
 }
 
 // MidDeployment says whether a foreign folder follows the skill's layout

@@ -4,8 +4,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"phase0/output/scaffold"
+	"phase0/run/resolve"
 )
 
 // In the workspace (under its lock) every stale temporary goes; in a report
@@ -47,5 +51,28 @@ func TestSweepWorkspaceAndOutsideReportDir(t *testing.T) {
 		if _, err := os.Stat(p); err != nil {
 			t.Errorf("%s was removed: %v", p, err)
 		}
+	}
+}
+
+// A model folder reached through a symlink (issue 36 item 2): the
+// checkpoint is the real folder, named as the user named it, and a
+// workspace inside it — through the link or not — is refused.
+func TestRecordCheckpointThroughASymlink(t *testing.T) {
+	real := t.TempDir()
+	link := filepath.Join(t.TempDir(), "mymodel")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	ref := &resolve.Model{Dir: real, ID: link, Local: true}
+	for _, ws := range []string{filepath.Join(link, "ws"), filepath.Join(real, "ws")} {
+		var spec scaffold.Spec
+		if err := RecordCheckpoint(&spec, ref, ws, ""); err == nil || !strings.Contains(err.Error(), "inside the model folder") {
+			t.Errorf("workspace %s: %v, want it refused as inside the model folder", ws, err)
+		}
+	}
+	var spec scaffold.Spec
+	ws := filepath.Join(t.TempDir(), "mymodel")
+	if err := RecordCheckpoint(&spec, ref, ws, ""); err != nil || spec.ModelID != "mymodel" {
+		t.Errorf("workspace %s: %v, model id %q, want mymodel", ws, err, spec.ModelID)
 	}
 }
