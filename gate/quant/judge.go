@@ -41,6 +41,9 @@ type Expect struct {
 	NLayers int
 	QKNorm  bool
 	QKVBias bool
+	// Family is a deployed family's name (tensornames.Families: its extra
+	// kept tensors, fused reference tensors, conventions); "" otherwise.
+	Family string
 }
 
 // Judge judges the worker's facts for a folder of format f.
@@ -85,7 +88,7 @@ func Judge(f Format, facts *Facts, want Expect) *Weights {
 				{"fraction beyond the " + f.Name() + " error bound", m.BeyondBound, m.BeyondBound > lim.MaxBeyond, fmt.Sprintf("≤ %g", lim.MaxBeyond)},
 			} {
 				if c.bad {
-					fail("%s %.4f, limit %s%s", c.metric, c.value, c.limit, cause(t, m, lim))
+					fail("%s %.4f, limit %s%s", c.metric, c.value, c.limit, cause(t, m, lim, want.Family))
 					break
 				}
 			}
@@ -98,6 +101,8 @@ func Judge(f Format, facts *Facts, want Expect) *Weights {
 			switch {
 			case t.Differing == nil:
 				fail("kept in bf16, yet no bitwise comparison was returned")
+			case *t.Differing > 0 && t.Convention != "":
+				fail("%s", conventionFailure(t))
 			case *t.Differing > 0:
 				detail := ""
 				if t.Stats != nil {
@@ -126,7 +131,7 @@ func Judge(f Format, facts *Facts, want Expect) *Weights {
 }
 
 // cause is what the numbers say went wrong, or "".
-func cause(t Tensor, m Metrics, lim Limits) string {
+func cause(t Tensor, m Metrics, lim Limits, family string) string {
 	conf := func(name string) float64 {
 		if c, ok := t.Confusions[name]; ok {
 			return cosine(c)
@@ -139,6 +144,8 @@ func cause(t Tensor, m Metrics, lim Limits) string {
 	// (cosine ≈ 0.87 on the tests' bundles).
 	explains := func(c float64) bool { return c > 0.7 && c > m.Cosine+0.3 }
 	switch p, tr, rp := conf(ConfPartner), conf(ConfTransposed), conf(ConfRowPairs); {
+	case explains(p) && fusedOrder(family, t.Field) != "":
+		return fmt.Sprintf("; likely cause: %s (cosine %.4f with %s's rows of the fused reference)", fusedOrder(family, t.Field), p, tensornames.Partners[t.Field])
 	case explains(p):
 		return fmt.Sprintf("; likely cause: swapped with %s (cosine %.4f with %s's reference)", tensornames.Partners[t.Field], p, tensornames.Partners[t.Field])
 	case explains(tr):
@@ -167,6 +174,9 @@ func expected(want Expect) []string {
 		}
 		if want.QKVBias {
 			fields = append(fields, "bq", "bk", "bv")
+		}
+		if fam, ok := tensornames.FamilyNamed(want.Family); ok {
+			fields = append(fields, fam.KeptFields()...)
 		}
 		for _, f := range fields {
 			out = append(out, tensorName(k, f))

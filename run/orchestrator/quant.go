@@ -96,8 +96,9 @@ func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome,
 	}
 	// The dequantized tensors stay in the worker for quantized gate 2 (the
 	// quant_baseline stage, same session): the folder's loader runs once.
+	family, embedScale := deployedFamily(st)
 	facts, err := st.py().QuantFacts(ctx, ops.QuantArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers, Bound: q.Format.Bound(),
-		CandidateDirs: q.CandidateDirs(), Keep: true})
+		CandidateDirs: q.CandidateDirs(), Keep: true, Family: family, EmbedScale: embedScale})
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return nil, outcome{}, stop
@@ -108,7 +109,7 @@ func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome,
 	if f := facts.ImportFailure; f != nil {
 		return nil, outcome{}, q.ImportError(f)
 	}
-	w := quant.Judge(q.Format, &facts, quant.Expect{NLayers: cfg.NLayers, QKNorm: cfg.QKNorm, QKVBias: cfg.QKVBias})
+	w := quant.Judge(q.Format, &facts, quant.Expect{NLayers: cfg.NLayers, QKNorm: cfg.QKNorm, QKVBias: cfg.QKVBias, Family: family})
 	w.Closeness = quant.MeasureCloseness(&facts, q.Use.Reference, q.Candidates)
 	return w, outcome{status: w.Status, detail: w.Summary}, nil
 }
@@ -262,4 +263,15 @@ func (st *state) recordID() string {
 		return q.Key + "=" + st.facts.model.ID
 	}
 	return st.facts.model.ID
+}
+
+// deployedFamily is the reference's deployed family (Gemma 3, Phi-3) and
+// its embedding scale, as quantized gate 1 reads it; "" for the supported
+// families.
+func deployedFamily(st *state) (string, float64) {
+	a := st.facts.analysis
+	if a == nil || a.Deployed == nil {
+		return "", 0
+	}
+	return a.Family.Name(), a.Deployed.EmbedScale
 }

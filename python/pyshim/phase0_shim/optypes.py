@@ -319,6 +319,12 @@ class QuantArgs(_QuantArgsRequired, total=False):
     # quantized gate 2 in the same session, which then does not run the
     # folder's loader a second time.
     keep: bool
+    # A deployed family's name (read/tensornames' Family: "gemma3", "phi3"):
+    # the reference is read through its prefixes, fused tensors and
+    # conventions; absent for the supported families.
+    family: str
+    # sqrt(hidden): the embedding scale of a family storing it scaled.
+    embed_scale: float
 
 
 class QuantStats(TypedDict):
@@ -348,6 +354,10 @@ class QuantTensor(QuantTensorBase, total=False):
     confusions: dict[str, QuantStats]
     differing: int
     problem: str
+    # The family convention the reference was brought to before comparing
+    # (one_plus, embed_scale): differing then counts elements more than one
+    # bf16 step off.
+    convention: str
 
 
 class QuantImportFailure(TypedDict):
