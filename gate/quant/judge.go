@@ -31,6 +31,7 @@ type Weights struct {
 type Row struct {
 	Layer     int            `json:"layer"`
 	Tensor    string         `json:"tensor"`
+	Reference string         `json:"reference,omitempty"` // the reference tensor it was judged against
 	Status    verdict.Status `json:"status"`
 	Metrics   *Metrics       `json:"metrics,omitempty"`
 	Differing *int64         `json:"differing,omitempty"`
@@ -54,7 +55,7 @@ func Judge(f Format, facts *Facts, want Expect) *Weights {
 	for _, t := range facts.Tensors {
 		name := tensorName(t.Layer, t.Field)
 		seen[name] = true
-		row := Row{Layer: t.Layer, Tensor: t.Field, Status: verdict.Pass, Differing: t.Differing}
+		row := Row{Layer: t.Layer, Tensor: t.Field, Reference: t.Reference, Status: verdict.Pass, Differing: t.Differing}
 		fail := func(format string, args ...any) {
 			row.Status = verdict.Fail
 			w.FailWith("%s (%s): "+format, append([]any{name, t.Reference}, args...)...)

@@ -77,6 +77,15 @@ class FamilyReference(Reference):
             return [q, (total - q) // 2, (total - q) // 2]
         return [total // len(modules)] * len(modules)
 
+    def describe(self, name: str) -> str:
+        """The checkpoint's tensor a shared name reads: its own name, or the
+        fused tensor and the rows (``…qkv_proj.weight[256:384]``)."""
+        split = self._split(name)
+        if split is not None:
+            whole, a, b = split
+            return f"{whole}[{a}:{b}]"
+        return self._name(name)
+
     def has(self, name: str) -> bool:
         return self._split(name) is not None or self.base.has(self._name(name))
 
@@ -153,7 +162,7 @@ def convention_facts(layer: int, field: str, x: Any, ref: FamilyReference, hf: s
     each mistaken way of storing it (the statistics say which it is)."""
     y = ref.get(hf)
     x = np.asarray(x)
-    fact: QuantTensor = {"layer": layer, "field": field, "reference": ref._name(hf), "shape": list(x.shape), "reference_shape": list(y.shape)}
+    fact: QuantTensor = {"layer": layer, "field": field, "reference": ref.describe(hf), "shape": list(x.shape), "reference_shape": list(y.shape)}
     fact["convention"] = convention
     if x.size != y.size:
         fact["problem"] = f"shape {list(x.shape)}, expected {list(y.shape)}"

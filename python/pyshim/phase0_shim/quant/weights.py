@@ -88,6 +88,7 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
             fact = kept_facts(layer, field, value, ref, hf, stats=field != "lm_head")
             if field == "lm_head" and fact.get("differing"):
                 fact = projection_facts(layer, field, np.asarray(value).T, ref, hf, None, bound)
+            fact["reference"] = ref.describe(hf)
             ref.release(hf)
             return fact
         if field in PROJECTIONS:
@@ -95,6 +96,7 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
             partner = PARTNERS.get(field)
             hf = prefix + PROJECTIONS[field][1] + ".weight"
             fact = projection_facts(layer, field, value, ref, hf, prefix + PROJECTIONS[partner][1] + ".weight" if partner else None, bound)
+            fact["reference"] = ref.describe(hf)
             if layer == 0:
                 _candidate_stats(candidates, field, value, hf)
             ref.release(hf)
@@ -103,7 +105,9 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
             hf = f"model.layers.{layer}.{KEPT.get(field) or family_kept[field]}"
             if convention := ref.stored(field):
                 return convention_facts(layer, field, value, ref, hf, convention)
-            return kept_facts(layer, field, value, ref, hf)
+            fact = kept_facts(layer, field, value, ref, hf)
+            fact["reference"] = ref.describe(hf)
+            return fact
         return None
 
     # The statistics of one tensor run on a second thread while the loader

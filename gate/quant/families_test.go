@@ -1,0 +1,148 @@
+package quant_test
+
+import (
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"phase0/gate/quant"
+	"phase0/gate/verdict"
+	"phase0/internal/testenv"
+	"phase0/python/ops"
+	"phase0/python/ops/opstest"
+)
+
+// familyTree is an upstream-style tree holding our fixture modules of the
+// Gemma 3 and Phi-4-mini folders (pyshim/tests/data/quant), the
+// fused_decode codec they import and the bf16 llama32_1b whose containers
+// the Phi module uses. It returns T/llms.
+func familyTree(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	data := filepath.Join(testenv.PyShim(), "tests", "data")
+	if err := os.CopyFS(root, os.DirFS(filepath.Join(data, "quant"))); err != nil {
+		t.Fatal(err)
+	}
+	llms := filepath.Join(root, "llms")
+	if err := os.CopyFS(filepath.Join(llms, "llama32_1b"), os.DirFS(filepath.Join(data, "upstream", "llama32_1b"))); err != nil {
+		t.Fatal(err)
+	}
+	return llms
+}
+
+// familyCase is one deployed family's folder and reference.
+type familyCase struct {
+	family, folder, module string
+	layers                 int
+	embedScale             float64
+	qkNorm                 bool
+}
+
+var (
+	gemma3Case = familyCase{"gemma3", "gemma3_4b_q4nx", "gemma3_4b_q4nx_weights.py", 6, math.Sqrt(256), true}
+	phi3Case   = familyCase{"phi3", "phi4_mini_q4nx", "phi4_mini_q4nx_weights.py", 2, 0, false}
+)
+
+func judgeFamily(t *testing.T, fx, llms string, c familyCase, bundle string) *quant.Weights {
+	t.Helper()
+	f := quant.Q4NX()
+	facts, err := opstest.Client(t).QuantFacts(context.Background(), ops.QuantArgs{
+		WeightsModule: filepath.Join(llms, c.folder, c.module), Source: filepath.Join(fx, "bundles", c.family, bundle),
+		ReferenceDir: filepath.Join(fx, c.family), NLayers: c.layers, Bound: f.Bound(), Family: c.family, EmbedScale: c.embedScale})
+	if err != nil {
+		// As the orchestrator takes it: the loader raised, gate 1 FAILs saying why.
+		return quant.LoaderRaised(f, c.module, c.module+" raised: "+err.Error())
+	}
+	if facts.ImportFailure != nil {
+		t.Fatalf("import failure: %+v", facts.ImportFailure)
+	}
+	return quant.Judge(f, &facts, quant.Expect{NLayers: c.layers, QKNorm: c.qkNorm, Family: c.family})
+}
+
+// TestFamilyGate1Clean: clean bundles of both folders PASS with every
+// tensor judged — Gemma's kept tensors after its conventions (four norms
+// and the QK-norms per layer as 1 + w, the embedding × √hidden), Phi's
+// projections against the rows of its fused reference tensors.
+func TestFamilyGate1Clean(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Python")
+	}
+	fx, llms := testenv.QuantFamilyFixtures(t), familyTree(t)
+	for _, c := range []struct {
+		fc           familyCase
+		judged, kept int
+		reference    string
+	}{
+		// 7 projections × 6 layers + the quantized raw head; 6 kept per
+		// layer + embedding and final norm.
+		{gemma3Case, 43, 38, "language_model.model.layers.0.pre_feedforward_layernorm.weight"},
+		// 7 × 2; 2 kept per layer + embedding, final norm and the tied head.
+		{phi3Case, 14, 7, "model.layers.1.mlp.gate_up_proj.weight[512:1024]"},
+	} {
+		w := judgeFamily(t, fx, llms, c.fc, "clean")
+		if w.Status != verdict.Pass || w.Judged != c.judged || w.Kept != c.kept || w.Layers != c.fc.layers {
+			t.Errorf("%s: %s judged %d kept %d layers %d: %s\n%s", c.fc.family, w.Status, w.Judged, w.Kept, w.Layers, w.Summary, strings.Join(w.Findings, "\n"))
+		}
+		if !strings.Contains(rowsText(w), c.reference) {
+			t.Errorf("%s: no row reads %s", c.fc.family, c.reference)
+		}
+	}
+}
+
+func rowsText(w *quant.Weights) string {
+	var b strings.Builder
+	for _, r := range w.Rows {
+		b.WriteString(r.Reference + "\n")
+	}
+	for _, f := range w.Findings {
+		b.WriteString(f + "\n")
+	}
+	return b.String() + w.Summary
+}
+
+// TestFamilyGate1Negatives: a convention applied wrongly or a fused split in
+// another order FAILs naming the layer, the tensor and the cause.
+func TestFamilyGate1Negatives(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Python")
+	}
+	fx, llms := testenv.QuantFamilyFixtures(t), familyTree(t)
+	for _, c := range []struct {
+		fc     familyCase
+		bundle string
+		want   []string // substrings of one finding
+	}{
+		{gemma3Case, "norm_as_w", []string{"layer 2 pre_ffn_norm", "stored as 1 + w", "likely cause: the norm stored as w"}},
+		{gemma3Case, "norm_twice", []string{"layer 3 post_ffn_norm", "likely cause: the norm stored as 1 + w twice"}},
+		{gemma3Case, "embed_unscaled", []string{"embed_table", "likely cause: the embedding stored unscaled"}},
+		{gemma3Case, "embed_twice", []string{"embed_table", "likely cause: the embedding multiplied by √hidden twice"}},
+		{gemma3Case, "doubled_scale", []string{"layer 4 w_down", "std ratio", "doubled scale"}},
+		{gemma3Case, "no_ffn_norms", []string{"pre_feedforward_layernorm"}},
+		{gemma3Case, "no_qk_norms", []string{"q_norm"}},
+		{phi3Case, "gate_up_swapped", []string{"layer 1 w_gate", "gate_up_proj split in [up, gate] order where the reference's is [gate, up]"}},
+		{phi3Case, "kv_swapped", []string{"layer 0 wk", "qkv_proj split in [q, v, k] order"}},
+	} {
+		w := judgeFamily(t, fx, llms, c.fc, c.bundle)
+		if w.Status != verdict.Fail {
+			t.Errorf("%s/%s: %s, want FAIL: %s", c.fc.family, c.bundle, w.Status, w.Summary)
+			continue
+		}
+		found := false
+		for _, f := range w.Findings {
+			ok := true
+			for _, s := range c.want {
+				ok = ok && strings.Contains(f, s)
+			}
+			if ok {
+				t.Logf("%s/%s: %s", c.fc.family, c.bundle, f)
+			}
+			found = found || ok
+		}
+		if !found {
+			t.Errorf("%s/%s: no finding names %q; findings:\n%s", c.fc.family, c.bundle, c.want, strings.Join(w.Findings, "\n"))
+		}
+	}
+}
