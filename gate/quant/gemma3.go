@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"phase0/read/model"
 	"phase0/read/tensornames"
 )
 
@@ -75,4 +76,25 @@ func conventionFailure(t Tensor) string {
 		msg += fmt.Sprintf("; likely cause: %s (relative L2 %.2g against that)", c.mistakes[best], bestRel)
 	}
 	return msg
+}
+
+// Gemma 3's module constants beyond the shared ones, against text_config.
+func init() {
+	familyConstants["gemma3"] = map[string]familyConstant{
+		"EMBED_SCALE":               {"sqrt(hidden_size)", func(_ *model.Config, d *model.Deployed) float64 { return d.EmbedScale }},
+		"ROPE_LOCAL_THETA":          {"rope_local_base_freq", func(_ *model.Config, d *model.Deployed) float64 { return d.LocalRopeBase }},
+		"ROPE_GLOBAL_THETA":         {"rope_theta", func(c *model.Config, _ *model.Deployed) float64 { return c.RopeBase }},
+		"ROPE_GLOBAL_LINEAR_FACTOR": {"rope_scaling.factor", func(c *model.Config, _ *model.Deployed) float64 { return linearFactor(c) }},
+		"SLIDING_WINDOW":            {"sliding_window", func(_ *model.Config, d *model.Deployed) float64 { return float64(d.SlidingWindow) }},
+		"SLIDING_PATTERN":           {"sliding_window_pattern", func(_ *model.Config, d *model.Deployed) float64 { return float64(d.SlidingPattern) }},
+		"ATTN_SCALE":                {"1/sqrt(query_pre_attn_scalar)", func(_ *model.Config, d *model.Deployed) float64 { return 1 / math.Sqrt(d.QueryPreAttnScalar) }},
+	}
+}
+
+// linearFactor is the global layers' linear RoPE factor (1 without scaling).
+func linearFactor(c *model.Config) float64 {
+	if c.RopeScaling != nil && c.RopeScaling.RopeType == "linear" {
+		return c.RopeScaling.Factor
+	}
+	return 1
 }

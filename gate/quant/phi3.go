@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"phase0/read/model"
 	"phase0/read/tensornames"
 )
 
@@ -53,4 +54,14 @@ func fieldOrder(fields []string) string {
 		}
 	}
 	return "[" + strings.Join(keys, ", ") + "]"
+}
+
+// Phi-3's module constants, against config.json (phi4_mini_config() is
+// judged as every module's *_config()).
+func init() {
+	familyConstants["phi3"] = map[string]familyConstant{
+		"ROPE_DIM":          {"head_dim*partial_rotary_factor", func(_ *model.Config, d *model.Deployed) float64 { return float64(d.RopeDim) }},
+		"ROPE_BASE":         {"rope_theta", func(c *model.Config, _ *model.Deployed) float64 { return c.RopeBase }},
+		"ROPE_ORIG_MAX_POS": {"original_max_position_embeddings", func(_ *model.Config, d *model.Deployed) float64 { return float64(d.OriginalMaxPos) }},
+	}
 }

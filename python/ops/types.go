@@ -167,6 +167,15 @@ type QuantModuleFacts struct {
 	ImportFailure *quant.ImportFailure `json:"import_failure"`
 }
 
+// QuantFamilyArgs names a deployed family's quantized module, its family,
+// the reference and what the module reads its RoPE factor tables from.
+type QuantFamilyArgs struct {
+	WeightsModule string `json:"weights_module"`
+	Family        string `json:"family"`
+	ReferenceDir  string `json:"reference_dir"`
+	Source        string `json:"source"`
+}
+
 // BaselineArgs asks for the canonical-prompt prefill through the reference
 // HfRunner; reference_plan takes the same arguments.
 type BaselineArgs struct {

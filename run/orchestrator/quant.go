@@ -144,6 +144,22 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 	for _, n := range notes {
 		c.FailWith("%s", n)
 	}
+	family, _ := deployedFamily(st)
+	if family != "" && rope != nil {
+		// A deployed family's module builds its RoPE table its own way
+		// (Gemma per layer kind, Phi from the bundle's LongRoPE factors):
+		// judged by the family's facts instead of the shared behaviour.
+		f, err := st.py().QuantFamilyFacts(ctx, ops.QuantFamilyArgs{WeightsModule: q.Module, Family: family, ReferenceDir: st.facts.model.Dir, Source: q.Source})
+		if err != nil {
+			if stop := workerFailure(err); stop != nil {
+				return nil, outcome{}, stop
+			}
+			c.FailWith("family facts of %s: %s", q.Use.Module, st.explain("quant_config", err))
+		} else {
+			c.JudgeFamily(family, &f, st.facts.analysis.Config, st.facts.analysis.Deployed)
+		}
+		rope = nil
+	}
 	if rope != nil && (rope.RopeLUT || rope.RopeModule != "") {
 		// The RoPE table judged by behaviour, as for a bf16 module, built
 		// for the module's own config (its *_config(), else LlamaConfig()),
