@@ -59,6 +59,9 @@ func quantFolderStage(_ context.Context, st *state) (quantResult, outcome, error
 	if err != nil {
 		return quantResult{}, outcome{}, err
 	}
+	if err := familyMismatch(u, st.facts.analysis); err != nil {
+		return quantResult{}, outcome{}, err
+	}
 	q, warnings, err := quantfolder.Open(llms, *u, st.facts.model.Dir, hfcache.CacheDir(s.getenv))
 	if err != nil {
 		return quantResult{}, outcome{}, err
