@@ -182,3 +182,42 @@ def convention_facts(layer: int, field: str, x: Any, ref: FamilyReference, hf: s
             confusions[name] = _stats(x.reshape(rows, -1), other.reshape(rows, -1), None)
         fact["confusions"] = confusions
     return fact
+
+
+def detect_family(base: Reference) -> str:
+    """The deployed family whose layout ``base`` has ("" for the shared one):
+    its fused tensors, else its text model under a prefix of its own."""
+    for family, fused in FAMILY_FUSED.items():
+        if any(base.has(f"{_LAYERS}0.{name}") for name in fused):
+            return family
+    for family, prefixes in FAMILY_PREFIXES.items():
+        if any(p != _MODEL and base.has(p + "layers.0.input_layernorm.weight") for p in prefixes):
+            return family
+    return ""
+
+
+def fused_slot(layer: Any, module_path: str) -> tuple[Any, slice] | None:
+    """The fused parameter of a loaded layer holding ``module_path``'s rows
+    (Phi-3's qkv_proj for self_attn.q_proj) and which rows; None when the
+    layer has the module itself."""
+    for fused, fields in (f for fam in FAMILY_FUSED.values() for f in fam.items()):
+        modules = [PROJECTIONS[f][1] for f in fields]
+        if module_path not in modules:
+            continue
+        obj = layer
+        for part in fused[: -len(".weight")].split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                break
+        if obj is None:
+            continue
+        total = int(obj.weight.shape[0])
+        if len(modules) == 3:
+            q = int(layer.self_attn.o_proj.weight.shape[1])
+            rows = [q, (total - q) // 2, (total - q) // 2]
+        else:
+            rows = [total // len(modules)] * len(modules)
+        at = modules.index(module_path)
+        start = sum(rows[:at])
+        return obj.weight, slice(start, start + rows[at])
+    return None
