@@ -76,12 +76,23 @@ func TestQuantizedFamiliesTree(t *testing.T) {
 		if g.QuantConfig == nil || g.QuantConfig.Status != verdict.Pass || g.Pairing == nil || g.Pairing.Status != verdict.Pass {
 			t.Errorf("gate 3 %+v\npairing %+v", g.QuantConfig, g.Pairing)
 		}
+		// Quantized gate 2 in the multimodal class's text model: every
+		// projection and the bundle's Q4NX head patched in, the
+		// distributions barely moved (the random-weight baseline itself
+		// FAILs as a near-uniform model, as for every format).
+		if e := g.QuantE2E; e == nil || e.Patched != 42 || !e.HeadPatched || e.KLPassageMean > 0.1 {
+			t.Errorf("quantized gate 2: %+v", e)
+		}
 		t.Logf("%s", r.Text())
 	})
 	t.Run("phi3 clean", func(t *testing.T) {
 		r := run(t, phiBundle, "clean", "clean")
 		for _, k := range append([]*report.Report{r}, r.Keys...) {
 			g := k.Gates
+			// q/k/v and gate/up re-fused into the model's fused rows.
+			if e := g.QuantE2E; e == nil || e.Patched != 14 || e.HeadPatched || e.KLPassageMean > 0.1 {
+				t.Errorf("quantized gate 2: %+v", e)
+			}
 			if g.QuantWeights == nil || g.QuantWeights.Status != verdict.Pass || g.QuantWeights.Judged != 14 || g.Pairing == nil || g.Pairing.Status != verdict.Pass || g.QuantConfig == nil || g.QuantConfig.Status == verdict.Fail {
 				b, _ := k.JSON()
 				t.Fatalf("a Phi key is not judged clean:\n%s", b)
