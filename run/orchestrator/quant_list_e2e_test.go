@@ -15,7 +15,8 @@ import (
 // TestQuantizedTreeList: upstream's own hf_models.txt (30 lines) through
 // the quantized fixture tree gives every line a row with a verdict or a
 // reason: smolvla's id REJECTED with its code, Gemma 3's and Phi-4-mini's
-// ids (validated deployments, not cached) an ERROR naming them, the
+// ids (validated deployments, references not cached) an ERROR naming the
+// reference, the
 // bundle one row of both its keys (the worst: the base key's pairing
 // FAIL), the bf16 ids validated in their folders, an id only a quantized
 // folder pairs and not cached an ERROR naming it. The tree is unchanged.
@@ -49,10 +50,12 @@ func TestQuantizedTreeList(t *testing.T) {
 		t.Errorf("lerobot/smolvla_base: not REJECTED with unsupported_architecture: %+v", r)
 	}
 	// Gemma 3's and Phi-4-mini's deployments are validated, not refused
-	// (issue 38): not cached here, their ids are an ERROR naming them.
-	for _, id := range []string{"unsloth/gemma-3-4b-it", "FastFlowLM/Gemma3-4B-NPU2", "microsoft/Phi-4-mini-instruct", "FastFlowLM/Phi4-mini-Instruct-NPU2"} {
-		if r := rows[id]; r == nil || r.Status != verdict.Error || !strings.Contains(r.Error, id) {
-			t.Errorf("%s: not an ERROR naming it: %+v", id, r)
+	// (issue 38): their references are not cached here, so each id, bundle
+	// or reference, is an ERROR naming the reference to fetch.
+	for id, ref := range map[string]string{"unsloth/gemma-3-4b-it": "unsloth/gemma-3-4b-it", "FastFlowLM/Gemma3-4B-NPU2": "unsloth/gemma-3-4b-it",
+		"microsoft/Phi-4-mini-instruct": "microsoft/Phi-4-mini-instruct", "FastFlowLM/Phi4-mini-Instruct-NPU2": "microsoft/Phi-4-mini-instruct"} {
+		if r := rows[id]; r == nil || r.Status != verdict.Error || !strings.Contains(r.Error, ref) {
+			t.Errorf("%s: not an ERROR naming %s: %+v", id, ref, r)
 		}
 	}
 	if r := rows[bundleID]; r == nil || r.Quantized == nil || len(r.Keys) != 1 || r.Status != verdict.Fail {
