@@ -76,6 +76,11 @@ func TestQuantizedFamiliesTree(t *testing.T) {
 		if g.QuantConfig == nil || g.QuantConfig.Status != verdict.Pass || g.Pairing == nil || g.Pairing.Status != verdict.Pass {
 			t.Errorf("gate 3 %+v\npairing %+v", g.QuantConfig, g.Pairing)
 		}
+		// The multimodal checkpoint's tensor set is not the pipeline's: the
+		// native gate says it did not judge it, and why.
+		if w := g.Weights; w == nil || w.Status != verdict.Skip || !strings.Contains(w.Summary, "judged by quantized gate 1") {
+			t.Errorf("native weights gate: %+v", w)
+		}
 		// Quantized gate 2 in the multimodal class's text model: every
 		// projection and the bundle's Q4NX head patched in, the
 		// distributions barely moved (the random-weight baseline itself
