@@ -125,6 +125,7 @@ func TestFamilyGate1Negatives(t *testing.T) {
 		{gemma3Case, "no_qk_norms", []string{"q_norm"}},
 		{phi3Case, "gate_up_swapped", []string{"layer 1 w_gate", "gate_up_proj split in [up, gate] order where the reference's is [gate, up]"}},
 		{phi3Case, "kv_swapped", []string{"layer 0 wk", "qkv_proj split in [q, v, k] order"}},
+		{phi3Case, "k_short", []string{"model.layers.1.self_attn.k_proj.weight: 3 blocks != 4"}},
 	} {
 		w := judgeFamily(t, fx, llms, c.fc, c.bundle)
 		if w.Status != verdict.Fail {

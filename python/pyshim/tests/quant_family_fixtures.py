@@ -10,7 +10,8 @@
 - ``bundles/gemma3/<case>/model.q4nx``: the clean bundle (norms 1 + w, the
   embedding x sqrt(hidden)) and one per convention mistake and failure class;
 - ``bundles/phi3/<case>/model.q4nx``: the clean bundle (fused rows split in
-  [q, k, v] / [gate, up] order) and bundles split in another order.
+  [q, k, v] / [gate, up] order), bundles split in another order and one
+  whose k does not add up to its share of the fused rows.
 
 Packing uses phase0_testmodels.quant.families (our own packers, from the
 folders' descriptions).
@@ -50,6 +51,7 @@ def phi_cases() -> dict[str, PhiOptions]:
         "clean": PhiOptions(),
         "gate_up_swapped": PhiOptions(gate_up_order={1: ("up", "gate")}),
         "kv_swapped": PhiOptions(qkv_order={0: ("q", "v", "k")}),
+        "k_short": PhiOptions(rows={"model.layers.1.self_attn.k_proj.weight": 96}),
     }
 
 

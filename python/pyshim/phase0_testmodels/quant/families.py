@@ -213,6 +213,8 @@ class PhiOptions:
     pack: PackOptions = field(default_factory=PackOptions)
     qkv_order: dict[int, tuple[str, str, str]] = field(default_factory=dict)
     gate_up_order: dict[int, tuple[str, str]] = field(default_factory=dict)
+    # split tensor name -> the rows kept (a split that does not add up to the fused rows)
+    rows: dict[str, int] = field(default_factory=dict)
 
 
 def phi3_parts(ckpt: Checkpoint, layer: int) -> dict[str, q4nx.F32]:
@@ -251,7 +253,7 @@ def pack_phi3_bundle(src: Path | str | Checkpoint, out: Path | str, opts: PhiOpt
         for order, ref_order in ((opts.qkv_order.get(k, QKV), QKV), (opts.gate_up_order.get(k, GATE_UP), GATE_UP)):
             for slot, taken in zip(ref_order, order):
                 name = f"model.layers.{k}.{_PHI_SPLIT[slot]}.weight"
-                tensors[name] = pack_tensor(name, parts[taken], opts.pack)
+                tensors[name] = pack_tensor(name, parts[taken][: opts.rows.get(name)], opts.pack)
     tensors["lm_head.weight"] = pack_tensor("lm_head.weight", ckpt.f32("model.embed_tokens.weight"), opts.pack)
     rope = config.get("rope_scaling") or config.get("rope_parameters") or {}
     tensors["rope.short.weight"] = _bf16(np.asarray(rope["short_factor"], np.float32))
