@@ -42,6 +42,11 @@ type Tensor struct {
 	Confusions     map[string]Stats `json:"confusions,omitempty"` // transposed, partner, row_pairs_swapped
 	Differing      *int64           `json:"differing,omitempty"`  // bf16 elements whose bits differ (kept tensors)
 	Problem        string           `json:"problem,omitempty"`
+	// Convention is the family convention (tensornames.Convention) the
+	// reference was brought to first; Differing then counts elements more
+	// than one bf16 step off, and the confusions are the mistaken ways of
+	// storing it (conventions.go).
+	Convention string `json:"convention,omitempty"`
 }
 
 // ImportFailure says why the weights module could not be imported: a

@@ -31,6 +31,7 @@ type Weights struct {
 type Row struct {
 	Layer     int            `json:"layer"`
 	Tensor    string         `json:"tensor"`
+	Reference string         `json:"reference,omitempty"` // the reference tensor it was judged against
 	Status    verdict.Status `json:"status"`
 	Metrics   *Metrics       `json:"metrics,omitempty"`
 	Differing *int64         `json:"differing,omitempty"`
@@ -41,6 +42,9 @@ type Expect struct {
 	NLayers int
 	QKNorm  bool
 	QKVBias bool
+	// Family is a deployed family's name (tensornames.Families: its extra
+	// kept tensors, fused reference tensors, conventions); "" otherwise.
+	Family string
 }
 
 // Judge judges the worker's facts for a folder of format f.
@@ -51,7 +55,7 @@ func Judge(f Format, facts *Facts, want Expect) *Weights {
 	for _, t := range facts.Tensors {
 		name := tensorName(t.Layer, t.Field)
 		seen[name] = true
-		row := Row{Layer: t.Layer, Tensor: t.Field, Status: verdict.Pass, Differing: t.Differing}
+		row := Row{Layer: t.Layer, Tensor: t.Field, Reference: t.Reference, Status: verdict.Pass, Differing: t.Differing}
 		fail := func(format string, args ...any) {
 			row.Status = verdict.Fail
 			w.FailWith("%s (%s): "+format, append([]any{name, t.Reference}, args...)...)
@@ -85,7 +89,7 @@ func Judge(f Format, facts *Facts, want Expect) *Weights {
 				{"fraction beyond the " + f.Name() + " error bound", m.BeyondBound, m.BeyondBound > lim.MaxBeyond, fmt.Sprintf("≤ %g", lim.MaxBeyond)},
 			} {
 				if c.bad {
-					fail("%s %.4f, limit %s%s", c.metric, c.value, c.limit, cause(t, m, lim))
+					fail("%s %.4f, limit %s%s", c.metric, c.value, c.limit, cause(t, m, lim, want.Family))
 					break
 				}
 			}
@@ -98,6 +102,8 @@ func Judge(f Format, facts *Facts, want Expect) *Weights {
 			switch {
 			case t.Differing == nil:
 				fail("kept in bf16, yet no bitwise comparison was returned")
+			case *t.Differing > 0 && t.Convention != "":
+				fail("%s", conventionFailure(t))
 			case *t.Differing > 0:
 				detail := ""
 				if t.Stats != nil {
@@ -126,7 +132,7 @@ func Judge(f Format, facts *Facts, want Expect) *Weights {
 }
 
 // cause is what the numbers say went wrong, or "".
-func cause(t Tensor, m Metrics, lim Limits) string {
+func cause(t Tensor, m Metrics, lim Limits, family string) string {
 	conf := func(name string) float64 {
 		if c, ok := t.Confusions[name]; ok {
 			return cosine(c)
@@ -139,6 +145,8 @@ func cause(t Tensor, m Metrics, lim Limits) string {
 	// (cosine ≈ 0.87 on the tests' bundles).
 	explains := func(c float64) bool { return c > 0.7 && c > m.Cosine+0.3 }
 	switch p, tr, rp := conf(ConfPartner), conf(ConfTransposed), conf(ConfRowPairs); {
+	case explains(p) && fusedOrder(family, t.Field) != "":
+		return fmt.Sprintf("; likely cause: %s (cosine %.4f with %s's rows of the fused reference)", fusedOrder(family, t.Field), p, tensornames.Partners[t.Field])
 	case explains(p):
 		return fmt.Sprintf("; likely cause: swapped with %s (cosine %.4f with %s's reference)", tensornames.Partners[t.Field], p, tensornames.Partners[t.Field])
 	case explains(tr):
@@ -167,6 +175,9 @@ func expected(want Expect) []string {
 		}
 		if want.QKVBias {
 			fields = append(fields, "bq", "bk", "bv")
+		}
+		if fam, ok := tensornames.FamilyNamed(want.Family); ok {
+			fields = append(fields, fam.KeptFields()...)
 		}
 		for _, f := range fields {
 			out = append(out, tensorName(k, f))

@@ -313,3 +313,26 @@ func QuantFixtures(t testing.TB) string {
 	}
 	return dir
 }
+
+// QuantFamilyFixtures returns the deployed families' quantized fixtures
+// (pyshim/tests/quant_family_fixtures.py), built once per content of their
+// builder and cached like QuantFixtures: gemma3/ and phi3/ (tiny
+// transformers-written references of gemma3_4b_q4nx and phi4_mini_q4nx)
+// and bundles/<family>/<case>/model.q4nx (each clean bundle and one per
+// convention mistake or split order), packed by our own packers.
+func QuantFamilyFixtures(t testing.TB) string {
+	t.Helper()
+	py := Python(t)
+	script := filepath.Join(PyShim(), "tests", "quant_family_fixtures.py")
+	spec, err := os.ReadFile(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := cachedBuild(py, "quantfamilies", quantFixtures, string(spec), func(tmp string) string {
+		return fmt.Sprintf("import runpy, sys\nsys.argv = [%q, %q]\nrunpy.run_path(%q, run_name=\"__main__\")\n", script, tmp, script)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

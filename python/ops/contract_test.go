@@ -42,6 +42,7 @@ var signatures = map[string][2]reflect.Type{
 	opQuantFacts:      {reflect.TypeFor[QuantArgs](), reflect.TypeFor[quant.Facts]()},
 	opQuantModule:     {reflect.TypeFor[QuantModuleArgs](), reflect.TypeFor[QuantModuleFacts]()},
 	opQuantE2E:        {reflect.TypeFor[QuantE2EOnlyArgs](), reflect.TypeFor[quant.E2EFacts]()},
+	opQuantFamily:     {reflect.TypeFor[QuantFamilyArgs](), reflect.TypeFor[quant.FamilyFacts]()},
 }
 
 // fieldSchema mirrors phase0_shim.contract.FieldSchema.

@@ -36,6 +36,7 @@ const (
 	opQuantFacts      = "quant_facts"
 	opQuantModule     = "quant_module_facts"
 	opQuantE2E        = "quant_e2e"
+	opQuantFamily     = "quant_family_facts"
 )
 
 // Session runs one op at a time in a worker child (*worker.Session).
@@ -134,6 +135,14 @@ func (c *Client) QuantE2E(ctx context.Context, args QuantE2EOnlyArgs) (quant.E2E
 // functions (quantized gate 3).
 func (c *Client) QuantModuleFacts(ctx context.Context, args QuantModuleArgs) (QuantModuleFacts, error) {
 	r, _, err := call[QuantModuleFacts](ctx, c, opQuantModule, args)
+	return r, err
+}
+
+// QuantFamilyFacts imports a deployed family's quantized module (Gemma 3,
+// Phi-3) and reports its constants, its global layers and its RoPE tables
+// against transformers' (quantized gate 3).
+func (c *Client) QuantFamilyFacts(ctx context.Context, args QuantFamilyArgs) (quant.FamilyFacts, error) {
+	r, _, err := call[quant.FamilyFacts](ctx, c, opQuantFamily, args)
 	return r, err
 }
 

@@ -95,6 +95,12 @@ type QuantArgs struct {
 	// Keep leaves the dequantized projections (and head) in the worker for
 	// quantized gate 2 in the same session: the folder's loader runs once.
 	Keep bool `json:"keep,omitempty"`
+	// Family is a deployed family's name (tensornames.Families): the
+	// worker reads the reference through its prefixes, fused tensors and
+	// conventions. "" for the supported families.
+	Family string `json:"family,omitempty"`
+	// EmbedScale is √hidden for a family whose bundle stores the embedding scaled.
+	EmbedScale float64 `json:"embed_scale,omitempty"`
 }
 
 // LoaderFactsResult is what the module's load_weights returned.
@@ -159,6 +165,15 @@ type QuantModuleFacts struct {
 	RopeModule    string               `json:"rope_module"`
 	RMSNorm       bool                 `json:"rms_norm"`
 	ImportFailure *quant.ImportFailure `json:"import_failure"`
+}
+
+// QuantFamilyArgs names a deployed family's quantized module, its family,
+// the reference and what the module reads its RoPE factor tables from.
+type QuantFamilyArgs struct {
+	WeightsModule string `json:"weights_module"`
+	Family        string `json:"family"`
+	ReferenceDir  string `json:"reference_dir"`
+	Source        string `json:"source"`
 }
 
 // BaselineArgs asks for the canonical-prompt prefill through the reference

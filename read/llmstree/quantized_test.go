@@ -97,8 +97,8 @@ func TestQuantizedUses(t *testing.T) {
 
 // TestQuantizedRealTree reads upstream's own tree when PHASE0_MLIR_AIR names
 // its programming_examples (as the pytests read it; a checkout's root, with
-// programming_examples under it, is taken too): its seven quantized folders
-// in scope, plus the two outside the skill, each with its references and
+// programming_examples under it, is taken too): its nine quantized folders,
+// Gemma 3's and Phi-4-mini's among them, each with its references and
 // bundle.
 func TestQuantizedRealTree(t *testing.T) {
 	root := os.Getenv("PHASE0_MLIR_AIR")
@@ -127,13 +127,10 @@ func TestQuantizedRealTree(t *testing.T) {
 		"qwen25_7b_q4nx":  "load_q4nx_weights() Qwen/Qwen2.5-7B-Instruct ",
 		"qwen25_3b_q4":    "load_q4_weights() Qwen/Qwen2.5-3B ",
 		"llama32_1b_int4": "load_weights_awq() amd/Llama-3.2-1B-Instruct-awq-uint4-asym-g128-bf16-lmhead ",
-		"gemma3_4b_q4nx":  "",
-		"phi4_mini_q4nx":  "",
+		"gemma3_4b_q4nx":  "class Q4nxModel unsloth/gemma-3-4b-it FastFlowLM/Gemma3-4B-NPU2",
+		"phi4_mini_q4nx":  "load_q4nx_weights() microsoft/Phi-4-mini-instruct FastFlowLM/Phi4-mini-Instruct-NPU2",
 	}
 	for name, w := range want {
-		if w == "" {
-			continue // outside the skill; whatever its loader, its reference is rejected
-		}
 		if got[name] != w {
 			t.Errorf("%s: %q, want %q", name, got[name], w)
 		}

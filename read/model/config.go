@@ -58,6 +58,9 @@ type Analysis struct {
 	Defaulted    []Defaulted
 	Rejections   []Rejection
 	Warnings     []string
+	// Deployed is a deployed family's own settings (AnalyzeDeployed): nil
+	// for the supported families.
+	Deployed *Deployed
 }
 
 // Rejected reports whether the model must not be taken further.

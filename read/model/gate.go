@@ -63,7 +63,7 @@ func gate(r *Raw, a *Analysis) []Rejection {
 		if fam, ok := FamilyFor(archs[0]); ok {
 			a.Family = fam
 		} else {
-			add(CodeUnsupportedArchitecture, "architecture %s is not supported; supported: %s", archs[0], supported)
+			add(CodeUnsupportedArchitecture, "architecture %s is not supported%s; supported: %s", archs[0], deployedNote(archs[0]), supported)
 		}
 	}
 

@@ -2,6 +2,7 @@ package tensornames
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -42,5 +43,78 @@ PROJECTIONS: dict[str, tuple[str, str]] = {
 		fmt.Fprintf(&b, "    %q: %q,\n", g.Field, g.HF)
 	}
 	b.WriteString("}\n")
+	writeFamilies(&b)
 	return b.String()
+}
+
+// writeFamilies writes the deployed families' additions (families.go).
+func writeFamilies(b *strings.Builder) {
+	b.WriteString("# Deployed families (read/model's Deployment): where the reference keeps the\n# text model, tried in order.\nFAMILY_PREFIXES: dict[str, tuple[str, ...]] = {\n")
+	for _, f := range Families {
+		fmt.Fprintf(b, "    %q: (%s),\n", f.Name, pyStrings(f.Prefixes))
+	}
+	b.WriteString("}\n# A family's kept layer tensors beyond KEPT -> the HF tensor under model.layers.<k>.\nFAMILY_KEPT: dict[str, dict[str, str]] = {\n")
+	for _, f := range Families {
+		fmt.Fprintf(b, "    %q: {", f.Name)
+		for i, t := range f.Extra {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(b, "%q: %q", t.Field, t.HF)
+		}
+		b.WriteString("},\n")
+	}
+	b.WriteString("}\n# The fields of a class loader's layer_rms(k) tuple, in order.\nFAMILY_RMS: dict[str, tuple[str, ...]] = {\n")
+	for _, f := range Families {
+		rms := f.RMS
+		if rms == nil {
+			rms = []string{"attn_norm", "ffn_norm"}
+		}
+		fmt.Fprintf(b, "    %q: (%s),\n", f.Name, pyStrings(rms))
+	}
+	b.WriteString("}\n# Fused reference tensors under model.layers.<k>. -> the fields of their rows, in order.\nFAMILY_FUSED: dict[str, dict[str, tuple[str, ...]]] = {\n")
+	for _, f := range Families {
+		fmt.Fprintf(b, "    %q: {", f.Name)
+		for i, fu := range f.Fused {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(b, "%q: (%s)", fu.HF, pyStrings(fu.Parts))
+		}
+		b.WriteString("},\n")
+	}
+	b.WriteString("}\n# How a family's bundle stores a kept tensor: field -> convention.\nFAMILY_STORED: dict[str, dict[str, str]] = {\n")
+	for _, f := range Families {
+		fmt.Fprintf(b, "    %q: {", f.Name)
+		for i, field := range sortedKeys(f.Stored) {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(b, "%q: %q", field, string(f.Stored[field]))
+		}
+		b.WriteString("},\n")
+	}
+	b.WriteString("}\n")
+}
+
+// pyStrings is a Python tuple's items: "a", "b", (one item keeps its comma).
+func pyStrings(ss []string) string {
+	var parts []string
+	for _, s := range ss {
+		parts = append(parts, fmt.Sprintf("%q", s))
+	}
+	out := strings.Join(parts, ", ")
+	if len(ss) == 1 {
+		out += ","
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

@@ -95,6 +95,11 @@ func configStage(_ context.Context, st *state) (*model.Analysis, outcome, error)
 		return nil, outcome{}, fmt.Errorf("%s: %w", src.Dir, err)
 	}
 	a := model.Analyze(raw)
+	if st.in.quant != nil {
+		// The reference of a quantized deployment: a deployed family
+		// (Gemma 3, Phi-3) is read for that path, not brought up.
+		a = model.AnalyzeDeployed(raw)
+	}
 	if a.Rejected() {
 		return a, outcome{status: verdict.Rejected, detail: fmt.Sprintf("%d reason(s)", len(a.Rejections))}, nil
 	}
@@ -124,6 +129,9 @@ func weightsStage(_ context.Context, st *state) (weightsResult, outcome, error) 
 		return r, outcome{status: verdict.Fail, detail: err.Error()}, nil
 	}
 	r := weightsResult{checkpoint: &checkpoint{inv: inv}}
+	if d := st.facts.analysis.Deployed; d != nil {
+		return deployedWeights(r, inv.Len(), st.facts.analysis.Family.Title(), d.Folder)
+	}
 	// Checkpoint-only architecture rules go first, so a model the NPU cannot
 	// run is rejected with its reason rather than failing gate 1 on tensors.
 	if rej := model.TensorRejections(inv.AllNames()); len(rej) > 0 {
@@ -146,4 +154,19 @@ func weightsStage(_ context.Context, st *state) (weightsResult, outcome, error) 
 	<-crossChecked
 	detail := fmt.Sprintf("%d tensors in %d file(s), %.1f MiB", r.gate1.Tensors, len(r.gate1.Files), float64(r.gate1.Bytes)/(1<<20))
 	return r, outcome{status: verdict.Worst(r.gate1.Status, r.crossCheck.Status), detail: detail}, nil
+}
+
+// deployedWeights is the weights stage of a deployed family's reference
+// (Gemma 3's multimodal checkpoint, Phi-3's fused projections): its bf16
+// layout is not the pipeline's, so gate 1 and the cross-check of the
+// pipeline's tensor set do not apply; quantized gate 1 reads every text
+// tensor of it through the family's conventions.
+func deployedWeights(r weightsResult, tensors int, family, folder string) (weightsResult, outcome, error) {
+	why := fmt.Sprintf("%s reference of %s: its %d tensors are judged by quantized gate 1 through the family's conventions, not against the bf16 pipeline's tensor set", family, folder, tensors)
+	r.gate1 = weights.NewResult()
+	r.gate1.Tensors = tensors
+	r.gate1.Status, r.gate1.Summary = verdict.Skip, why
+	r.crossCheck = config.New()
+	r.crossCheck.Skip(why)
+	return r, outcome{status: verdict.Skip, detail: why}, nil
 }

@@ -61,6 +61,9 @@ func quantFolderStage(_ context.Context, st *state) (quantResult, outcome, error
 	if err != nil {
 		return quantResult{}, outcome{}, err
 	}
+	if err := familyMismatch(u, st.facts.analysis); err != nil {
+		return quantResult{}, outcome{}, err
+	}
 	q, warnings, err := quantfolder.Open(llms, *u, st.facts.model.Dir, hfcache.CacheDir(s.getenv))
 	if err != nil {
 		return quantResult{}, outcome{}, err
@@ -98,8 +101,9 @@ func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome,
 	}
 	// The dequantized tensors stay in the worker for quantized gate 2 (the
 	// quant_baseline stage, same session): the folder's loader runs once.
+	family, embedScale := deployedFamily(st)
 	facts, err := st.py().QuantFacts(ctx, ops.QuantArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers, Bound: q.Format.Bound(),
-		CandidateDirs: q.CandidateDirs(), Keep: true})
+		CandidateDirs: q.CandidateDirs(), Keep: true, Family: family, EmbedScale: embedScale})
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return nil, outcome{}, stop
@@ -110,7 +114,7 @@ func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome,
 	if f := facts.ImportFailure; f != nil {
 		return nil, outcome{}, q.ImportError(f)
 	}
-	w := quant.Judge(q.Format, &facts, quant.Expect{NLayers: cfg.NLayers, QKNorm: cfg.QKNorm, QKVBias: cfg.QKVBias})
+	w := quant.Judge(q.Format, &facts, quant.Expect{NLayers: cfg.NLayers, QKNorm: cfg.QKNorm, QKVBias: cfg.QKVBias, Family: family})
 	w.Closeness = quant.MeasureCloseness(&facts, q.Use.Reference, q.Candidates)
 	return w, outcome{status: w.Status, detail: w.Summary}, nil
 }
@@ -144,6 +148,22 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 	c := quant.CheckConstants(q.Use.Module, consts, st.facts.analysis.Config, q.Bundle)
 	for _, n := range notes {
 		c.FailWith("%s", n)
+	}
+	family, _ := deployedFamily(st)
+	if family != "" && rope != nil {
+		// A deployed family's module builds its RoPE table its own way
+		// (Gemma per layer kind, Phi from the bundle's LongRoPE factors):
+		// judged by the family's facts instead of the shared behaviour.
+		f, err := st.py().QuantFamilyFacts(ctx, ops.QuantFamilyArgs{WeightsModule: q.Module, Family: family, ReferenceDir: st.facts.model.Dir, Source: q.Source})
+		if err != nil {
+			if stop := workerFailure(err); stop != nil {
+				return nil, outcome{}, stop
+			}
+			c.FailWith("family facts of %s: %s", q.Use.Module, st.explain("quant_config", err))
+		} else {
+			c.JudgeFamily(family, &f, st.facts.analysis.Config, st.facts.analysis.Deployed)
+		}
+		rope = nil
 	}
 	if rope != nil && (rope.RopeLUT || rope.RopeModule != "") {
 		// The RoPE table judged by behaviour, as for a bf16 module, built
@@ -354,3 +374,14 @@ func (st *state) quantInputs() (*reuse.QuantInputs, error) {
 // quantEnv are the environment variables a quantized folder's own code
 // reads (upstream's loaders take the bundle from Q4NX_MODEL_SOURCE).
 var quantEnv = []string{"Q4NX_MODEL_SOURCE"}
+
+// deployedFamily is the reference's deployed family (Gemma 3, Phi-3) and
+// its embedding scale, as quantized gate 1 reads it; "" for the supported
+// families.
+func deployedFamily(st *state) (string, float64) {
+	a := st.facts.analysis
+	if a == nil || a.Deployed == nil {
+		return "", 0
+	}
+	return a.Family.Name(), a.Deployed.EmbedScale
+}

@@ -46,7 +46,8 @@ func quantTree(t *testing.T) string {
 	// judges the other by behaviour.
 	module := filepath.Join(llms, "llama32_1b_q4nx", "llama32_1b_q4nx_weights.py")
 	testenv.WriteFile(t, module, mustReadString(t, module)+tinyConfigAndRope)
-	// The tree's out-of-skill folders, as upstream names their ids.
+	// The tree's other folders' ids, as upstream names them (the Gemma 3
+	// and Phi-4-mini folders without their modules: not validated here).
 	testenv.WriteFile(t, filepath.Join(llms, "gemma3_4b_q4nx", "verify_adapter.py"),
 		"MODEL_CHOICES = {\"instruct\": \"unsloth/gemma-3-4b-it\"}\nQ4NX_MODEL_SOURCE = \"FastFlowLM/Gemma3-4B-NPU2\"\n")
 	testenv.WriteFile(t, filepath.Join(llms, "phi4_mini_q4nx", "verify_adapter.py"),

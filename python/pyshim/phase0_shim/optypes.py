@@ -319,6 +319,12 @@ class QuantArgs(_QuantArgsRequired, total=False):
     # quantized gate 2 in the same session, which then does not run the
     # folder's loader a second time.
     keep: bool
+    # A deployed family's name (read/tensornames' Family: "gemma3", "phi3"):
+    # the reference is read through its prefixes, fused tensors and
+    # conventions; absent for the supported families.
+    family: str
+    # sqrt(hidden): the embedding scale of a family storing it scaled.
+    embed_scale: float
 
 
 class QuantStats(TypedDict):
@@ -348,6 +354,10 @@ class QuantTensor(QuantTensorBase, total=False):
     confusions: dict[str, QuantStats]
     differing: int
     problem: str
+    # The family convention the reference was brought to before comparing
+    # (one_plus, embed_scale): differing then counts elements more than one
+    # bf16 step off.
+    convention: str
 
 
 class QuantImportFailure(TypedDict):
@@ -398,3 +408,42 @@ class QuantE2EOnlyArgs(QuantE2EArgs):
 
     model_dir: str
     prompt_tokens: list[int]
+
+
+class QuantFamilyArgs(TypedDict):
+    """Quantized gate 3 of a deployed family's module (Gemma 3, Phi-3)."""
+
+    weights_module: str
+    family: str
+    reference_dir: str
+    # What the module's RoPE reads its factor tables from (the bundle).
+    source: str
+
+
+class QuantRopeTable(TypedDict):
+    """The module's RoPE table against transformers' for the same positions:
+    ``label`` names the table (a layer and its kind, a LongRoPE range)."""
+
+    label: str
+    positions: list[int]
+    max_abs_diff: float
+    # The same table against transformers' other kind (Gemma: the global
+    # table for a local layer); -1 when there is no other kind.
+    other_max_abs_diff: float
+
+
+class QuantFamilyFacts(TypedDict):
+    """The module's numeric top-level constants, which layers it makes global
+    (Gemma: is_global_layer), and its RoPE tables against transformers'."""
+
+    constants: dict[str, float]
+    global_layers: list[int] | None
+    rope: list[QuantRopeTable]
+    rope_error: str
+    # Phi-3: the LongRoPE factor tables the module reads (from the bundle)
+    # against config.json's: the largest relative difference, and the same
+    # after rounding config.json's to bf16 (0 when the bundle's are its
+    # bf16 rounding). -1 when the module reads none.
+    factor_rel_diff: float
+    factor_rel_diff_bf16: float
+    import_failure: QuantImportFailure | None

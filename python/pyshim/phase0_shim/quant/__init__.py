@@ -8,13 +8,16 @@ nothing here decides PASS or FAIL.
 - ``discovery``: importing a folder's module, finding its loader and config;
 - ``weights``: op ``quant_facts`` (quantized gate 1), tensor by tensor;
 - ``end_to_end``: ops ``quant_e2e`` and the baseline's quantized half (quantized gate 2);
-- ``module``: op ``quant_module_facts`` (quantized gate 3).
+- ``module``: op ``quant_module_facts`` (quantized gate 3);
+- ``families``, ``family_rope``: a deployed family's reference and conventions
+  (gate 1), op ``quant_family_facts`` (its gate 3).
 """
 
 from __future__ import annotations
 
 from phase0_shim.quant.end_to_end import quant_e2e
+from phase0_shim.quant.family_rope import quant_family_facts
 from phase0_shim.quant.module import quant_module_facts
 from phase0_shim.quant.weights import quant_facts
 
-__all__ = ["quant_e2e", "quant_facts", "quant_module_facts"]
+__all__ = ["quant_e2e", "quant_facts", "quant_family_facts", "quant_module_facts"]

@@ -15,6 +15,7 @@ from typing import Any
 
 from phase0_shim.config import import_module_from_path
 from phase0_shim.optypes import QuantImportFailure
+from phase0_shim.quant.families import rms_fields
 from phase0_shim.quant.reading import Reference
 from phase0_shim.quant.vocab import GLOBALS, KEPT, PROJECTIONS
 
@@ -64,9 +65,10 @@ def _from_class(cls: Any, source: str, n_layers: int, ref: Reference) -> Iterato
             if key in by_key:
                 yield k, by_key[key], value
         del w
-        attn_norm, ffn_norm = model.layer_rms(k)
-        yield k, "attn_norm", attn_norm
-        yield k, "ffn_norm", ffn_norm
+        rms = tuple(model.layer_rms(k))
+        for field, value in zip(rms_fields(getattr(ref, "family", ""), len(rms)), rms):
+            yield k, field, value
+        del rms
         if callable(getattr(model, "layer_qk_norm", None)):
             qn, kn = model.layer_qk_norm(k)
             yield k, "q_norm", qn

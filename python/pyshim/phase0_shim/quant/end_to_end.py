@@ -16,6 +16,7 @@ from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantE2EArgs, QuantE2EFacts, QuantE2EOnlyArgs
 from phase0_shim.quant.discovery import _import, find_loader
 from phase0_shim.quant.reading import Reference
+from phase0_shim.quant.families import FamilyReference, detect_family, fused_slot
 from phase0_shim.quant.vocab import PROJECTIONS
 from phase0_shim.quant.weights import _bf16, _take_kept
 
@@ -37,6 +38,23 @@ def _projection_param(model: Any, layer: int, field: str) -> Any:
     for part in path:
         obj = getattr(obj, part)
     return obj.weight
+
+
+def _projection_slot(model: Any, layer: int, field: str) -> tuple[Any, slice | None]:
+    """Where field's weight lives in the loaded model: its own parameter, or
+    rows of a fused one (a deployed family's qkv_proj, gate_up_proj)."""
+    slot = fused_slot(model.get_decoder().layers[layer], PROJECTIONS[field][1])
+    if slot is not None:
+        return slot
+    return _projection_param(model, layer, field), None
+
+
+def _put(slot: tuple[Any, slice | None], weight: Any) -> None:
+    param, rows = slot
+    if rows is None:
+        param.data = weight
+    else:
+        param.data[rows] = weight.to(param.dtype)
 
 
 def _torch_bf16(value: Any) -> Any:
@@ -94,7 +112,8 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
     module, failure = _import(Path(args["weights_module"]))
     if failure is not None:
         raise ImportError(f"{args['weights_module']}: {failure['message']}")
-    ref = Reference(Path(args["reference_dir"]))
+    base = Reference(Path(args["reference_dir"]))
+    ref = FamilyReference(base, detect_family(base))
     with progress.layers(stage, model, "bf16 weights: prompt and passage"):
         ref_prompt = _last_logits(model, prompt_ids)[-1]
         ref_passage = _last_logits(model, passage_ids)[:-1]
@@ -104,11 +123,17 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
     # costs about one model's memory, not two (at 8 B, 16 GB instead of 32).
     n_layers = int(args["n_layers"])
     shapes = {}
+    # Where each projection goes, read before any parameter is dropped
+    # (a fused tensor's rows are sized from o_proj's input width).
+    slots = {(k, field): _projection_slot(model, k, field) for k in range(n_layers) for field in PROJECTIONS}
     for k in range(n_layers):
         for field in PROJECTIONS:
-            param = _projection_param(model, k, field)
-            shapes[k, field] = tuple(param.shape)
-            param.data = torch.empty(0, dtype=param.dtype)
+            param, rows = slots[k, field]
+            if rows is None:
+                shapes[k, field] = tuple(param.shape)
+                param.data = torch.empty(0, dtype=param.dtype)
+            else:  # rows of a fused parameter: overwritten in place
+                shapes[k, field] = (rows.stop - rows.start, *param.shape[1:])
     layers: Iterable[tuple[int, str, Any]]
     from_gate_1 = (kept := _take_kept(args["weights_module"], args["source"], n_layers)) is not None
     if kept is not None:
@@ -129,13 +154,13 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
             want = shapes.pop((layer, field))
             if tuple(np.shape(value)) != want[::-1]:
                 raise ValueError(f"layer {layer} {field}: the loader's {list(np.shape(value))} does not fit {list(want)} transposed")
-            _projection_param(model, layer, field).data = _as_weight(value)
+            _put(slots[layer, field], _as_weight(value))
             patched += 1
         # What the loader did not give keeps the reference's weights, so
         # the prefill runs and Go judges the count.
         for (layer, field), want in shapes.items():
             hf = f"model.layers.{layer}.{PROJECTIONS[field][1]}.weight"
-            _projection_param(model, layer, field).data = _as_weight(np.asarray(ref.get(hf)).T)
+            _put(slots[layer, field], _as_weight(np.asarray(ref.get(hf)).T))
             ref.release(hf)
     with progress.layers(stage, model, "dequantized weights: prompt and passage"):
         q_prompt = _last_logits(model, prompt_ids)[-1]

@@ -41,3 +41,29 @@ GLOBALS: dict[str, str] = {
     "final_norm": "model.norm.weight",
     "lm_head": "lm_head.weight",
 }
+# Deployed families (read/model's Deployment): where the reference keeps the
+# text model, tried in order.
+FAMILY_PREFIXES: dict[str, tuple[str, ...]] = {
+    "gemma3": ("language_model.model.", "model.language_model.", "model."),
+    "phi3": ("model.",),
+}
+# A family's kept layer tensors beyond KEPT -> the HF tensor under model.layers.<k>.
+FAMILY_KEPT: dict[str, dict[str, str]] = {
+    "gemma3": {"pre_ffn_norm": "pre_feedforward_layernorm.weight", "post_ffn_norm": "post_feedforward_layernorm.weight"},
+    "phi3": {},
+}
+# The fields of a class loader's layer_rms(k) tuple, in order.
+FAMILY_RMS: dict[str, tuple[str, ...]] = {
+    "gemma3": ("attn_norm", "ffn_norm", "pre_ffn_norm", "post_ffn_norm"),
+    "phi3": ("attn_norm", "ffn_norm"),
+}
+# Fused reference tensors under model.layers.<k>. -> the fields of their rows, in order.
+FAMILY_FUSED: dict[str, dict[str, tuple[str, ...]]] = {
+    "gemma3": {},
+    "phi3": {"self_attn.qkv_proj.weight": ("wq", "wk", "wv"), "mlp.gate_up_proj.weight": ("w_gate", "w_up")},
+}
+# How a family's bundle stores a kept tensor: field -> convention.
+FAMILY_STORED: dict[str, dict[str, str]] = {
+    "gemma3": {"attn_norm": "one_plus", "embed_table": "embed_scale", "ffn_norm": "one_plus", "final_norm": "one_plus", "k_norm": "one_plus", "post_ffn_norm": "one_plus", "pre_ffn_norm": "one_plus", "q_norm": "one_plus"},
+    "phi3": {},
+}

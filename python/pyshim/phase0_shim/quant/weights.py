@@ -16,6 +16,7 @@ from phase0_shim import heap, progress
 from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantArgs, QuantCandidate, QuantFactsResult, QuantTensor
 from phase0_shim.quant.discovery import _import, find_loader
+from phase0_shim.quant.families import FamilyReference, convention_facts, kept_hf
 from phase0_shim.quant.reading import Reference
 from phase0_shim.quant.stats import _stats_io, kept_facts, projection_facts
 from phase0_shim.quant.vocab import GLOBALS, KEPT, PARTNERS, PROJECTIONS
@@ -61,14 +62,16 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
     module, failure = _import(Path(args["weights_module"]))
     if failure is not None:
         return {"loader": "", "layers_loaded": 0, "tensors": [], "import_failure": failure}
-    ref = Reference(Path(args["reference_dir"]))
+    family = args.get("family", "")
+    ref = FamilyReference(Reference(Path(args["reference_dir"])), family, float(args.get("embed_scale", 0.0)))
+    family_kept = kept_hf(family)
     bound = args["bound"]
     loader, layers = find_loader(module, args["source"], int(args["n_layers"]), ref)
     keep: list[tuple[int, str, Any]] | None = [] if args.get("keep") else None
     tensors: list[QuantTensor] = []
     loaded = set()
     candidates: list[tuple[Reference, QuantCandidate]] = [
-        (Reference(Path(d)), {"reference_dir": d, "fields": [], "stats": []}) for d in args.get("candidate_dirs") or []
+        (FamilyReference(Reference(Path(d)), family), {"reference_dir": d, "fields": [], "stats": []}) for d in args.get("candidate_dirs") or []
     ]
 
     def facts_of(layer: int, field: str, value: Any) -> QuantTensor | None:
@@ -76,11 +79,16 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
             hf = GLOBALS[field]
             if field == "lm_head" and not ref.has(hf):
                 hf = GLOBALS["embed_table"]  # tied: the head is the embedding
+            if convention := ref.stored(field):
+                fact = convention_facts(layer, field, value, ref, hf, convention)
+                ref.release(hf)
+                return fact
             # A quantized copy of the head is judged as a projection; its
             # statistics are computed there, once.
             fact = kept_facts(layer, field, value, ref, hf, stats=field != "lm_head")
             if field == "lm_head" and fact.get("differing"):
                 fact = projection_facts(layer, field, np.asarray(value).T, ref, hf, None, bound)
+            fact["reference"] = ref.describe(hf)
             ref.release(hf)
             return fact
         if field in PROJECTIONS:
@@ -88,12 +96,18 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
             partner = PARTNERS.get(field)
             hf = prefix + PROJECTIONS[field][1] + ".weight"
             fact = projection_facts(layer, field, value, ref, hf, prefix + PROJECTIONS[partner][1] + ".weight" if partner else None, bound)
+            fact["reference"] = ref.describe(hf)
             if layer == 0:
                 _candidate_stats(candidates, field, value, hf)
             ref.release(hf)
             return fact
-        if field in KEPT:
-            return kept_facts(layer, field, value, ref, f"model.layers.{layer}.{KEPT[field]}")
+        if field in KEPT or field in family_kept:
+            hf = f"model.layers.{layer}.{KEPT.get(field) or family_kept[field]}"
+            if convention := ref.stored(field):
+                return convention_facts(layer, field, value, ref, hf, convention)
+            fact = kept_facts(layer, field, value, ref, hf)
+            fact["reference"] = ref.describe(hf)
+            return fact
         return None
 
     # The statistics of one tensor run on a second thread while the loader
