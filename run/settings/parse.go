@@ -209,6 +209,12 @@ func (s Setting) Parse(v Value) (any, error) {
 	if v.Form != FormText {
 		return nil, &ValueError{Value: v, Want: s.Want(), Hint: "in a YAML file, quote it"}
 	}
+	if i := strings.IndexByte(v.Text, 0); i >= 0 {
+		// A NUL ends the C string a path travels in: the file opened would
+		// be another one, and a message would print the raw byte.
+		return nil, &ValueError{Value: v, Want: s.Want() + " without a NUL character",
+			Hint: fmt.Sprintf("it holds a NUL at byte %d; no path or text setting can contain one", i)}
+	}
 	if len(s.Choices) > 0 && !slices.Contains(s.Choices, v.Text) {
 		return nil, bad
 	}

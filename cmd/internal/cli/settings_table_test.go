@@ -40,6 +40,9 @@ var hostileValues = []hostile{
 	{name: "2^31", text: "2147483648", python: json.Number("2147483648")},
 	{name: "list", yaml: "[a]", python: []any{"a"}},
 	{name: "map", yaml: "{a: 1}", python: map[string]any{"a": json.Number("1")}},
+	// A NUL (issue 36): no path or text can hold one; an environment
+	// variable cannot carry one at all.
+	{name: "NUL", text: "/data/o\x00x", yaml: `"/data/o\0x"`, python: "/data/o\x00x"},
 }
 
 // goodValue is a value the setting takes, as text.
@@ -70,7 +73,7 @@ func accepts(row settings.Setting, name string) bool {
 	if len(row.Choices) > 0 {
 		return name == "empty" // "" is a choice: decided from the model's name
 	}
-	return name != "list" && name != "map"
+	return name != "list" && name != "map" && name != "NUL"
 }
 
 // source is one way of giving a setting a value.
@@ -90,7 +93,7 @@ func sources() []source {
 			return []string{"--" + row.Flag + "=" + h.text}, nil, "--" + row.Flag
 		}},
 		{"env", func(t *testing.T, row settings.Setting, h hostile) ([]string, map[string]any, string) {
-			if h.name == "list" || h.name == "map" {
+			if h.name == "list" || h.name == "map" || h.name == "NUL" {
 				return nil, nil, ""
 			}
 			t.Setenv(row.Env(), h.text)
