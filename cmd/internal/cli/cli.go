@@ -148,7 +148,8 @@ func newRoot(inv *invocation) *cobra.Command {
 		SilenceErrors: true,
 		Version:       inv.version,
 	}
-	root.PersistentFlags().Bool("json", false, "print exactly one JSON report object on stdout")
+	root.SetFlagErrorFunc(flagError)
+	boolFlag(root.PersistentFlags(), "json", "print exactly one JSON report object on stdout")
 	addSettingFlags(root.PersistentFlags(), root.Name())
 	root.AddCommand(
 		newPreflightCmd(inv),
@@ -179,7 +180,7 @@ func wantsJSON(args []string) bool {
 		if a == "--" {
 			break
 		}
-		if a == "--json" || a == "--json=true" || a == "--json=1" {
+		if a == "--json" || a == "--json=true" {
 			return true
 		}
 	}

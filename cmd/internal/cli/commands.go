@@ -8,9 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"phase0/gate/compare"
+	"phase0/gate/verdict"
 	"phase0/run/listrun"
 	"phase0/run/orchestrator"
-	"phase0/gate/verdict"
 )
 
 // inspectParallel bounds the models a multi-model inspect reads at once:
@@ -106,8 +106,8 @@ func newReferenceCmd(inv *invocation) *cobra.Command {
 		func(ctx context.Context, _ *cobra.Command, s *orchestrator.Settings, args []string) (*outcome, error) {
 			return reportOutcome(orchestrator.ReferenceRun(ctx, s, args[0], inv.version)), nil
 		})
-	c.Flags().String("dtype", "bfloat16", "bfloat16 (the reference) or float32 (a self-check candidate)")
-	c.Flags().String("out", "", "folder to record into (default: <llms>/<name>/reference)")
+	stringFlag(c.Flags(), "dtype", "bfloat16", "bfloat16 (the reference) or float32 (a self-check candidate)")
+	stringFlag(c.Flags(), "out", "", "folder to record into (default: <llms>/<name>/reference)")
 	return c
 }
 

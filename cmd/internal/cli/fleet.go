@@ -8,10 +8,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"phase0/internal/atomicfile"
-	"phase0/run/listrun"
-	"phase0/read/modellist"
 	"phase0/output/report"
 	"phase0/output/report/junit"
+	"phase0/read/modellist"
+	"phase0/run/listrun"
 )
 
 // Flags of one invocation (not settings) on the commands that take a list:
@@ -22,8 +22,8 @@ const (
 )
 
 func addFleetFlags(c *cobra.Command) {
-	c.Flags().String(flagJUnit, "", "also write the verdicts as JUnit XML to FILE (a testcase per model), for CI")
-	c.Flags().String(flagShard, "", "run only shard I of N of the list (I/N, e.g. 2/4): a model's shard is a hash of its line, so appending lines moves no model")
+	stringFlag(c.Flags(), flagJUnit, "", "also write the verdicts as JUnit XML to FILE (a testcase per model), for CI")
+	stringFlag(c.Flags(), flagShard, "", "run only shard I of N of the list (I/N, e.g. 2/4): a model's shard is a hash of its line, so appending lines moves no model")
 }
 
 // fleet is what --junit and --shard asked for.
