@@ -126,7 +126,7 @@ func CheckFolder(llmsDir, name string) error {
 		return fmt.Errorf("workspace %s: %w", dir, err)
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("workspace %s exists and is not a folder (%s); pass --name to pick another name", dir, st.Mode().Type())
+		return fmt.Errorf("workspace %s exists and is not a folder (it is %s); pass --name to pick another name", dir, boundedfile.Kind(st.Mode()))
 	}
 	for _, marker := range []string{ManifestName, name + "_weights.py"} {
 		if _, err := os.Lstat(filepath.Join(dir, marker)); err == nil {

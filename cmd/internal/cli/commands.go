@@ -50,7 +50,7 @@ func newPreflightCmd(inv *invocation) *cobra.Command {
 func newInspectCmd(inv *invocation) *cobra.Command {
 	return modelCmd(inv, "inspect", "Check config, architecture and weights natively (no Python)",
 		func(ctx context.Context, cmd *cobra.Command, s *orchestrator.Settings, args []string) (*outcome, error) {
-			f, err := fleetFlags(cmd)
+			f, err := inv.fleetFlags(cmd)
 			if err != nil {
 				return nil, err
 			}
@@ -82,7 +82,7 @@ func newBaselineCmd(inv *invocation) *cobra.Command {
 func newRunCmd(inv *invocation) *cobra.Command {
 	return modelCmd(inv, "run", "All of Phase 0: inspect, generate the workspace, Python gates, baseline, record",
 		func(ctx context.Context, cmd *cobra.Command, s *orchestrator.Settings, args []string) (*outcome, error) {
-			f, err := fleetFlags(cmd)
+			f, err := inv.fleetFlags(cmd)
 			if err != nil {
 				return nil, err
 			}

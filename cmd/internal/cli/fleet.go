@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -33,8 +34,10 @@ type fleet struct {
 }
 
 // fleetFlags reads --junit and --shard; a JUnit file that cannot be written
-// is refused before anything runs.
-func fleetFlags(cmd *cobra.Command) (fleet, error) {
+// is refused before anything runs, as is the file the command's own stdout
+// or stderr goes to (`--json > f --junit f`: the report printed would be
+// replaced by the JUnit one).
+func (inv *invocation) fleetFlags(cmd *cobra.Command) (fleet, error) {
 	var f fleet
 	for _, name := range []string{flagJUnit, flagShard} {
 		if v, _ := cmd.Flags().GetString(name); v == "" && cmd.Flags().Changed(name) {
@@ -50,6 +53,9 @@ func fleetFlags(cmd *cobra.Command) (fleet, error) {
 		f.shard = sh
 	}
 	if f.junit != "" {
+		if err := notAnOutput(f.junit, map[string]io.Writer{"stdout": inv.stdout, "stderr": inv.stderr}); err != nil {
+			return f, fmt.Errorf("--junit: %w", err)
+		}
 		if err := atomicfile.CheckWritable(f.junit); err != nil {
 			return f, fmt.Errorf("--junit: %w", err)
 		}
@@ -58,6 +64,25 @@ func fleetFlags(cmd *cobra.Command) (fleet, error) {
 		}
 	}
 	return f, nil
+}
+
+// notAnOutput refuses path when it is the file one of outs (the command's
+// stdout and stderr, when they are files) writes to.
+func notAnOutput(path string, outs map[string]io.Writer) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil // missing: no stream writes to it; CheckWritable says the rest
+	}
+	for _, name := range []string{"stdout", "stderr"} {
+		f, ok := outs[name].(*os.File)
+		if !ok {
+			continue
+		}
+		if fst, err := f.Stat(); err == nil && os.SameFile(st, fst) {
+			return fmt.Errorf("%s is the file phase0's %s goes to (a shell redirect?): the JUnit report would replace what is printed there; name another file", path, name)
+		}
+	}
+	return nil
 }
 
 // entries are the models of args in this shard.
