@@ -42,6 +42,9 @@ func Expand(args []string) ([]Entry, error) {
 		if file == "" {
 			return nil, fmt.Errorf("%w: argument %d is a bare '@'; write @FILE", ErrList, i+1)
 		}
+		if why := boundedfile.TooLong(fmt.Sprintf("argument %d", i+1), a); why != "" {
+			return nil, fmt.Errorf("%w: %s", ErrList, why)
+		}
 		es, err := ReadFile(file)
 		if err != nil {
 			return nil, err
@@ -91,6 +94,9 @@ func Parse(data []byte, name string) ([]Entry, error) {
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
+		}
+		if why := boundedfile.TooLong(at+":", line); why != "" {
+			return nil, fmt.Errorf("%w: %s", ErrList, why)
 		}
 		if j := strings.IndexFunc(line, unicode.IsSpace); j >= 0 {
 			return nil, fmt.Errorf("%w: %s: %q holds more than one word; write one model per line", ErrList, at, line)

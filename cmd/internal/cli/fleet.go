@@ -13,6 +13,8 @@ import (
 	"phase0/output/report/junit"
 	"phase0/read/modellist"
 	"phase0/run/listrun"
+
+	"phase0/internal/boundedfile"
 )
 
 // Flags of one invocation (not settings) on the commands that take a list:
@@ -53,6 +55,9 @@ func (inv *invocation) fleetFlags(cmd *cobra.Command) (fleet, error) {
 		f.shard = sh
 	}
 	if f.junit != "" {
+		if why := boundedfile.TooLong("the path", f.junit); why != "" {
+			return f, fmt.Errorf("--junit: %s", why)
+		}
 		if err := notAnOutput(f.junit, map[string]io.Writer{"stdout": inv.stdout, "stderr": inv.stderr}); err != nil {
 			return f, fmt.Errorf("--junit: %w", err)
 		}

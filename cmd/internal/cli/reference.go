@@ -8,6 +8,8 @@ import (
 
 	"phase0/run/orchestrator"
 	"phase0/run/settings"
+
+	"phase0/internal/boundedfile"
 )
 
 // referenceFlags reads the flags only `reference` has that are not
@@ -23,6 +25,9 @@ func referenceFlags(cmd *cobra.Command, s *orchestrator.Settings, from origins) 
 		if f.Changed && s.ReferenceOut == "" {
 			// as --junit "" and --config "": not the same as leaving it out
 			return errors.New("--out: an empty value: give a folder, or leave --out out")
+		}
+		if why := boundedfile.TooLong("the folder", s.ReferenceOut); why != "" {
+			return fmt.Errorf("--out: %s", why)
 		}
 	}
 	if f := cmd.Flags().Lookup("dtype"); f != nil {
