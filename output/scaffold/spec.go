@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
+	"phase0/internal/boundedfile"
 	"phase0/read/model"
 )
 
@@ -74,6 +77,39 @@ var ErrInvalidSpec = errors.New("invalid scaffold spec")
 // A workspace name becomes a directory and a Python module prefix, so it
 // must be a valid Python identifier.
 var nameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
+
+// CheckName says what is wrong with a workspace name given by a person
+// (--name, PHASE0_NAME, a --config file, the Python API), before any model
+// is read: it becomes a folder and a Python module prefix, so it is
+// lower-case letters, digits and _, not starting with a digit, and not one
+// of the llms tree's own folders.
+func CheckName(name string) error {
+	if nameRE.MatchString(name) {
+		if slices.Contains(ReservedNames, name) {
+			return fmt.Errorf("%s is one of the llms tree's own folders (%s), not a model workspace", boundedfile.Quote(name), strings.Join(ReservedNames, ", "))
+		}
+		return nil
+	}
+	const want = "a workspace name is lower-case letters, digits and _, not starting with a digit"
+	var why string
+	switch r, _ := utf8.DecodeRuneInString(name); {
+	case name == "":
+		why = "it is empty"
+	case strings.ContainsAny(name, `/\`):
+		why = "it is a path, not one folder's name"
+	case strings.ContainsRune(name, '.'):
+		why = "it holds a '.', which a Python module name cannot"
+	case r >= '0' && r <= '9':
+		why = "it starts with a digit"
+	case strings.ToLower(name) != name && nameRE.MatchString(strings.ToLower(name)):
+		why = "it holds upper-case letters (" + strings.ToLower(name) + " would do)"
+	default:
+		bad := strings.IndexFunc(name, func(r rune) bool { return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+		c, _ := utf8.DecodeRuneInString(name[bad:])
+		why = fmt.Sprintf("it holds %q", c)
+	}
+	return fmt.Errorf("%s is not a workspace name: %s; %s", boundedfile.Quote(name), why, want)
+}
 
 // DeriveName turns a HF model id into a workspace name: the last path
 // element, lower-cased, runs of non-alphanumerics replaced by one "_",
