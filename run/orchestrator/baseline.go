@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -32,6 +33,9 @@ func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weights
 func hfBaselineStage(ctx context.Context, st *state) (*baseline.Baseline, outcome, error) {
 	start := time.Now()
 	args := baselineRequest(st.in.s, st.facts.model, st.facts.analysis.Config, st.weightsModule())
+	if err := promptFits(ctx, st, args); err != nil {
+		return nil, outcome{}, err
+	}
 	res, logits, err := st.py().Baseline(ctx, args)
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
@@ -47,6 +51,36 @@ func hfBaselineStage(ctx context.Context, st *state) (*baseline.Baseline, outcom
 	}
 	b := ops.BaselineSection(&res, logits, st.facts.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
 	return b, outcome{status: b.Status, detail: b.Summary}, nil
+}
+
+// ErrPromptTooLong marks a prompt (given, or the canonical one) that does
+// not fit max_seq with the continuation asked for: the settings are wrong,
+// not the model, so the run could not evaluate it (exit 2), never a FAIL.
+var ErrPromptTooLong = errors.New("the prompt does not fit max_seq")
+
+// promptFits asks the worker for the canonical prompt's length in the
+// model's tokens (the tokenizer only, no model loaded) and refuses a prompt
+// that, with the decoded continuation, exceeds max_seq. When the count
+// itself raises (a broken tokenizer), the baseline op says so as before.
+func promptFits(ctx context.Context, st *state, args ops.BaselineArgs) error {
+	r, err := st.py().PromptTokens(ctx, args)
+	if err != nil {
+		return workerFailure(err)
+	}
+	need := r.Tokens + max(args.DecodeN-1, 0)
+	if need <= args.MaxSeq {
+		return nil
+	}
+	which := "the canonical prompt"
+	if args.Prompt != "" {
+		which = "the prompt given"
+	}
+	decode := ""
+	if args.DecodeN > 1 {
+		decode = fmt.Sprintf(" plus %d decoded", args.DecodeN-1)
+	}
+	return fmt.Errorf("%w: %s has %d tokens with this model's tokenizer%s, and max_seq is %d: shorten the prompt or raise max_seq (a --config file's max_seq, PHASE0_MAX_SEQ or the max_seq option)",
+		ErrPromptTooLong, which, r.Tokens, decode, args.MaxSeq)
 }
 
 // runnerIsVerifys checks that a baseline from an llms tree came from the

@@ -343,3 +343,33 @@ func TestRunWithBrokenCheckpointRecordsBlockers(t *testing.T) {
 		t.Errorf("TODO.md:\n%s", todo)
 	}
 }
+
+// A prompt longer than max_seq is the user's setting, not the model's fault
+// (issue 36 item 3): exit 2 naming both numbers, found by the tokenizer
+// before the model loads; before, gate 2 FAILed (exit 1, which a fleet
+// counts as a broken model) with a Python traceback on stderr.
+func TestPromptLongerThanMaxSeqIsASettingError(t *testing.T) {
+	for _, tc := range []struct {
+		prompt string
+		maxSeq int
+		decode int
+		want   string
+	}{
+		{strings.Repeat("word ", 300), 64, 0, "the prompt given has"},
+		{"", 2, 0, "the canonical prompt has"},
+		{"Hello there, how are you today?", 8, 8, " plus 7 decoded, and max_seq is 8"},
+	} {
+		s := settingsFor(t, "")
+		var progress bytes.Buffer
+		s.Progress = &progress
+		s.Prompt, s.MaxSeq, s.Decode = tc.prompt, tc.maxSeq, tc.decode
+		r := BaselineRun(context.Background(), s, tiny(t, "qwen3"), "test")
+		if r.Status != verdict.Error || ExitCode(r) != 2 || r.Gates.HFBaseline != nil ||
+			!strings.Contains(r.Error, tc.want) || !strings.Contains(r.Error, fmt.Sprintf("max_seq is %d", tc.maxSeq)) {
+			t.Errorf("max_seq %d: status %s, exit %d, baseline %v, error %q; want ERROR saying %q", tc.maxSeq, r.Status, ExitCode(r), r.Gates.HFBaseline != nil, r.Error, tc.want)
+		}
+		if log := progress.String(); strings.Contains(log, "Traceback") || strings.Contains(log, "loading the HF bf16 model") {
+			t.Errorf("max_seq %d: the model was loaded or a traceback printed:\n%s", tc.maxSeq, log)
+		}
+	}
+}

@@ -150,3 +150,28 @@ func TestBadNameRefusedWithTheSettings(t *testing.T) {
 		}
 	}
 }
+
+// PHASE0_PYSHIM at a folder without phase0_shim is the setting's fault:
+// exit 2 naming it before any model work (issue 36 item 3), not a model
+// FAIL "No module named 'phase0_shim'".
+func TestPyShimMustHoldThePackage(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	for _, tc := range []struct{ dir, want string }{
+		{"/no/such/folder", `PHASE0_PYSHIM: pyshim "/no/such/folder": no such folder`},
+		{t.TempDir(), "it holds no phase0_shim/__init__.py"},
+		{file, "it is a regular file, not a folder"},
+	} {
+		t.Setenv("PHASE0_PYSHIM", tc.dir)
+		code, stdout, stderr := run(t, "baseline", good, "--json")
+		var r struct {
+			Status string
+			Stages []any
+		}
+		json.Unmarshal([]byte(stdout), &r)
+		if code != 2 || r.Status != "ERROR" || len(r.Stages) != 0 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "No module named") {
+			t.Errorf("PHASE0_PYSHIM=%s: exit %d, %s, %d stages, %q; want exit 2 saying %q", tc.dir, code, r.Status, len(r.Stages), stderr, tc.want)
+		}
+	}
+}

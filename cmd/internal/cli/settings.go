@@ -186,6 +186,11 @@ func layerSettings(cmd *cobra.Command, stderr io.Writer, overrides map[string]an
 		return nil, from, fmt.Errorf("%s: decode %d does not fit max_seq %d (%s): the prompt and the continuation share the runner's sequence",
 			from.of("decode"), s.Decode, s.MaxSeq, from.of("max_seq"))
 	}
+	if s.PyShimDir != "" {
+		if err := orchestrator.CheckPyShim(s.PyShimDir); err != nil {
+			return nil, from, fmt.Errorf("%s: %w", from.of("pyshim"), err)
+		}
+	}
 	if s.Name != "" {
 		// a bad name is known now, not after the model is read
 		if err := scaffold.CheckName(s.Name); err != nil {
