@@ -51,7 +51,7 @@ func newPreflightCmd(inv *invocation) *cobra.Command {
 
 // newInspectCmd is `phase0 inspect MODEL... | @FILE`: no Python.
 func newInspectCmd(inv *invocation) *cobra.Command {
-	return modelCmd(inv, "inspect", "Check config, architecture and weights natively (no Python)",
+	return modelCmd(inv, "inspect", "Check config, architecture and weights natively (no Python, but default's one-time conversion)",
 		func(ctx context.Context, cmd *cobra.Command, s *orchestrator.Settings, args []string) (*outcome, error) {
 			f, err := inv.fleetFlags(cmd)
 			if err != nil {

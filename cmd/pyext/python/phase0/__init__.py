@@ -243,7 +243,7 @@ def inspect(
     progress: bool = False,
     **options: Option,
 ) -> Report:
-    """Check config, architecture and weights natively (no Python): ``phase0 inspect MODEL``.
+    """Check config, architecture and weights natively (no Python, but ``default``'s one-time conversion): ``phase0 inspect MODEL``.
 
     model is a local folder, a hub id ``org/name[@revision]`` (through the HF
     cache), or ``"default"``. progress=True shows phase0's progress on stderr.
