@@ -29,10 +29,12 @@ func addFleetFlags(c *cobra.Command) {
 	stringFlag(c.Flags(), flagShard, "", "run only shard I of N of the list (I/N, e.g. 2/4): a model's shard is a hash of its line, so appending lines moves no model")
 }
 
-// fleet is what --junit and --shard asked for.
+// fleet is what --junit and --shard asked for, and where the list's notes
+// (a model listed twice) are said.
 type fleet struct {
 	junit string
 	shard modellist.Shard
+	notes io.Writer
 }
 
 // fleetFlags reads --junit and --shard; a JUnit file that cannot be written
@@ -40,7 +42,7 @@ type fleet struct {
 // or stderr goes to (`--json > f --junit f`: the report printed would be
 // replaced by the JUnit one).
 func (inv *invocation) fleetFlags(cmd *cobra.Command) (fleet, error) {
-	var f fleet
+	f := fleet{notes: inv.stderr}
 	for _, name := range []string{flagJUnit, flagShard} {
 		if v, _ := cmd.Flags().GetString(name); v == "" && cmd.Flags().Changed(name) {
 			return f, fmt.Errorf("--%s: an empty value: give one, or leave --%s out", name, name)
@@ -92,9 +94,12 @@ func notAnOutput(path string, outs map[string]io.Writer) error {
 
 // entries are the models of args in this shard.
 func (f fleet) entries(args []string) ([]modellist.Entry, error) {
-	entries, err := modellist.Expand(args)
+	entries, notes, err := modellist.ExpandNoting(args)
 	if err != nil {
 		return nil, err
+	}
+	for _, n := range notes {
+		fmt.Fprintf(f.notes, "phase0: %s\n", n)
 	}
 	return f.shard.Select(entries), nil
 }

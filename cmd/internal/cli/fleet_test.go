@@ -274,3 +274,18 @@ func TestJUnitRefusesFilesNotItsOwn(t *testing.T) {
 		}
 	}
 }
+
+// A model listed twice is inspected once, with one JUnit case, and stderr
+// says so (issue 36 item 12).
+func TestListedTwiceRunsOnce(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	dir := t.TempDir()
+	list := filepath.Join(dir, "hf_models.txt")
+	os.WriteFile(list, []byte(good+"\n"+good+"\n"), 0o644)
+	file := filepath.Join(dir, "j.xml")
+	code, stdout, stderr := run(t, "inspect", "@"+list, "--junit", file)
+	names, _, _ := junitCases(t, file)
+	if code != 0 || len(names) != 1 || !strings.Contains(stderr, "is listed again at "+list+":2: it runs once") || !strings.Contains(stdout, "1 model(s)") {
+		t.Errorf("exit %d, %d cases, stderr %q\n%s", code, len(names), stderr, stdout)
+	}
+}
