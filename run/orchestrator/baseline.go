@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -53,34 +52,15 @@ func hfBaselineStage(ctx context.Context, st *state) (*baseline.Baseline, outcom
 	return b, outcome{status: b.Status, detail: b.Summary}, nil
 }
 
-// ErrPromptTooLong marks a prompt (given, or the canonical one) that does
-// not fit max_seq with the continuation asked for: the settings are wrong,
-// not the model, so the run could not evaluate it (exit 2), never a FAIL.
-var ErrPromptTooLong = errors.New("the prompt does not fit max_seq")
-
-// promptFits asks the worker for the canonical prompt's length in the
-// model's tokens (the tokenizer only, no model loaded) and refuses a prompt
-// that, with the decoded continuation, exceeds max_seq. When the count
-// itself raises (a broken tokenizer), the baseline op says so as before.
+// promptFits refuses, before the model loads, a prompt that does not fit
+// max_seq (baseline.CheckPromptFits), counted by the tokenizer alone; a
+// count that raises is left to the baseline op to report.
 func promptFits(ctx context.Context, st *state, args ops.BaselineArgs) error {
 	r, err := st.py().PromptTokens(ctx, args)
 	if err != nil {
 		return workerFailure(err)
 	}
-	need := r.Tokens + max(args.DecodeN-1, 0)
-	if need <= args.MaxSeq {
-		return nil
-	}
-	which := "the canonical prompt"
-	if args.Prompt != "" {
-		which = "the prompt given"
-	}
-	decode := ""
-	if args.DecodeN > 1 {
-		decode = fmt.Sprintf(" plus %d decoded", args.DecodeN-1)
-	}
-	return fmt.Errorf("%w: %s has %d tokens with this model's tokenizer%s, and max_seq is %d: shorten the prompt or raise max_seq (a --config file's max_seq, PHASE0_MAX_SEQ or the max_seq option)",
-		ErrPromptTooLong, which, r.Tokens, decode, args.MaxSeq)
+	return baseline.CheckPromptFits(r.Tokens, args.DecodeN, args.MaxSeq, args.Prompt != "")
 }
 
 // runnerIsVerifys checks that a baseline from an llms tree came from the

@@ -15,6 +15,7 @@ import (
 	"phase0/internal/boundedfile"
 	"phase0/internal/pyenv"
 	"phase0/output/scaffold"
+	"phase0/python/pyshim"
 	"phase0/run/orchestrator"
 	"phase0/run/settings"
 )
@@ -187,7 +188,7 @@ func layerSettings(cmd *cobra.Command, stderr io.Writer, overrides map[string]an
 			from.of("decode"), s.Decode, s.MaxSeq, from.of("max_seq"))
 	}
 	if s.PyShimDir != "" {
-		if err := orchestrator.CheckPyShim(s.PyShimDir); err != nil {
+		if err := pyshim.CheckWorkingCopy(s.PyShimDir); err != nil {
 			return nil, from, fmt.Errorf("%s: %w", from.of("pyshim"), err)
 		}
 	}
