@@ -65,7 +65,16 @@ func Owner(workspaceDir, rel string) (Ownership, error) {
 // modelIDLine is a module-level `MODEL_ID = "org/name"` (an annotation is
 // allowed), the constant the generated weights module defines; black puts a
 // long one in parentheses, on a line of its own.
-var modelIDLine = regexp.MustCompile(`(?m)^MODEL_ID\s*(?::[^=\n]*)?=\s*(?:\(\s*)?["']([^"'\n]+)["']`)
+var modelIDLine = regexp.MustCompile(`(?m)^MODEL_ID\s*(?::[^=\n]*)?=\s*(?:\(\s*)?(?:"((?:[^"\\\n]|\\")+)"|'((?:[^'\\\n]|\\')+)')`)
+
+// modelIDOf is the MODEL_ID a modelIDLine match assigns (either quote
+// style, its escaped quote unescaped).
+func modelIDOf(m [][]byte) string {
+	if len(m[2]) > 0 {
+		return strings.ReplaceAll(string(m[2]), `\'`, "'")
+	}
+	return strings.ReplaceAll(string(m[1]), `\"`, `"`)
+}
 
 // ModelIDIn reads the MODEL_ID a weights module assigns, textually (the
 // module is never imported here); "" when it assigns none.
@@ -75,7 +84,7 @@ func ModelIDIn(path string) (string, error) {
 		return "", fmt.Errorf("scaffold: read %s: %w", path, err)
 	}
 	if m := modelIDLine.FindSubmatch(b[:min(len(b), maxModelIDScan)]); m != nil {
-		return string(m[1]), nil
+		return modelIDOf(m), nil
 	}
 	return "", nil
 }
@@ -100,7 +109,7 @@ func ModelIDOf(files []File, spec Spec) string {
 	for _, f := range files {
 		if f.Path == spec.Name+"_weights.py" {
 			if m := modelIDLine.FindSubmatch(f.Data); m != nil {
-				return string(m[1])
+				return modelIDOf(m)
 			}
 		}
 	}

@@ -165,16 +165,16 @@ func (s Spec) validate() error {
 	if !nameRE.MatchString(s.Name) {
 		return bad("name %q is not a valid Python identifier (want lower-case letters, digits and _; pass --name)", s.Name)
 	}
-	if err := checkText("model_id", s.ModelID, true); err != nil {
+	if err := checkText("model_id", s.ModelID, true, !s.OnHub); err != nil {
 		return bad("%v", err)
 	}
-	if err := checkText("revision", s.Revision, false); err != nil {
+	if err := checkText("revision", s.Revision, false, false); err != nil {
 		return bad("%v", err)
 	}
-	if err := checkText("tool_version", s.ToolVersion, false); err != nil {
+	if err := checkText("tool_version", s.ToolVersion, false, false); err != nil {
 		return bad("%v", err)
 	}
-	if err := checkText("source", s.Source, false); err != nil {
+	if err := checkText("source", s.Source, false, false); err != nil {
 		return bad("%v", err)
 	}
 	if !s.OnHub && strings.ContainsAny(s.ModelID, `/\`) {
@@ -202,12 +202,15 @@ func (s Spec) validate() error {
 
 // checkText keeps strings that end up inside generated Python and Markdown
 // on one printable line.
-func checkText(field, v string, required bool) error {
+// checkText refuses what generated Python or Markdown cannot hold as
+// written; quoteOK lets a local folder's name (its model_id, its
+// checkpoint path) hold '"', which pyAssign and pyDoc write escaped.
+func checkText(field, v string, required, quoteOK bool) error {
 	if required && v == "" {
 		return fmt.Errorf("%s is empty", field)
 	}
 	for _, r := range v {
-		if !unicode.IsPrint(r) || r == '`' || r == '"' || r == '\\' {
+		if !unicode.IsPrint(r) || r == '`' || r == '"' && !quoteOK || r == '\\' {
 			return fmt.Errorf("%s %q contains %q, which is not allowed", field, v, r)
 		}
 	}
@@ -231,7 +234,7 @@ func (c Checkpoint) validate(onHub bool) error {
 	if c.Path == "" || strings.HasPrefix(c.Path, "/") || strings.Contains(c.Path, "\\") || (len(c.Path) > 1 && c.Path[1] == ':') {
 		return fmt.Errorf("checkpoint path %q must be a non-empty relative slash-separated path", c.Path)
 	}
-	return checkText("checkpoint path", c.Path, true)
+	return checkText("checkpoint path", c.Path, true, true)
 }
 
 // MaxLicenseLines bounds the license header: a copyright and an SPDX line are

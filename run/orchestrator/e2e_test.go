@@ -373,3 +373,30 @@ func TestPromptLongerThanMaxSeqIsASettingError(t *testing.T) {
 		}
 	}
 }
+
+// A model folder whose name holds '"' runs with --name (issue 36 item 12:
+// generate refused its model_id, whatever the name): the generated module
+// names it, and the same run again reuses the PASS.
+func TestRunOfAFolderNamedWithAQuote(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), `my"model`)
+	if err := os.CopyFS(dir, os.DirFS(tiny(t, "qwen3"))); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	s := settingsFor(t, out)
+	s.Name = "my_model"
+	r := Run(context.Background(), s, dir, "test")
+	if r.Status != verdict.Pass {
+		t.Fatalf("status %s, error %q, stages %+v", r.Status, r.Error, r.Stages)
+	}
+	module := filepath.Join(out, "my_model", "my_model_weights.py")
+	if id, err := scaffold.ModelIDIn(module); err != nil || id != `my"model` {
+		t.Errorf("MODEL_ID %q, %v", id, err)
+	}
+	s2 := settingsFor(t, out)
+	s2.Name = "my_model"
+	again := Run(context.Background(), s2, dir, "test")
+	if again.Status != verdict.Pass || again.ReusedFrom == nil {
+		t.Errorf("second run: status %s, reused %v, error %q", again.Status, again.ReusedFrom != nil, again.Error)
+	}
+}
