@@ -178,20 +178,23 @@ func TestRunListShardJUnit(t *testing.T) {
 	}
 }
 
-// `inspect default default` (a list holding the default model): the
-// parallel inspect passes no progress writer, and the default model's
-// "reused" line must not dereference it (it panicked).
+// `inspect @list` of a list holding the default model: the parallel
+// inspect passes no progress writer, and the default model's "reused" line
+// must not dereference it (it panicked). (`inspect default default` is now
+// one entry: a model listed twice runs once.)
 func TestInspectListOfTheDefaultModel(t *testing.T) {
 	t.Setenv("PHASE0_PYTHON", testenv.Python(t))
-	code, stdout, stderr := run(t, "inspect", "default", "default", "--json")
+	list := filepath.Join(t.TempDir(), "models.txt")
+	os.WriteFile(list, []byte("default\n"), 0o644)
+	code, stdout, stderr := run(t, "inspect", "@"+list, "default", "--json")
 	var got struct {
 		Status string `json:"status"`
 		Models []struct {
 			Status string `json:"status"`
 		} `json:"models"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 0 || len(got.Models) != 2 || got.Models[0].Status != "PASS" || got.Models[1].Status != "PASS" {
-		t.Errorf("exit %d, %v, %+v; want exit 0 and two PASS rows\n%s", code, err, got, stderr)
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 0 || len(got.Models) != 1 || got.Models[0].Status != "PASS" || !strings.Contains(stderr, `"default" is listed again at argument 2`) {
+		t.Errorf("exit %d, %v, %+v; want exit 0 and one PASS row, the repeat said\n%s", code, err, got, stderr)
 	}
 }
 
