@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"phase0/gate/verdict"
 	"phase0/internal/testenv"
 	"phase0/output/report"
 	"phase0/output/scaffold"
-	"phase0/gate/verdict"
 	"phase0/python/warm"
 	"phase0/python/worker"
 )
