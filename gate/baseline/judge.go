@@ -5,6 +5,7 @@
 package baseline
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -244,4 +245,28 @@ func Repetition(ids []int) (bool, string) {
 		}
 	}
 	return false, ""
+}
+
+// ErrPromptTooLong marks a prompt (given, or the canonical one) that does
+// not fit max_seq with the continuation asked for: the settings are wrong,
+// not the model, so the run could not evaluate it (exit 2), never a FAIL.
+var ErrPromptTooLong = errors.New("the prompt does not fit max_seq")
+
+// CheckPromptFits judges the prompt's length in the model's tokens (the
+// worker's prompt_tokens fact) against max_seq, with decodeN greedy tokens
+// after the prefill (the first comes from the prefill itself).
+func CheckPromptFits(tokens, decodeN, maxSeq int, given bool) error {
+	if tokens+max(decodeN-1, 0) <= maxSeq {
+		return nil
+	}
+	which := "the canonical prompt"
+	if given {
+		which = "the prompt given"
+	}
+	decode := ""
+	if decodeN > 1 {
+		decode = fmt.Sprintf(" plus %d decoded", decodeN-1)
+	}
+	return fmt.Errorf("%w: %s has %d tokens with this model's tokenizer%s, and max_seq is %d: shorten the prompt or raise max_seq (a --config file's max_seq, PHASE0_MAX_SEQ or the max_seq option)",
+		ErrPromptTooLong, which, tokens, decode, maxSeq)
 }

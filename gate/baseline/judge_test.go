@@ -1,6 +1,7 @@
 package baseline
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -118,5 +119,27 @@ func TestRepetition(t *testing.T) {
 	}
 	if ok, msg := Repetition([]int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}); ok {
 		t.Errorf("no loop, got %q", msg)
+	}
+}
+
+// The prompt's fit is judged on the worker's token count before the model
+// loads (issue 36 item 3): the first decoded token comes from the prefill,
+// so decode 8 needs 7 more positions.
+func TestCheckPromptFits(t *testing.T) {
+	for _, tc := range []struct {
+		tokens, decode, maxSeq int
+		given                  bool
+		want                   string // "" fits
+	}{
+		{64, 0, 64, true, ""},
+		{64, 1, 64, true, ""},
+		{57, 8, 64, false, ""},
+		{65, 0, 64, true, "the prompt given has 65 tokens with this model's tokenizer, and max_seq is 64"},
+		{58, 8, 64, false, "the canonical prompt has 58 tokens with this model's tokenizer plus 7 decoded, and max_seq is 64"},
+	} {
+		err := CheckPromptFits(tc.tokens, tc.decode, tc.maxSeq, tc.given)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !errors.Is(err, ErrPromptTooLong) || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%+v: %v; want %q", tc, err, tc.want)
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"phase0/internal/boundedfile"
 )
 
 // WriteWith runs fill on a temporary file next to path, syncs it, gives it
@@ -127,7 +129,7 @@ func SweepStale(dir string, cutoff time.Time, depth int) ([]string, error) {
 func CheckWritable(path string) error {
 	if st, err := os.Lstat(path); err == nil {
 		if !st.Mode().IsRegular() {
-			return fmt.Errorf("cannot write %s: it is a %s, not a regular file", path, st.Mode().Type())
+			return fmt.Errorf("cannot write %s: it is %s, not a regular file", path, boundedfile.Kind(st.Mode()))
 		}
 		f, err := os.OpenFile(path, os.O_WRONLY, 0)
 		if err != nil {

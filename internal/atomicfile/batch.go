@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"phase0/internal/boundedfile"
 )
 
 // Batch replaces several files as one commit: every new content is first
@@ -154,7 +156,7 @@ func CheckDirWritable(dir string) error {
 		st, err := os.Stat(d)
 		if err == nil {
 			if !st.IsDir() {
-				return fmt.Errorf("cannot write into %s: %s is a %s, not a folder", dir, d, st.Mode().Type())
+				return fmt.Errorf("cannot write into %s: %s is %s, not a folder", dir, d, boundedfile.Kind(st.Mode()))
 			}
 			break
 		}

@@ -35,7 +35,7 @@ func Read(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is %w (%s)", path, ErrNotRegular, kind(fi.Mode()))
+		return nil, fmt.Errorf("%s is %w (%s)", path, ErrNotRegular, Kind(fi.Mode()))
 	}
 	if fi.Size() > limit {
 		return nil, fmt.Errorf("%s is larger than %d bytes (%d): %w", path, limit, fi.Size(), ErrTooLarge)
@@ -50,16 +50,23 @@ func Read(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-func kind(m os.FileMode) string {
+// Kind is what a file that is not a regular file is, in words: "a
+// directory", "a symlink", "a named pipe", "a socket", "a device" (never
+// os.FileMode's "L---------").
+func Kind(m os.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"
+	case m&os.ModeSymlink != 0:
+		return "a symlink"
 	case m&os.ModeNamedPipe != 0:
 		return "a named pipe"
 	case m&os.ModeSocket != 0:
 		return "a socket"
-	case m&os.ModeDevice != 0:
+	case m&(os.ModeDevice|os.ModeCharDevice) != 0:
 		return "a device"
+	case m.IsRegular():
+		return "a regular file"
 	}
-	return m.Type().String()
+	return "a special file"
 }

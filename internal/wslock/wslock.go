@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"phase0/internal/boundedfile"
 )
 
 // ErrHeld is wrapped when another process holds the lock.
@@ -51,7 +53,7 @@ const maxHolder = 4096
 // lock file others may have open would let two runs hold "the" lock.
 func Acquire(path string, self Holder) (*Lock, error) {
 	if st, err := os.Lstat(path); err == nil && !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("lock file %s is not a regular file (%s); remove it", path, st.Mode().Type())
+		return nil, fmt.Errorf("lock file %s is not a regular file (it is %s); remove it", path, boundedfile.Kind(st.Mode()))
 	}
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
 	if err != nil {

@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
 )
 
 // InspectRow is one model of `phase0 inspect @FILE`: its report, the list
@@ -24,8 +23,8 @@ func InspectListText(rows []InspectRow, t ListTotals) string {
 	if t.Shard != "" {
 		fmt.Fprintf(&sb, "shard %s: %d of %d models\n\n", t.Shard, len(rows), t.Listed)
 	}
-	tw := tabwriter.NewWriter(&sb, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "MODEL\tREVISION\tARCHITECTURE\tVERDICT\tPARAMS\tBF16\tREF RAM")
+	var tw columns
+	tw.add("MODEL", "REVISION", "ARCHITECTURE", "VERDICT", "PARAMS", "BF16", "REF RAM")
 	var later, failed []ListRow
 	var laterText []string
 	for _, row := range rows {
@@ -38,7 +37,7 @@ func InspectListText(rows []InspectRow, t ListTotals) string {
 		if len(codes) > 0 {
 			verdictText += " (" + strings.Join(codes, ",") + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", Elide(m.Model, modelWidth), OrDash(shortRev(m.Revision)), OrDash(Elide(m.Architecture, archWidth)),
+		tw.add(Elide(m.Model, modelWidth), OrDash(shortRev(m.Revision)), OrDash(Elide(m.Architecture, archWidth)),
 			cut(verdictText, 20), count(row.Parameters), size(row.BF16Bytes), size(row.ReferenceBytes))
 		if _, bad := Reason(m); bad {
 			failed = append(failed, row.ListRow)
@@ -47,7 +46,7 @@ func InspectListText(rows []InspectRow, t ListTotals) string {
 			laterText = append(laterText, strings.Join(row.LaterPhases, "; "))
 		}
 	}
-	tw.Flush()
+	tw.writeTo(&sb)
 	if len(later) > 0 {
 		sb.WriteString("\nWhat the later phases will meet:\n")
 		for i, row := range later {

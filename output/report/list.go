@@ -7,9 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"unicode"
-	"unicode/utf8"
 
 	"phase0/gate/verdict"
 )
@@ -76,7 +74,7 @@ func RunListText(rows []ListRow, t ListTotals) string {
 	if quantized {
 		nameWidth = quantModelWidth
 	}
-	tw := tabwriter.NewWriter(&sb, 2, 4, 2, ' ', 0)
+	var tw columns
 	header := []string{"MODEL", "FOLDER", "MODE", "ARCH"}
 	for _, g := range runListGates {
 		header = append(header, g.header)
@@ -84,7 +82,7 @@ func RunListText(rows []ListRow, t ListTotals) string {
 	if quantized {
 		header = append(header, "Q")
 	}
-	fmt.Fprintln(tw, strings.Join(append(header, "REF", "SEC", "VERDICT"), "\t"))
+	tw.add(append(header, "REF", "SEC", "VERDICT")...)
 	for _, row := range rows {
 		m := row.Report
 		folder, mode := "-", "-"
@@ -109,9 +107,9 @@ func RunListText(rows []ListRow, t ListTotals) string {
 			cells = append(cells, quantCell(m))
 		}
 		cells = append(cells, referenceCell(m.Reference), secondsCell(m.Seconds), string(m.Status))
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+		tw.add(cells...)
 	}
-	tw.Flush()
+	tw.writeTo(&sb)
 	sb.WriteString("\n")
 	sb.WriteString(wrap(listLegend, TableWidth, "", ""))
 	if quantized {
@@ -235,21 +233,6 @@ func secondsCell(s float64) string {
 	return fmt.Sprintf("%.1f", s)
 }
 
-// Elide cuts s to at most n characters by replacing its middle with "…",
-// keeping both ends (an org and a model's distinguishing suffix).
-// Control characters (a tab or newline would break the table's columns,
-// an escape sequence would reach the terminal) are shown escaped.
-func Elide(s string, n int) string {
-	s = printable(s)
-	if utf8.RuneCountInString(s) <= n || n < 3 {
-		return s
-	}
-	r := []rune(s)
-	head := (n - 1) / 2
-	tail := n - 1 - head
-	return string(r[:head]) + "…" + string(r[len(r)-tail:])
-}
-
 // printable is s with its control characters (C0, DEL, C1) written as
 // escapes (\t, \x1b), as strconv.Quote writes them.
 func printable(s string) string {
@@ -369,7 +352,7 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// wrap breaks text into lines of at most width characters at spaces: the
+// wrap breaks text into lines of at most width display columns at spaces: the
 // first line starts with first, the others with rest. A word longer than a
 // line stays whole.
 func wrap(text string, width int, first, rest string) string {
@@ -378,7 +361,7 @@ func wrap(text string, width int, first, rest string) string {
 	empty := true
 	for _, word := range strings.Fields(text) {
 		word = printable(word) // an escape sequence in a model's name
-		if !empty && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > width {
+		if !empty && Width(line)+1+Width(word) > width {
 			sb.WriteString(line + "\n")
 			line, empty = rest, true
 		}

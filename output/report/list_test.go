@@ -127,9 +127,63 @@ func TestElide(t *testing.T) {
 		{"abcdefghij", 10, "abcdefghij"},
 		{"abcdefghijk", 10, "abcd…ghijk"},
 		{"amd/Llama-3.2-1B-Instruct-awq-uint4-asym-g128-bf16-lmhead", 38, "amd/Llama-3.2-1B-I…ym-g128-bf16-lmhead"},
+		// By display columns and grapheme clusters (issue 36): a wide
+		// character is 2 columns and never halved, an accent (e + U+0301)
+		// stays with its letter, an emoji with its modifiers.
+		{"通义千问/大模型一二三四五", 10, "通义…四五"}, // 9 columns: a third wide character would make 11
+		{"mode\u0301le-e\u0301te\u0301-caf\u0301e", 10, "mode\u0301…-caf\u0301e"},
+		{"👩‍👩‍👧‍👦👩‍👩‍👧‍👦👩‍👩‍👧‍👦👩‍👩‍👧‍👦👩‍👩‍👧‍👦👩‍👩‍👧‍👦", 7, "👩‍👩‍👧‍👦…👩‍👩‍👧‍👦👩‍👩‍👧‍👦"},
 	} {
-		if got := Elide(tc.in, tc.n); got != tc.want || utf8.RuneCountInString(got) > tc.n {
+		if got := Elide(tc.in, tc.n); got != tc.want || Width(got) > tc.n {
 			t.Errorf("Elide(%q, %d) = %q, want %q", tc.in, tc.n, got, tc.want)
+		}
+	}
+}
+
+// Names in CJK, emoji and decomposed accents keep every line within 120
+// display columns and the columns aligned (issue 36: rows of 125–133
+// columns, an accent split from its letter), in both list tables.
+func TestListTablesMeasureDisplayColumns(t *testing.T) {
+	names := []string{
+		"通义千问/通义千问大语言模型-七十二亿参数-指令微调版本-二零二五",
+		"🦙🦙🦙/🦙🦙🦙🦙🦙-llama-👩‍👩‍👧‍👦👩‍👩‍👧‍👦-emoji-🇫🇷🇫🇷🇫🇷🇫🇷-model",
+		"e\u0301e\u0301e\u0301/mode\u0300le-fran\u0327ais-e\u0301norme-a\u0300-la-carte-de\u0301coupe\u0301",
+		"Qwen/Qwen3-0.6B",
+	}
+	var rows []ListRow
+	var inspect []InspectRow
+	for i, name := range names {
+		r := &Report{Model: name, Status: verdict.Pass, Workspace: &Workspace{Name: "通义千问大模型七十二亿"}, Architecture: "Qwen3ForCausalLM"}
+		rows = append(rows, ListRow{Report: r, ListedAt: fmt.Sprintf("l.txt:%d", i+1)})
+		inspect = append(inspect, InspectRow{ListRow: rows[i], Parameters: 8e9, BF16Bytes: 16 << 30, ReferenceBytes: 17 << 30})
+	}
+	for name, text := range map[string]string{
+		"run":     RunListText(rows, ListTotals{Status: verdict.Pass}),
+		"inspect": InspectListText(inspect, ListTotals{Status: verdict.Pass}),
+	} {
+		lines := strings.Split(text, "\n")
+		for i, line := range lines {
+			if w := Width(line); w > TableWidth {
+				t.Errorf("%s: line %d is %d columns, more than %d:\n%s", name, i+1, w, TableWidth, line)
+			}
+			if strings.Contains(line, "…\u0301") || strings.Contains(line, "…\u0300") || strings.Contains(line, "…\u0327") {
+				t.Errorf("%s: line %d splits an accent from its letter: %q", name, i+1, line)
+			}
+		}
+		// The second column starts at the same display column on every row.
+		var starts []int
+		for _, line := range lines[:len(names)+1] {
+			cell := strings.Index(line, "  ")
+			for cell < len(line) && line[cell] == ' ' {
+				cell++
+			}
+			starts = append(starts, Width(line[:cell]))
+		}
+		for _, s := range starts[1:] {
+			if s != starts[0] {
+				t.Errorf("%s: the columns do not line up (second column at %v):\n%s", name, starts, text)
+				break
+			}
 		}
 	}
 }

@@ -91,6 +91,19 @@ var blackVariants = []struct {
 		s.Checkpoint = Checkpoint{Root: RootPhase0Cache, Path: "models/" + strings.Repeat("SmolLM2-135M-Instruct-", 4)}
 		s.RopeScaling = nil
 	}},
+	// A local folder whose name holds '"' (issue 36 item 12: it could not
+	// be run even with --name): the constants and docstrings stay valid,
+	// black-clean Python.
+	{"local folder named with a double quote", func(s *Spec) {
+		s.OnHub, s.Revision, s.Source = false, "", ""
+		s.ModelID = `my"model"""`
+		s.Checkpoint = Checkpoint{Root: RootWorkspace, Path: `../../models/my"model"""`}
+	}},
+	{"local folder named with both quotes", func(s *Spec) {
+		s.OnHub, s.Revision, s.Source = false, "", ""
+		s.ModelID = `it's "x"`
+		s.Checkpoint = Checkpoint{Root: RootWorkspace, Path: `../it's "x"`}
+	}},
 	{"hub id without revision", func(s *Spec) {
 		s.OnHub, s.ModelID, s.Revision, s.Source, s.Checkpoint = true, "org/Model-7B", "", "", Checkpoint{}
 	}},
@@ -119,7 +132,7 @@ func TestGeneratedPythonIsBlackClean(t *testing.T) {
 func TestPyAssignIsBlackClean(t *testing.T) {
 	var src strings.Builder
 	src.WriteString("from typing import Optional\n\n")
-	values := []string{"Модель-1B", "模型-" + strings.Repeat("大", 30), "e\u0301" + strings.Repeat("x", 80)}
+	values := []string{"Модель-1B", "模型-" + strings.Repeat("大", 30), "e\u0301" + strings.Repeat("x", 80), `my"model`, `it's "x"`, `"` + strings.Repeat("q", 90)}
 	for n := 1; n <= 130; n++ {
 		values = append(values, strings.Repeat("m", n))
 	}

@@ -66,7 +66,16 @@ func Owner(workspaceDir, rel string) (Ownership, error) {
 // modelIDLine is a module-level `MODEL_ID = "org/name"` (an annotation is
 // allowed), the constant the generated weights module defines; black puts a
 // long one in parentheses, on a line of its own.
-var modelIDLine = regexp.MustCompile(`(?m)^MODEL_ID\s*(?::[^=\n]*)?=\s*(?:\(\s*)?["']([^"'\n]+)["']`)
+var modelIDLine = regexp.MustCompile(`(?m)^MODEL_ID\s*(?::[^=\n]*)?=\s*(?:\(\s*)?(?:"((?:[^"\\\n]|\\")+)"|'((?:[^'\\\n]|\\')+)')`)
+
+// modelIDOf is the MODEL_ID a modelIDLine match assigns (either quote
+// style, its escaped quote unescaped).
+func modelIDOf(m [][]byte) string {
+	if len(m[2]) > 0 {
+		return strings.ReplaceAll(string(m[2]), `\'`, "'")
+	}
+	return strings.ReplaceAll(string(m[1]), `\"`, `"`)
+}
 
 // ModelIDIn reads the MODEL_ID a weights module assigns, textually (the
 // module is never imported here); "" when it assigns none.
@@ -76,7 +85,7 @@ func ModelIDIn(path string) (string, error) {
 		return "", fmt.Errorf("scaffold: read %s: %w", path, err)
 	}
 	if m := modelIDLine.FindSubmatch(b[:min(len(b), maxModelIDScan)]); m != nil {
-		return string(m[1]), nil
+		return modelIDOf(m), nil
 	}
 	return "", nil
 }
@@ -101,7 +110,7 @@ func ModelIDOf(files []File, spec Spec) string {
 	for _, f := range files {
 		if f.Path == spec.Name+"_weights.py" {
 			if m := modelIDLine.FindSubmatch(f.Data); m != nil {
-				return string(m[1])
+				return modelIDOf(m)
 			}
 		}
 	}
@@ -127,7 +136,7 @@ func CheckFolder(llmsDir, name string) error {
 		return fmt.Errorf("workspace %s: %w", dir, err)
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("workspace %s exists and is not a folder (%s); pass --name to pick another name", dir, st.Mode().Type())
+		return fmt.Errorf("workspace %s exists and is not a folder (it is %s); pass --name to pick another name", dir, boundedfile.Kind(st.Mode()))
 	}
 	for _, marker := range []string{ManifestName, name + "_weights.py"} {
 		if _, err := os.Lstat(filepath.Join(dir, marker)); err == nil {

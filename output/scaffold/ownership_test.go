@@ -100,3 +100,18 @@ func TestCheckFolder(t *testing.T) {
 		}
 	}
 }
+
+// MODEL_ID is read back as written, in either quote style black leaves it
+// (a local folder named my"model is written 'my"model').
+func TestModelIDInReadsQuotedNames(t *testing.T) {
+	dir := t.TempDir()
+	for _, id := range []string{"org/Model-7B", `my"model`, `it's "x"`, `my"model"""`, strings.Repeat("m", 100) + `"`} {
+		path := filepath.Join(dir, "w.py")
+		if err := os.WriteFile(path, []byte("import x\n\n"+pyAssign("MODEL_ID", id)+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := ModelIDIn(path); err != nil || got != id {
+			t.Errorf("ModelIDIn of %q: %q, %v", id, got, err)
+		}
+	}
+}

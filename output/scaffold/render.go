@@ -49,6 +49,7 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"pyFloat":       pyFloat,
 	"pyBool":        pyBool,
 	"pyAssign":      pyAssign,
+	"pyDoc":         pyDoc,
 	"helpersKept":   HelpersKept,
 	"join":          strings.Join,
 	"mul":           func(a, b int) int { return a * b },
@@ -105,7 +106,7 @@ const blackLineLength = 88
 // either. Values are checked single-line text without quotes or backslashes
 // (Spec.validate).
 func pyAssign(target, value string) string {
-	literal := `"` + value + `"`
+	literal := pyString(value)
 	line := target + " = " + literal
 	if pyWidth(line) <= blackLineLength {
 		return line
@@ -116,6 +117,21 @@ func pyAssign(target, value string) string {
 	}
 	return target + " = (\n    " + literal + "\n)"
 }
+
+// pyString is value as the Python string literal black writes: double
+// quotes, unless single quotes need fewer escapes (a local folder named
+// my"model is 'my"model'). Values hold no backslash or newline
+// (Spec.validate).
+func pyString(value string) string {
+	if strings.Count(value, "'") < strings.Count(value, `"`) {
+		return "'" + strings.ReplaceAll(value, "'", `\'`) + "'"
+	}
+	return `"` + strings.ReplaceAll(value, `"`, `\"`) + `"`
+}
+
+// pyDoc is text inside a generated docstring: a '"' escaped, so a name
+// holding one (or three) never ends the docstring.
+func pyDoc(text string) string { return strings.ReplaceAll(text, `"`, `\"`) }
 
 // pyWidth is a line's width as black measures it: East Asian wide and
 // full-width characters take two columns, combining marks none.

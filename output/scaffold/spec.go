@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
+	"phase0/internal/boundedfile"
 	"phase0/read/model"
 )
 
@@ -75,6 +78,39 @@ var ErrInvalidSpec = errors.New("invalid scaffold spec")
 // must be a valid Python identifier.
 var nameRE = regexp.MustCompile(`^[a-z_][a-z0-9_]*$`)
 
+// CheckName says what is wrong with a workspace name given by a person
+// (--name, PHASE0_NAME, a --config file, the Python API), before any model
+// is read: it becomes a folder and a Python module prefix, so it is
+// lower-case letters, digits and _, not starting with a digit, and not one
+// of the llms tree's own folders.
+func CheckName(name string) error {
+	if nameRE.MatchString(name) {
+		if slices.Contains(ReservedNames, name) {
+			return fmt.Errorf("%s is one of the llms tree's own folders (%s), not a model workspace", boundedfile.Quote(name), strings.Join(ReservedNames, ", "))
+		}
+		return nil
+	}
+	const want = "a workspace name is lower-case letters, digits and _, not starting with a digit"
+	var why string
+	switch r, _ := utf8.DecodeRuneInString(name); {
+	case name == "":
+		why = "it is empty"
+	case strings.ContainsAny(name, `/\`):
+		why = "it is a path, not one folder's name"
+	case strings.ContainsRune(name, '.'):
+		why = "it holds a '.', which a Python module name cannot"
+	case r >= '0' && r <= '9':
+		why = "it starts with a digit"
+	case strings.ToLower(name) != name && nameRE.MatchString(strings.ToLower(name)):
+		why = "it holds upper-case letters (" + strings.ToLower(name) + " would do)"
+	default:
+		bad := strings.IndexFunc(name, func(r rune) bool { return !(r == '_' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+		c, _ := utf8.DecodeRuneInString(name[bad:])
+		why = fmt.Sprintf("it holds %q", c)
+	}
+	return fmt.Errorf("%s is not a workspace name: %s; %s", boundedfile.Quote(name), why, want)
+}
+
 // DeriveName turns a HF model id into a workspace name: the last path
 // element, lower-cased, runs of non-alphanumerics replaced by one "_",
 // leading and trailing "_" trimmed ("Qwen/Qwen3-0.6B" -> "qwen3_0_6b").
@@ -129,16 +165,16 @@ func (s Spec) validate() error {
 	if !nameRE.MatchString(s.Name) {
 		return bad("name %q is not a valid Python identifier (want lower-case letters, digits and _; pass --name)", s.Name)
 	}
-	if err := checkText("model_id", s.ModelID, true); err != nil {
+	if err := checkText("model_id", s.ModelID, true, !s.OnHub); err != nil {
 		return bad("%v", err)
 	}
-	if err := checkText("revision", s.Revision, false); err != nil {
+	if err := checkText("revision", s.Revision, false, false); err != nil {
 		return bad("%v", err)
 	}
-	if err := checkText("tool_version", s.ToolVersion, false); err != nil {
+	if err := checkText("tool_version", s.ToolVersion, false, false); err != nil {
 		return bad("%v", err)
 	}
-	if err := checkText("source", s.Source, false); err != nil {
+	if err := checkText("source", s.Source, false, false); err != nil {
 		return bad("%v", err)
 	}
 	if !s.OnHub && strings.ContainsAny(s.ModelID, `/\`) {
@@ -166,12 +202,15 @@ func (s Spec) validate() error {
 
 // checkText keeps strings that end up inside generated Python and Markdown
 // on one printable line.
-func checkText(field, v string, required bool) error {
+// checkText refuses what generated Python or Markdown cannot hold as
+// written; quoteOK lets a local folder's name (its model_id, its
+// checkpoint path) hold '"', which pyAssign and pyDoc write escaped.
+func checkText(field, v string, required, quoteOK bool) error {
 	if required && v == "" {
 		return fmt.Errorf("%s is empty", field)
 	}
 	for _, r := range v {
-		if !unicode.IsPrint(r) || r == '`' || r == '"' || r == '\\' {
+		if !unicode.IsPrint(r) || r == '`' || r == '"' && !quoteOK || r == '\\' {
 			return fmt.Errorf("%s %q contains %q, which is not allowed", field, v, r)
 		}
 	}
@@ -195,7 +234,7 @@ func (c Checkpoint) validate(onHub bool) error {
 	if c.Path == "" || strings.HasPrefix(c.Path, "/") || strings.Contains(c.Path, "\\") || (len(c.Path) > 1 && c.Path[1] == ':') {
 		return fmt.Errorf("checkpoint path %q must be a non-empty relative slash-separated path", c.Path)
 	}
-	return checkText("checkpoint path", c.Path, true)
+	return checkText("checkpoint path", c.Path, true, true)
 }
 
 // MaxLicenseLines bounds the license header: a copyright and an SPDX line are

@@ -36,6 +36,7 @@ var signatures = map[string][2]reflect.Type{
 	opBehaviourFacts:  {reflect.TypeFor[BehaviourArgs](), reflect.TypeFor[config.BehaviourFacts]()},
 	opBaseline:        {reflect.TypeFor[BaselineArgs](), reflect.TypeFor[BaselineResult]()},
 	opReferencePlan:   {reflect.TypeFor[BaselineArgs](), reflect.TypeFor[ReferencePlanResult]()},
+	opPromptTokens:    {reflect.TypeFor[BaselineArgs](), reflect.TypeFor[PromptTokensResult]()},
 	opRecordReference: {reflect.TypeFor[RecordReferenceArgs](), reflect.TypeFor[NoResult]()},
 	opPythonSources:   {reflect.TypeFor[NoArgs](), reflect.TypeFor[Imports]()},
 	opResetSession:    {reflect.TypeFor[NoArgs](), reflect.TypeFor[ResetResult]()},

@@ -30,6 +30,7 @@ const (
 	opBehaviourFacts  = "behaviour_facts"
 	opBaseline        = "baseline"
 	opReferencePlan   = "reference_plan"
+	opPromptTokens    = "prompt_tokens"
 	opRecordReference = "record_reference"
 	opPythonSources   = "python_sources"
 	opResetSession    = "reset_session"
@@ -186,6 +187,14 @@ func (c *Client) Baseline(ctx context.Context, args BaselineArgs) (BaselineResul
 // ReferencePlan reports what a recording would be keyed on, without torch.
 func (c *Client) ReferencePlan(ctx context.Context, args BaselineArgs) (ReferencePlanResult, error) {
 	r, _, err := call[ReferencePlanResult](ctx, c, opReferencePlan, args)
+	return r, err
+}
+
+// PromptTokens counts the canonical prompt's tokens with the model's
+// tokenizer, without loading the model: the fact gate 2's prompt is judged
+// on against max_seq before the model loads.
+func (c *Client) PromptTokens(ctx context.Context, args BaselineArgs) (PromptTokensResult, error) {
+	r, _, err := call[PromptTokensResult](ctx, c, opPromptTokens, args)
 	return r, err
 }
 

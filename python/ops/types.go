@@ -268,6 +268,13 @@ type PassageFacts struct {
 	LogitsSize int        `json:"logits_size"`
 }
 
+// PromptTokensResult is the canonical prompt gate 2 would prefill and its
+// length in the model's tokens.
+type PromptTokensResult struct {
+	Prompt string `json:"prompt"`
+	Tokens int    `json:"tokens"`
+}
+
 // ReferencePlanResult is what a recording is keyed on.
 type ReferencePlanResult struct {
 	Runner          string   `json:"runner"`

@@ -8,6 +8,8 @@ import (
 	"io"
 	"io/fs"
 	"math"
+
+	"phase0/internal/boundedfile"
 )
 
 // MaxConfigBytes bounds config.json: real ones are a few KiB.
@@ -31,7 +33,7 @@ func ReadRaw(fsys fs.FS) (*Raw, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: config.json is not a regular file (%s)", ErrConfig, fi.Mode().Type())
+		return nil, fmt.Errorf("%w: config.json is not a regular file (it is %s)", ErrConfig, boundedfile.Kind(fi.Mode()))
 	}
 	f, err := fsys.Open("config.json")
 	if err != nil {

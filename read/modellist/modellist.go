@@ -30,8 +30,43 @@ type Entry struct {
 }
 
 // Expand turns command-line arguments into entries: "@FILE" is replaced by
-// the models FILE lists, anything else is one model. Lists do not nest.
+// the models FILE lists, anything else is one model. Lists do not nest. A
+// model listed twice (the same text, on two lines or as two arguments) is
+// one entry, at its first place: it runs once, and has one JUnit case.
 func Expand(args []string) ([]Entry, error) {
+	entries, _, err := ExpandNoting(args)
+	return entries, err
+}
+
+// ExpandNoting is Expand, and a note per model listed more than once, for
+// the command to say that it runs once.
+func ExpandNoting(args []string) ([]Entry, []string, error) {
+	all, err := expand(args)
+	if err != nil {
+		return nil, nil, err
+	}
+	first := map[string]int{}
+	var out []Entry
+	var again [][]string
+	for _, e := range all {
+		if i, seen := first[e.Arg]; seen {
+			again[i] = append(again[i], e.Source)
+			continue
+		}
+		first[e.Arg] = len(out)
+		out = append(out, e)
+		again = append(again, nil)
+	}
+	var notes []string
+	for i, e := range out {
+		if len(again[i]) > 0 {
+			notes = append(notes, fmt.Sprintf("%s is listed again at %s: it runs once, as %s", boundedfile.Quote(e.Arg), strings.Join(again[i], ", "), e.Source))
+		}
+	}
+	return out, notes, nil
+}
+
+func expand(args []string) ([]Entry, error) {
 	var out []Entry
 	for i, a := range args {
 		file, isList := strings.CutPrefix(a, "@")
@@ -41,6 +76,9 @@ func Expand(args []string) ([]Entry, error) {
 		}
 		if file == "" {
 			return nil, fmt.Errorf("%w: argument %d is a bare '@'; write @FILE", ErrList, i+1)
+		}
+		if why := boundedfile.TooLong(fmt.Sprintf("argument %d", i+1), a); why != "" {
+			return nil, fmt.Errorf("%w: %s", ErrList, why)
 		}
 		es, err := ReadFile(file)
 		if err != nil {
@@ -91,6 +129,9 @@ func Parse(data []byte, name string) ([]Entry, error) {
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
+		}
+		if why := boundedfile.TooLong(at+":", line); why != "" {
+			return nil, fmt.Errorf("%w: %s", ErrList, why)
 		}
 		if j := strings.IndexFunc(line, unicode.IsSpace); j >= 0 {
 			return nil, fmt.Errorf("%w: %s: %q holds more than one word; write one model per line", ErrList, at, line)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -133,4 +134,34 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A model listed twice runs once, at its first place, and the command is
+// told so (issue 36 item 12: it ran twice and gave two JUnit cases of one
+// name).
+func TestExpandListsAModelOnce(t *testing.T) {
+	dir := t.TempDir()
+	list := filepath.Join(dir, "hf_models.txt")
+	if err := os.WriteFile(list, []byte("Qwen/Qwen3-0.6B\norg/b\n# again\nQwen/Qwen3-0.6B  # a second time\norg/c\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	entries, notes, err := ExpandNoting([]string{"@" + list, "org/c", "org/d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.Arg+"@"+filepath.Base(e.Source))
+	}
+	want := []string{"Qwen/Qwen3-0.6B@hf_models.txt:1", "org/b@hf_models.txt:2", "org/c@hf_models.txt:5", "org/d@argument 3"}
+	if !slices.Equal(got, want) {
+		t.Errorf("entries %v, want %v", got, want)
+	}
+	if len(notes) != 2 || !strings.Contains(notes[0], `"Qwen/Qwen3-0.6B" is listed again at `+list+":4: it runs once, as "+list+":1") ||
+		!strings.Contains(notes[1], `"org/c" is listed again at argument 2`) {
+		t.Errorf("notes %q", notes)
+	}
+	if plain, _ := Expand([]string{"@" + list}); len(plain) != 3 {
+		t.Errorf("Expand: %d entries, want 3", len(plain))
+	}
 }

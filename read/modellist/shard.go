@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"phase0/internal/boundedfile"
 )
 
 // MaxShards bounds N in --shard I/N: more jobs than this is not a CI matrix
@@ -26,18 +28,18 @@ var shardInt = regexp.MustCompile(`^(0|-?[1-9][0-9]*)$`)
 func ParseShard(s string) (Shard, error) {
 	i, n, ok := strings.Cut(s, "/")
 	if !ok {
-		return Shard{}, fmt.Errorf("shard %q: want I/N, e.g. 2/4", s)
+		return Shard{}, fmt.Errorf("shard %s: want I/N, e.g. 2/4", boundedfile.Quote(s))
 	}
 	si, err1 := strconv.Atoi(i)
 	sn, err2 := strconv.Atoi(n)
 	if err1 != nil || err2 != nil || !shardInt.MatchString(i) || !shardInt.MatchString(n) {
-		return Shard{}, fmt.Errorf("shard %q: want I/N with I and N base-10 integers, e.g. 2/4", s)
+		return Shard{}, fmt.Errorf("shard %s: want I/N with I and N base-10 integers, e.g. 2/4", boundedfile.Quote(s))
 	}
 	if sn < 1 || sn > MaxShards {
-		return Shard{}, fmt.Errorf("shard %q: N is %d, want 1 to %d", s, sn, MaxShards)
+		return Shard{}, fmt.Errorf("shard %s: N is %d, want 1 to %d", boundedfile.Quote(s), sn, MaxShards)
 	}
 	if si < 1 || si > sn {
-		return Shard{}, fmt.Errorf("shard %q: I is %d, want 1 to N (%d)", s, si, sn)
+		return Shard{}, fmt.Errorf("shard %s: I is %d, want 1 to N (%d)", boundedfile.Quote(s), si, sn)
 	}
 	return Shard{si, sn}, nil
 }

@@ -2,9 +2,15 @@ package modellist
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"phase0/internal/testenv"
 )
 
 // hfModels is a 30-line list in the shape of mlir-air's hf_models.txt.
@@ -109,6 +115,36 @@ func TestParseShard(t *testing.T) {
 			t.Errorf("ParseShard(%q) = %s, want %s", tc.in, s, tc.want)
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("ParseShard(%q) error = %v, want one containing %q", tc.in, err, tc.err)
+		}
+	}
+}
+
+// docs/fleets.md's shard numbers are the test's copy of hf_models.txt's
+// (issue 36 item 11: its example "shard 2/4: 8 of 30" contradicted its own
+// split "8, 4, 9 and 9").
+func TestFleetsDocShardNumbers(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "fleets.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(strings.Fields(string(doc)), " ")
+	list := hfModels(30)
+	var sizes []string
+	for i := 1; i <= 4; i++ {
+		sizes = append(sizes, strconv.Itoa(len(Shard{i, 4}.Select(list))))
+	}
+	split := fmt.Sprintf("split 4 ways gives shards of %s, %s, %s and %s", sizes[0], sizes[1], sizes[2], sizes[3])
+	if !strings.Contains(text, split) {
+		t.Errorf("docs/fleets.md does not say %q", split)
+	}
+	m := regexp.MustCompile(`shard (\d)/4: (\d+) of 30 models`).FindAllStringSubmatch(text, -1)
+	if len(m) == 0 {
+		t.Fatal("docs/fleets.md shows no shard line")
+	}
+	for _, line := range m {
+		i, _ := strconv.Atoi(line[1])
+		if line[2] != sizes[i-1] {
+			t.Errorf("docs/fleets.md shows %q; shard %d/4 of the list holds %s models", line[0], i, sizes[i-1])
 		}
 	}
 }

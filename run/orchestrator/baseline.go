@@ -32,6 +32,9 @@ func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weights
 func hfBaselineStage(ctx context.Context, st *state) (*baseline.Baseline, outcome, error) {
 	start := time.Now()
 	args := baselineRequest(st.in.s, st.facts.model, st.facts.analysis.Config, st.weightsModule())
+	if err := promptFits(ctx, st, args); err != nil {
+		return nil, outcome{}, err
+	}
 	res, logits, err := st.py().Baseline(ctx, args)
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
@@ -47,6 +50,17 @@ func hfBaselineStage(ctx context.Context, st *state) (*baseline.Baseline, outcom
 	}
 	b := ops.BaselineSection(&res, logits, st.facts.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
 	return b, outcome{status: b.Status, detail: b.Summary}, nil
+}
+
+// promptFits refuses, before the model loads, a prompt that does not fit
+// max_seq (baseline.CheckPromptFits), counted by the tokenizer alone; a
+// count that raises is left to the baseline op to report.
+func promptFits(ctx context.Context, st *state, args ops.BaselineArgs) error {
+	r, err := st.py().PromptTokens(ctx, args)
+	if err != nil {
+		return workerFailure(err)
+	}
+	return baseline.CheckPromptFits(r.Tokens, args.DecodeN, args.MaxSeq, args.Prompt != "")
 }
 
 // runnerIsVerifys checks that a baseline from an llms tree came from the

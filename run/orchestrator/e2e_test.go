@@ -343,3 +343,59 @@ func TestRunWithBrokenCheckpointRecordsBlockers(t *testing.T) {
 		t.Errorf("TODO.md:\n%s", todo)
 	}
 }
+
+// A prompt longer than max_seq is the user's setting, not the model's fault
+// (issue 36 item 3): exit 2 naming both numbers, found by the tokenizer
+// before the model loads; before, gate 2 FAILed (exit 1, which a fleet
+// counts as a broken model) with a Python traceback on stderr.
+func TestPromptLongerThanMaxSeqIsASettingError(t *testing.T) {
+	for _, tc := range []struct {
+		prompt string
+		maxSeq int
+		decode int
+		want   string
+	}{
+		{strings.Repeat("word ", 300), 64, 0, "the prompt given has"},
+		// the canonical prompt and decode: baseline.TestCheckPromptFits
+	} {
+		s := settingsFor(t, "")
+		var progress bytes.Buffer
+		s.Progress = &progress
+		s.Prompt, s.MaxSeq, s.Decode = tc.prompt, tc.maxSeq, tc.decode
+		r := BaselineRun(context.Background(), s, tiny(t, "qwen3"), "test")
+		if r.Status != verdict.Error || ExitCode(r) != 2 || r.Gates.HFBaseline != nil ||
+			!strings.Contains(r.Error, tc.want) || !strings.Contains(r.Error, fmt.Sprintf("max_seq is %d", tc.maxSeq)) {
+			t.Errorf("max_seq %d: status %s, exit %d, baseline %v, error %q; want ERROR saying %q", tc.maxSeq, r.Status, ExitCode(r), r.Gates.HFBaseline != nil, r.Error, tc.want)
+		}
+		if log := progress.String(); strings.Contains(log, "Traceback") || strings.Contains(log, "loading the HF bf16 model") {
+			t.Errorf("max_seq %d: the model was loaded or a traceback printed:\n%s", tc.maxSeq, log)
+		}
+	}
+}
+
+// A model folder whose name holds '"' runs with --name (issue 36 item 12:
+// generate refused its model_id, whatever the name): the generated module
+// names it, and the same run again reuses the PASS.
+func TestRunOfAFolderNamedWithAQuote(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), `my"model`)
+	if err := os.CopyFS(dir, os.DirFS(tiny(t, "qwen3"))); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	s := settingsFor(t, out)
+	s.Name = "my_model"
+	r := Run(context.Background(), s, dir, "test")
+	if r.Status != verdict.Pass {
+		t.Fatalf("status %s, error %q, stages %+v", r.Status, r.Error, r.Stages)
+	}
+	module := filepath.Join(out, "my_model", "my_model_weights.py")
+	if id, err := scaffold.ModelIDIn(module); err != nil || id != `my"model` {
+		t.Errorf("MODEL_ID %q, %v", id, err)
+	}
+	s2 := settingsFor(t, out)
+	s2.Name = "my_model"
+	again := Run(context.Background(), s2, dir, "test")
+	if again.Status != verdict.Pass || again.ReusedFrom == nil {
+		t.Errorf("second run: status %s, reused %v, error %q", again.Status, again.ReusedFrom != nil, again.Error)
+	}
+}

@@ -242,6 +242,9 @@ func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, er
 	start := time.Now()
 	args := baselineRequest(st.in.s, st.facts.model, cfg, "")
 	args.Quant = &e2eArgs
+	if err := promptFits(ctx, st, args); err != nil {
+		return quantGate2{}, outcome{}, err
+	}
 	res, logits, err := st.py().Baseline(ctx, args)
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {

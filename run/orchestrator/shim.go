@@ -21,6 +21,9 @@ func (s *Settings) shimDir() (string, error) {
 // ("" when it was intact, or is a working copy): pyshim.Unpacked.
 func (s *Settings) verifiedShim() (dir, repaired string, err error) {
 	if s.PyShimDir != "" {
+		if err := pyshim.CheckWorkingCopy(s.PyShimDir); err != nil {
+			return "", "", err
+		}
 		return s.PyShimDir, "", nil
 	}
 	cache, err := s.cacheRoot()

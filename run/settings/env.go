@@ -71,12 +71,18 @@ func UnknownEnv(environ []string) error {
 	return fmt.Errorf("%s is not a phase0 setting's variable (%s%s): unset it or fix its name", name, hint, more)
 }
 
-// nearest is the name among names within a small edit distance of s (the
-// closest; ties to the first), or "".
+// nearest is the name among names equal to s but for case, else within a
+// small edit distance of s in capitals (the closest; ties to the first), or "".
 func nearest(s string, names []string) string {
 	best, bestD := "", 3 // at most two edits away
 	for _, n := range names {
-		if d := editDistance(s, n); d < bestD {
+		if strings.EqualFold(s, n) {
+			return n // PHASE0_workers: the case alone is wrong
+		}
+	}
+	upper := strings.ToUpper(s) // PHASE0_Workres: the case and a swap
+	for _, n := range names {
+		if d := editDistance(upper, n); d < bestD {
 			best, bestD = n, d
 		}
 	}

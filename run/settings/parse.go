@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"phase0/internal/boundedfile"
 )
 
 // The one parser of setting values. A flag, a PHASE0_* variable, a --config
@@ -82,23 +84,9 @@ func (e *ValueError) Error() string {
 
 func (e *ValueError) Unwrap() error { return ErrValue }
 
-// maxQuoted bounds how much of a value a message repeats (a 400-digit
-// number, a pasted file).
-const maxQuoted = 64
-
-// Quote is s as a message shows it: quoted, and cut after maxQuoted bytes.
-func Quote(s string) string {
-	if len(s) <= maxQuoted {
-		return strconv.Quote(s)
-	}
-	cut := maxQuoted
-	for cut > 0 && !utf8Start(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:cut]), len(s))
-}
-
-func utf8Start(b byte) bool { return b&0xc0 != 0x80 }
+// Quote is s as a message shows it: quoted, and cut after boundedfile.MaxQuoted
+// bytes (a 400-digit number, a pasted file).
+func Quote(s string) string { return boundedfile.Quote(s) }
 
 // Range is a Count's, Duration's or Ratio's least and greatest value, both
 // allowed, written as values of the kind.
@@ -208,6 +196,15 @@ func (s Setting) Parse(v Value) (any, error) {
 	}
 	if v.Form != FormText {
 		return nil, &ValueError{Value: v, Want: s.Want(), Hint: "in a YAML file, quote it"}
+	}
+	if i := strings.IndexByte(v.Text, 0); i >= 0 {
+		// A NUL ends the C string a path travels in: the file opened would
+		// be another one, and a message would print the raw byte.
+		return nil, &ValueError{Value: v, Want: s.Want() + " without a NUL character",
+			Hint: fmt.Sprintf("it holds a NUL at byte %d; no path or text setting can contain one", i)}
+	}
+	if s.Kind == Path && len(v.Text) > boundedfile.MaxArg {
+		return nil, &ValueError{Value: v, Want: s.Want(), Hint: fmt.Sprintf("longer than any path: at most %d bytes", boundedfile.MaxArg)}
 	}
 	if len(s.Choices) > 0 && !slices.Contains(s.Choices, v.Text) {
 		return nil, bad

@@ -88,6 +88,11 @@ func readMapping(name, prefix string, node *yaml.Node, out map[string]Located) e
 		}
 		seen[key] = true
 		if _, ok := Lookup(key); ok {
+			if before, twice := out[key]; twice {
+				// cpu_helpers.attention_fallback and a cpu_helpers: map
+				// holding it: the same setting in two spellings.
+				return fileErr("%s:%d: %s appears twice (first at %s): give each setting once", name, k.Line, key, before.Origin)
+			}
 			val, err := scalar(v)
 			if err != nil {
 				return fileErr("%s:%d: %s: %w", name, v.Line, key, err)

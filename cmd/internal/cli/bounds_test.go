@@ -136,3 +136,35 @@ func TestBoundedInputs(t *testing.T) {
 		})
 	}
 }
+
+// TestMessagesAreBounded (issue 36 item 10): a 10 MB model argument, list
+// line, flag value or path gave a message (and a report) twice its size.
+// Every one is now refused or named cut: stdout and stderr stay a few KiB.
+func TestMessagesAreBounded(t *testing.T) {
+	big := strings.Repeat("x", 10<<20)
+	list := filepath.Join(t.TempDir(), "models.txt")
+	if err := os.WriteFile(list, []byte("# a pasted blob\n"+big+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	good := writeModel(t, tinyLlama)
+	for _, args := range [][]string{
+		{"inspect", big},
+		{"inspect", "org/" + big, "--json"},
+		{"run", big},
+		{"baseline", big},
+		{"inspect", "@" + big},
+		{"inspect", "@" + list},
+		{"inspect", good, "--shard", big},
+		{"inspect", good, "--junit", "/tmp/" + big},
+		{"inspect", good, "--workers", big},
+		{"inspect", good, "--cache", big},
+		{"reference", good, "--dtype", big},
+		{"reference", good, "--out", big},
+		{"run", good, "--out-dir", big, "--json"},
+	} {
+		code, stdout, stderr := run(t, args...)
+		if code != 2 || len(stdout) > 16<<10 || len(stderr) > 16<<10 || !strings.HasPrefix(stderr, "phase0: ") {
+			t.Errorf("%s … (%d arguments): exit %d, stdout %d bytes, stderr %d bytes: %.300s", args[0], len(args), code, len(stdout), len(stderr), stderr)
+		}
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"phase0/run/orchestrator"
+
+	"phase0/internal/boundedfile"
 )
 
 // exitUsage is returned for bad flags, a bad --config file or a bad setting.
@@ -48,14 +50,14 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Opt
 	case errors.As(err, &done) && done.err == nil:
 		return done.code
 	case errors.As(err, &done): // the command ran; printing its report failed
-		fmt.Fprintf(stderr, "phase0: %v\n", done.err)
+		fmt.Fprintf(stderr, "phase0: %s\n", boundedfile.Message(done.err.Error()))
 		return exitUsage
 	case err != nil: // the invocation: flags, settings, arguments
 		if wantsJSON(args) {
 			cmdName, modelArg := commandAndModel(args)
-			_ = inv.print(orchestrator.ErrorReport(cmdName, modelArg, o.Version, err), true)
+			_ = inv.print(orchestrator.ErrorReport(boundedfile.Cut(cmdName), boundedfile.Cut(modelArg), o.Version, errors.New(boundedfile.Message(err.Error()))), true)
 		}
-		fmt.Fprintf(stderr, "phase0: %v\n", err)
+		fmt.Fprintf(stderr, "phase0: %s\n", boundedfile.Message(err.Error()))
 		return exitUsage
 	}
 	return 0 // --help, --version
@@ -148,7 +150,8 @@ func newRoot(inv *invocation) *cobra.Command {
 		SilenceErrors: true,
 		Version:       inv.version,
 	}
-	root.PersistentFlags().Bool("json", false, "print exactly one JSON report object on stdout")
+	root.SetFlagErrorFunc(flagError)
+	boolFlag(root.PersistentFlags(), "json", "print exactly one JSON report object on stdout")
 	addSettingFlags(root.PersistentFlags(), root.Name())
 	root.AddCommand(
 		newPreflightCmd(inv),
@@ -179,7 +182,7 @@ func wantsJSON(args []string) bool {
 		if a == "--" {
 			break
 		}
-		if a == "--json" || a == "--json=true" || a == "--json=1" {
+		if a == "--json" || a == "--json=true" {
 			return true
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -127,35 +128,53 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}
 }
 
-// A value that is given and then overridden is still read: --config twice
-// (the first file, bad or not, would be ignored) and an empty --config are
-// refused; a setting flag given twice has each value parsed, the last one
-// counting.
+// One rule for the flags of one invocation (issue 36): every flag phase0
+// defines is given at most once — --config, --junit, --shard, --json,
+// reference's --out and --dtype and every setting's flag — and an empty
+// --config, --out or --junit is refused rather than taken as "not given".
 func TestRepeatedFlags(t *testing.T) {
 	good := writeModel(t, tinyLlama)
 	dir := t.TempDir()
 	bad, fine := filepath.Join(dir, "bad.yaml"), filepath.Join(dir, "fine.yaml")
 	os.WriteFile(bad, []byte("workers: x\n"), 0o644)
 	os.WriteFile(fine, []byte("workers: 3\n"), 0o644)
+	j1, j2 := filepath.Join(dir, "a.xml"), filepath.Join(dir, "b.xml")
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"inspect", good, "--config", bad, "--config", fine}, "given twice"},
-		{[]string{"inspect", good, "--config", fine, "--config", fine}, "given twice"},
-		{[]string{"inspect", good, "--config", ""}, "an empty path"},
-		{[]string{"inspect", good, "--workers", "x", "--workers", "3"}, `--workers: "x" is not a base-10 integer`},
+		{[]string{"inspect", good, "--config", bad, "--config", fine}, "--config: given twice"},
+		{[]string{"inspect", good, "--config", fine, "--config", fine}, "--config: given twice"},
+		{[]string{"inspect", good, "--config", ""}, "--config: an empty path"},
+		{[]string{"inspect", good, "--workers", "x", "--workers", "3"}, `--workers: given twice ("x", then "3")`},
+		{[]string{"inspect", good, "--workers", "3", "--workers", "4"}, `--workers: given twice ("3", then "4")`},
+		{[]string{"inspect", good, "--scan", "--scan=false"}, `--scan: given twice ("true", then "false")`},
 		{[]string{"inspect", good, "--workers", "-0"}, `--workers: "-0" is not a base-10 integer`},
+		{[]string{"inspect", good, "--junit", j1, "--junit", j2}, "--junit: given twice"},
+		{[]string{"inspect", good, "--shard", "1/2", "--shard", "2/2"}, `--shard: given twice ("1/2", then "2/2")`},
+		{[]string{"run", good, "--shard", "1/2", "--shard", "1/2"}, "--shard: given twice"},
+		{[]string{"inspect", good, "--json", "--json"}, "--json: given twice"},
+		{[]string{"reference", good, "--out", dir, "--out", dir}, "--out: given twice"},
+		{[]string{"reference", good, "--dtype", "float32", "--dtype", "bfloat16"}, "--dtype: given twice"},
+		{[]string{"reference", good, "--out", ""}, "--out: an empty value"},
+		{[]string{"reference", good, "--out=", "--dtype", "float32"}, "--out: an empty value"},
+		{[]string{"reference", good, "--dtype", "BFLOAT16"}, `--dtype must be bfloat16 or float32 (lower case), got "BFLOAT16"`},
+		{[]string{"reference", good, "--dtype", "bf16"}, `got "bf16"`},
+		{[]string{"inspect", good, "--json=maybe"}, `--json takes true or false, not "maybe"`},
 	} {
 		code, stdout, stderr := run(t, tc.args...)
-		if code != 2 || stdout != "" || !strings.Contains(stderr, tc.want) {
+		asJSON := slices.Contains(tc.args, "--json") // a usage error's one JSON object
+		if code != 2 || (stdout != "") != asJSON || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "strconv") {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 saying %q", tc.args, code, stderr, tc.want)
 		}
 	}
-	code, stdout, stderr := run(t, "inspect", good, "--workers", "3", "--workers", "4", "--config", fine, "--json")
+	code, stdout, stderr := run(t, "inspect", good, "--workers", "4", "--config", fine, "--json=true")
 	var r struct{ Status string }
 	if err := json.Unmarshal([]byte(stdout), &r); code != 0 || err != nil || r.Status != "PASS" {
-		t.Errorf("--workers 3 --workers 4: exit %d, %v, %q", code, err, stderr)
+		t.Errorf("--workers 4 --config fine.yaml --json=true: exit %d, %v, %q", code, err, stderr)
+	}
+	if _, stdout, _ := run(t, "inspect", good, "--json=false"); strings.HasPrefix(stdout, "{") {
+		t.Errorf("--json=false printed JSON: %q", stdout)
 	}
 }
 

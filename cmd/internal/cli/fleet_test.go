@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -176,20 +178,23 @@ func TestRunListShardJUnit(t *testing.T) {
 	}
 }
 
-// `inspect default default` (a list holding the default model): the
-// parallel inspect passes no progress writer, and the default model's
-// "reused" line must not dereference it (it panicked).
+// `inspect @list` of a list holding the default model: the parallel
+// inspect passes no progress writer, and the default model's "reused" line
+// must not dereference it (it panicked). (`inspect default default` is now
+// one entry: a model listed twice runs once.)
 func TestInspectListOfTheDefaultModel(t *testing.T) {
 	t.Setenv("PHASE0_PYTHON", testenv.Python(t))
-	code, stdout, stderr := run(t, "inspect", "default", "default", "--json")
+	list := filepath.Join(t.TempDir(), "models.txt")
+	os.WriteFile(list, []byte("default\n"), 0o644)
+	code, stdout, stderr := run(t, "inspect", "@"+list, "default", "--json")
 	var got struct {
 		Status string `json:"status"`
 		Models []struct {
 			Status string `json:"status"`
 		} `json:"models"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 0 || len(got.Models) != 2 || got.Models[0].Status != "PASS" || got.Models[1].Status != "PASS" {
-		t.Errorf("exit %d, %v, %+v; want exit 0 and two PASS rows\n%s", code, err, got, stderr)
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 0 || len(got.Models) != 1 || got.Models[0].Status != "PASS" || !strings.Contains(stderr, `"default" is listed again at argument 2`) {
+		t.Errorf("exit %d, %v, %+v; want exit 0 and one PASS row, the repeat said\n%s", code, err, got, stderr)
 	}
 }
 
@@ -218,5 +223,72 @@ func TestJUnitKeepsOtherFiles(t *testing.T) {
 	}
 	if names, _, _ := junitCases(t, file); len(names) != 1 {
 		t.Errorf("the report phase0 wrote was not replaced: %v", names)
+	}
+}
+
+// --junit refuses what it did not write and says what a path is in words
+// (issue 36): an empty file, a file that merely begins like a report, the
+// file stdout or stderr is redirected to (`--json > f --junit f` lost the
+// JSON), /dev/stdout ("a symlink", not "L---------"), /dev/null ("a device").
+func TestJUnitRefusesFilesNotItsOwn(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.xml")
+	os.WriteFile(empty, nil, 0o644)
+	begins := filepath.Join(dir, "begins.xml")
+	os.WriteFile(begins, []byte(`<testsuites name="phase0">`+"\nmy notes\n"), 0o644)
+	for _, tc := range []struct {
+		path, want string
+	}{
+		{empty, "is empty, not a JUnit report phase0 wrote"},
+		{begins, "is not a JUnit report phase0 wrote"},
+		{"/dev/stdout", "cannot write /dev/stdout: it is a symlink, not a regular file"},
+		{"/dev/null", "cannot write /dev/null: it is a device, not a regular file"},
+	} {
+		var before, after []byte
+		if !strings.HasPrefix(tc.path, "/dev/") { // reading /dev/stdout would wait on the test's own stdout
+			before, _ = os.ReadFile(tc.path)
+		}
+		code, _, stderr := run(t, "inspect", good, "--junit", tc.path)
+		if !strings.HasPrefix(tc.path, "/dev/") {
+			after, _ = os.ReadFile(tc.path)
+		}
+		if code != 2 || !strings.Contains(stderr, "--junit: ") || !strings.Contains(stderr, tc.want) || string(before) != string(after) {
+			t.Errorf("--junit %s: exit %d, %q; want exit 2 saying %q, the file as it was", tc.path, code, stderr, tc.want)
+		}
+	}
+	for _, stream := range []string{"stdout", "stderr"} {
+		out := filepath.Join(dir, stream+".json")
+		f, err := os.Create(out) // what `> out` does before phase0 starts
+		if err != nil {
+			t.Fatal(err)
+		}
+		var other bytes.Buffer
+		stdout, stderr := io.Writer(f), io.Writer(&other)
+		if stream == "stderr" {
+			stdout, stderr = &other, f
+		}
+		code := Execute(t.Context(), []string{"inspect", good, "--json", "--junit", out}, stdout, stderr, Options{Version: "test"})
+		f.Close()
+		got, _ := os.ReadFile(out)
+		msg := string(got) + other.String()
+		if code != 2 || !strings.Contains(msg, "is the file phase0's "+stream+" goes to") || strings.Contains(string(got), "<testsuites") {
+			t.Errorf("--junit at the %s file: exit %d, %q", stream, code, msg)
+		}
+	}
+}
+
+// A model listed twice is inspected once, with one JUnit case, and stderr
+// says so (issue 36 item 12).
+func TestListedTwiceRunsOnce(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	dir := t.TempDir()
+	list := filepath.Join(dir, "hf_models.txt")
+	os.WriteFile(list, []byte(good+"\n"+good+"\n"), 0o644)
+	file := filepath.Join(dir, "j.xml")
+	code, stdout, stderr := run(t, "inspect", "@"+list, "--junit", file)
+	names, _, _ := junitCases(t, file)
+	if code != 0 || len(names) != 1 || !strings.Contains(stderr, "is listed again at "+list+":2: it runs once") || !strings.Contains(stdout, "1 model(s)") {
+		t.Errorf("exit %d, %d cases, stderr %q\n%s", code, len(names), stderr, stdout)
 	}
 }

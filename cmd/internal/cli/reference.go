@@ -1,12 +1,15 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"phase0/run/orchestrator"
+	"phase0/run/settings"
+
+	"phase0/internal/boundedfile"
 )
 
 // referenceFlags reads the flags only `reference` has that are not
@@ -19,15 +22,20 @@ func referenceFlags(cmd *cobra.Command, s *orchestrator.Settings, from origins) 
 	}
 	if f := cmd.Flags().Lookup("out"); f != nil {
 		s.ReferenceOut = f.Value.String()
+		if f.Changed && s.ReferenceOut == "" {
+			// as --junit "" and --config "": not the same as leaving it out
+			return errors.New("--out: an empty value: give a folder, or leave --out out")
+		}
+		if why := boundedfile.TooLong("the folder", s.ReferenceOut); why != "" {
+			return fmt.Errorf("--out: %s", why)
+		}
 	}
 	if f := cmd.Flags().Lookup("dtype"); f != nil {
-		switch d := strings.ToLower(f.Value.String()); d {
-		case "bfloat16", "bf16":
-			s.ReferenceDtype = "bfloat16"
-		case "float32", "fp32":
-			s.ReferenceDtype = "float32"
+		switch d := f.Value.String(); d {
+		case "bfloat16", "float32":
+			s.ReferenceDtype = d
 		default:
-			return fmt.Errorf("--dtype must be bfloat16 or float32, got %q", d)
+			return fmt.Errorf("--dtype must be bfloat16 or float32 (lower case), got %s", settings.Quote(d))
 		}
 		if s.ReferenceDtype != "bfloat16" && s.ReferenceOut == "" {
 			return fmt.Errorf("--dtype %s records a candidate, not the reference: give --out DIR", s.ReferenceDtype)

@@ -123,3 +123,55 @@ func TestRunListOfRejectedModels(t *testing.T) {
 		t.Errorf("rejected models wrote %d entries into the out dir", len(entries))
 	}
 }
+
+// A bad workspace name is refused with the settings (issue 36 item 6),
+// from every source, before the model is even looked up (here it does not
+// exist), saying what is wrong with the name given.
+func TestBadNameRefusedWithTheSettings(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "s.yaml")
+	os.WriteFile(cfg, []byte("name: ../../etc/evil\n"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		env  string
+		want string
+	}{
+		{[]string{"run", "/no/such/model", "--name", "../../etc/evil"}, "", `--name: "../../etc/evil" is not a workspace name: it is a path`},
+		{[]string{"reference", "/no/such/model", "--name", "Qwen3"}, "", `--name: "Qwen3" is not a workspace name: it holds upper-case letters (qwen3 would do)`},
+		{[]string{"run", "/no/such/model"}, "../x", `PHASE0_NAME: "../x" is not a workspace name`},
+		{[]string{"run", "/no/such/model", "--config", cfg}, "", `s.yaml:1: name: "../../etc/evil" is not a workspace name`},
+	} {
+		if tc.env != "" {
+			t.Setenv("PHASE0_NAME", tc.env)
+		}
+		code, _, stderr := run(t, tc.args...)
+		os.Unsetenv("PHASE0_NAME")
+		if code != 2 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "pass --name") || strings.Contains(stderr, "model not found") {
+			t.Errorf("%v: exit %d, %q; want exit 2 saying %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// PHASE0_PYSHIM at a folder without phase0_shim is the setting's fault:
+// exit 2 naming it before any model work (issue 36 item 3), not a model
+// FAIL "No module named 'phase0_shim'".
+func TestPyShimMustHoldThePackage(t *testing.T) {
+	good := writeModel(t, tinyLlama)
+	file := filepath.Join(t.TempDir(), "f")
+	os.WriteFile(file, nil, 0o644)
+	for _, tc := range []struct{ dir, want string }{
+		{"/no/such/folder", `PHASE0_PYSHIM: pyshim "/no/such/folder": no such folder`},
+		{t.TempDir(), "it holds no phase0_shim/__init__.py"},
+		{file, "it is a regular file, not a folder"},
+	} {
+		t.Setenv("PHASE0_PYSHIM", tc.dir)
+		code, stdout, stderr := run(t, "baseline", good, "--json")
+		var r struct {
+			Status string
+			Stages []any
+		}
+		json.Unmarshal([]byte(stdout), &r)
+		if code != 2 || r.Status != "ERROR" || len(r.Stages) != 0 || !strings.Contains(stderr, tc.want) || strings.Contains(stderr, "No module named") {
+			t.Errorf("PHASE0_PYSHIM=%s: exit %d, %s, %d stages, %q; want exit 2 saying %q", tc.dir, code, r.Status, len(r.Stages), stderr, tc.want)
+		}
+	}
+}

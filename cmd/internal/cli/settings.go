@@ -15,51 +15,80 @@ import (
 	"phase0/internal/boundedfile"
 	"phase0/internal/pyenv"
 	"phase0/output/scaffold"
+	"phase0/python/pyshim"
 	"phase0/run/orchestrator"
 	"phase0/run/settings"
 )
 
-// settingFlag is a setting's flag: typed in --help by the row's kind (int,
-// float, duration, bool, string), but it keeps the text as given, so that
-// settings' one parser reads a flag exactly as it reads a variable, a file's
-// key or a Python option (pflag's own int would take 0x41 and 1_0). A flag
-// given twice keeps both texts: the last one counts, and the parser reads
-// every one, as it reads a value a higher layer overrides.
-type settingFlag struct {
-	kind  settings.Kind
-	texts []string
+// flagValue is the value of every flag phase0 defines: a flag is given at
+// most once per invocation. A second value, whatever the flag, is refused
+// rather than one of the two silently winning (the one a person meant is
+// unknown, and the other's errors would pass unread): --config, --junit,
+// --shard, --json and every setting's flag follow the one rule, as a
+// setting repeated in a --config file or a Python mapping does.
+type flagValue struct {
+	typ   string // the argument's name in --help: int, float, duration, bool, string
+	text  string
+	given bool
+	// check refuses a value before it is stored (--config "", --json=maybe).
+	check func(string) error
 }
 
-func (f *settingFlag) String() string {
-	if len(f.texts) == 0 {
-		return ""
+func (f *flagValue) String() string { return f.text }
+func (f *flagValue) Type() string   { return f.typ }
+func (f *flagValue) Set(s string) error {
+	if f.given {
+		return fmt.Errorf("given twice (%s, then %s): give it once", settings.Quote(f.text), settings.Quote(s))
 	}
-	return f.texts[len(f.texts)-1]
-}
-func (f *settingFlag) Set(s string) error { f.texts = append(f.texts, s); return nil }
-func (f *settingFlag) Type() string       { return f.kind.FlagType() }
-
-// configFlag is --config: one file. Given twice, the one a person meant is
-// unknown (the other would be silently ignored, its errors too): refused.
-type configFlag struct{ paths []string }
-
-func (f *configFlag) String() string {
-	if len(f.paths) == 0 {
-		return ""
+	if f.check != nil {
+		if err := f.check(s); err != nil {
+			return err
+		}
 	}
-	return f.paths[len(f.paths)-1]
-}
-func (f *configFlag) Set(s string) error {
-	switch {
-	case len(f.paths) > 0:
-		return fmt.Errorf("given twice (%s, then %s): give one settings file", settings.Quote(f.paths[0]), settings.Quote(s))
-	case s == "":
-		return errors.New("an empty path: name a YAML file, or leave --config out")
-	}
-	f.paths = append(f.paths, s)
+	f.text, f.given = s, true
 	return nil
 }
-func (f *configFlag) Type() string { return "string" }
+
+// settingFlag is a setting's flag: typed in --help by the row's kind (int,
+// float, duration, bool, string), but it keeps the text as given, so that
+// the one parser (settings.Parse) reads a flag exactly as it reads a
+// variable, a file's key or a Python option (pflag's own int would take
+// 0x41 and 1_0).
+func settingFlag(kind settings.Kind) *flagValue { return &flagValue{typ: kind.FlagType()} }
+
+// stringFlag is a flag of one invocation that is not a setting (--junit,
+// --shard, --out, --dtype): text, given at most once.
+func stringFlag(flags *pflag.FlagSet, name, def, usage string) {
+	flags.Var(&flagValue{typ: "string", text: def}, name, usage)
+}
+
+// boolFlag is a flag that is true or false (--json): alone it means true;
+// --json=maybe is refused in those words, not strconv's.
+func boolFlag(flags *pflag.FlagSet, name, usage string) {
+	f := flags.VarPF(&flagValue{typ: "bool", text: "false", check: func(s string) error {
+		if s != "true" && s != "false" {
+			return fmt.Errorf("--%s takes true or false, not %s", name, settings.Quote(s))
+		}
+		return nil
+	}}, name, "", usage)
+	f.NoOptDefVal = "true"
+}
+
+// flagError is a flag's parse error without pflag's wrapping, which repeats
+// the whole value (a 10 MB argument, twice) before the reason: the reason
+// names the flag and quotes the value, cut.
+func flagError(_ *cobra.Command, err error) error {
+	var bad *pflag.InvalidValueError
+	if errors.As(err, &bad) {
+		name := "--" + bad.GetFlag().Name
+		cause := bad.Unwrap().Error()
+		if strings.HasPrefix(cause, name) {
+			return errors.New(cause)
+		}
+		return fmt.Errorf("%s: %s", name, cause)
+	}
+	return err
+}
 
 // addSettingFlags adds the flag of every setting command takes (settings.Table).
 func addSettingFlags(flags *pflag.FlagSet, command string) {
@@ -67,7 +96,7 @@ func addSettingFlags(flags *pflag.FlagSet, command string) {
 		if !row.On(command) || command != settings.Root && row.On(settings.Root) {
 			continue // a root flag is persistent: added once, on the root
 		}
-		f := flags.VarPF(&settingFlag{kind: row.Kind}, row.Flag, "", row.Usage())
+		f := flags.VarPF(settingFlag(row.Kind), row.Flag, "", row.Usage())
 		if row.Kind == settings.Bool {
 			f.NoOptDefVal = "true" // --scan alone; --scan=false
 		}
@@ -76,7 +105,12 @@ func addSettingFlags(flags *pflag.FlagSet, command string) {
 
 // addConfigFlag adds --config to a command that reads settings from a file.
 func addConfigFlag(flags *pflag.FlagSet) {
-	flags.Var(&configFlag{}, "config", "YAML settings file (overrides run/settings/default.yaml; flags and PHASE0_* env override it)")
+	flags.Var(&flagValue{typ: "string", check: func(s string) error {
+		if s == "" {
+			return errors.New("an empty path: name a YAML file, or leave --config out")
+		}
+		return nil
+	}}, "config", "YAML settings file (overrides run/settings/default.yaml; flags and PHASE0_* env override it)")
 }
 
 func (inv *invocation) settings(cmd *cobra.Command) (*orchestrator.Settings, error) {
@@ -153,6 +187,17 @@ func layerSettings(cmd *cobra.Command, stderr io.Writer, overrides map[string]an
 		return nil, from, fmt.Errorf("%s: decode %d does not fit max_seq %d (%s): the prompt and the continuation share the runner's sequence",
 			from.of("decode"), s.Decode, s.MaxSeq, from.of("max_seq"))
 	}
+	if s.PyShimDir != "" {
+		if err := pyshim.CheckWorkingCopy(s.PyShimDir); err != nil {
+			return nil, from, fmt.Errorf("%s: %w", from.of("pyshim"), err)
+		}
+	}
+	if s.Name != "" {
+		// a bad name is known now, not after the model is read
+		if err := scaffold.CheckName(s.Name); err != nil {
+			return nil, from, fmt.Errorf("%s: %w", from.of("name"), err)
+		}
+	}
 	if err := referenceFlags(cmd, s, from); err != nil {
 		return nil, from, err
 	}
@@ -175,14 +220,7 @@ func gather(cmd *cobra.Command, overrides map[string]any) (map[string][]given, e
 	}
 	for _, row := range settings.Table {
 		if f := cmd.Flags().Lookup(row.Flag); row.Flag != "" && f != nil && f.Changed {
-			texts := []string{f.Value.String()}
-			if sf, ok := f.Value.(*settingFlag); ok {
-				texts = slices.Clone(sf.texts)
-				slices.Reverse(texts) // the last given first: it counts
-			}
-			for _, text := range texts {
-				layers[row.Key] = append(layers[row.Key], given{settings.TextValue(text), "--" + row.Flag})
-			}
+			layers[row.Key] = append(layers[row.Key], given{settings.TextValue(f.Value.String()), "--" + row.Flag})
 		}
 		if text, ok := os.LookupEnv(row.Env()); ok {
 			layers[row.Key] = append(layers[row.Key], given{settings.TextValue(text), row.Env()})

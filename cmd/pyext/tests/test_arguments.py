@@ -155,3 +155,21 @@ def test_python_m_refuses_a_nul_like_any_bad_argument(model: Path, capfd: pytest
 def test_the_extension_itself_refuses_a_nul(model: Path) -> None:
     with pytest.raises(ValueError, match="phase0: argument 4 holds a NUL character"):
         phase0._native.execute(["inspect", "--json", "--", f"{model}\0x"], "{}", 0)
+
+
+def test_a_setting_in_two_spellings_is_refused(model: Path, tmp_path: Path) -> None:
+    # Before: the later spelling won, and the generated _cpu_helpers.py followed the keywords' order.
+    for options in (
+        {"cpu_helpers": {"attention_fallback": True}, "cpu_helpers.attention_fallback": False},
+        {"cpu_helpers.attention_fallback": False, "cpu_helpers": {"attention_fallback": True}},
+    ):
+        with pytest.raises(phase0.UsageError, match=r"^option cpu_helpers\.attention_fallback: given twice"):
+            phase0.run(model, out_dir=tmp_path / "out", **options)  # type: ignore[arg-type]
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("progress", ["false", "False", 0, 1, None])
+def test_progress_is_a_bool_only(model: Path, progress: Any) -> None:
+    # Before: progress="false" was a true value and turned progress on.
+    with pytest.raises(phase0.UsageError, match=r"^progress: .* is not True or False$"):
+        phase0.inspect(model, progress=progress)

@@ -7,17 +7,17 @@
 package junit
 
 import (
+	"bytes"
 	"encoding/xml"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"time"
 
 	"phase0/gate/verdict"
 	"phase0/internal/atomicfile"
+	"phase0/internal/boundedfile"
 	"phase0/output/report"
 )
 
@@ -175,28 +175,44 @@ func WriteFile(path string, s Suite) error {
 	return nil
 }
 
-// ownMark opens every file WriteFile writes (after the XML declaration).
-const ownMark = `<testsuites name="phase0"`
+// maxOwn bounds the file CheckReplaceable reads to tell whether phase0
+// wrote it: far beyond any list's report (a 1 MiB list of models).
+const maxOwn = 256 << 20
 
-// CheckReplaceable says why path must not be written: it holds something
-// other than a JUnit report phase0 wrote (the model list, a config.json, a
-// settings file given by mistake), which writing would destroy. A missing or
-// empty file, or an earlier report of phase0's, may be replaced.
+// CheckReplaceable says why path must not be written: it is not, whole, a
+// JUnit report phase0 wrote (the model list, a config.json, a settings
+// file, an empty file a shell redirect just made, a file that merely begins
+// like one), and writing would destroy it. A missing file, or a report
+// phase0 wrote — one that reads back into phase0's JUnit shape and renders
+// again to the very same bytes — may be replaced.
 func CheckReplaceable(path string) error {
-	f, err := os.Open(path)
+	b, err := boundedfile.Read(path, maxOwn)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	} else if err != nil {
 		return err
 	}
-	defer f.Close()
-	head := make([]byte, 512)
-	n, err := io.ReadFull(f, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return err
+	if len(b) == 0 {
+		return fmt.Errorf("%s exists and is empty, not a JUnit report phase0 wrote (a shell redirect makes such a file): name another file, or remove it first", path)
 	}
-	if n == 0 || strings.Contains(string(head[:n]), ownMark) {
-		return nil
+	if !ownReport(b) {
+		return fmt.Errorf("%s exists and is not a JUnit report phase0 wrote: writing it would destroy it; name a new file, or remove it first", path)
 	}
-	return fmt.Errorf("%s exists and is not a JUnit report phase0 wrote: writing it would destroy it; name a new file, or remove it first", path)
+	return nil
+}
+
+// ownReport says whether b is exactly a document Marshal renders.
+func ownReport(b []byte) bool {
+	if !bytes.HasPrefix(b, []byte(xml.Header+"<testsuites name=\"phase0\"")) {
+		return false
+	}
+	var doc testsuites
+	dec := xml.NewDecoder(bytes.NewReader(b))
+	dec.Strict = true
+	if err := dec.Decode(&doc); err != nil || doc.Name != "phase0" || len(doc.Suites) != 1 ||
+		!strings.HasPrefix(doc.Suites[0].Name, "phase0 ") {
+		return false
+	}
+	again, err := xml.MarshalIndent(doc, "", "  ")
+	return err == nil && bytes.Equal(b, append([]byte(xml.Header), append(again, '\n')...))
 }

@@ -134,3 +134,46 @@ func TestJUnitValidAgainstSchema(t *testing.T) {
 		t.Errorf("the validator accepted a testcase without a name: %q", got[len(files)])
 	}
 }
+
+// --junit replaces only a report phase0 wrote, whole (issue 36): a file
+// that merely begins like one, an empty file (what `> f` leaves), a report
+// with something appended or edited, are refused; every report Marshal
+// renders — the fleet with its control characters, quotes and ]]>, an
+// empty suite — is replaceable.
+func TestCheckReplaceable(t *testing.T) {
+	dir := t.TempDir()
+	own, err := Marshal(Suite{Command: "run", Version: "1.2.3", Shard: "2/4", Hostname: "ci", Started: time.Unix(0, 0), Seconds: 3, Cases: fleet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, err := Marshal(Suite{Command: "inspect", Version: "v"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, body string
+		ok         bool
+	}{
+		{"a report phase0 wrote", string(own), true},
+		{"an empty suite phase0 wrote", string(empty), true},
+		{"empty", "", false},
+		{"only the opening", `<testsuites name="phase0">`, false},
+		{"the opening after the header", xml.Header + `<testsuites name="phase0"></testsuites>` + "\n", false},
+		{"a report with a line appended", string(own) + "my notes\n", false},
+		{"a report re-indented by an editor", strings.ReplaceAll(string(own), "\n  ", "\n\t"), false},
+		{"a report with a second suite", strings.Replace(string(own), "</testsuites>", `<testsuite name="mine"></testsuite></testsuites>`, 1), false},
+		{"a config.json", `{"architectures": ["LlamaForCausalLM"]}`, false},
+	} {
+		path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".xml")
+		if err := os.WriteFile(path, []byte(tc.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := CheckReplaceable(path)
+		if tc.ok && err != nil || !tc.ok && (err == nil || !strings.Contains(err.Error(), path)) {
+			t.Errorf("%s: %v; want replaceable %v (a refusal naming the file)", tc.name, err, tc.ok)
+		}
+	}
+	if err := CheckReplaceable(filepath.Join(dir, "missing.xml")); err != nil {
+		t.Errorf("a missing file: %v", err)
+	}
+}

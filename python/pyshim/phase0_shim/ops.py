@@ -39,7 +39,7 @@ from phase0_shim.tokens import load_tokenizer, special_token_ids, top_tokens
 from phase0_shim.behaviour import behaviour_facts, module_config  # noqa: F401
 from phase0_shim.default_model import default_model  # noqa: F401
 from phase0_shim.hub import download  # noqa: F401
-from phase0_shim.reference_op import record_reference, reference_plan  # noqa: F401
+from phase0_shim.reference_op import prompt_tokens, record_reference, reference_plan  # noqa: F401
 from phase0_shim.quant import quant_e2e, quant_facts, quant_family_facts, quant_module_facts  # noqa: F401
 from phase0_shim.session import reset_session  # noqa: F401
 from phase0_shim.sources import python_sources  # noqa: F401

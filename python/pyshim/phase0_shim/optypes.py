@@ -281,6 +281,16 @@ class ReferencePlan(PromptSet):
     transformers_version: str
 
 
+class PromptTokens(TypedDict):
+    """The canonical prompt gate 2 would prefill and its length in the
+    model's tokens: a fact Go judges against max_seq before any model is
+    loaded (a prompt that does not fit is the user's setting, not the
+    model's fault)."""
+
+    prompt: str
+    tokens: int
+
+
 class RecordReferenceArgs(BaselineArgs):
     steps: int
     top_k: int

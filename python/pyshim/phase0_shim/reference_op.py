@@ -10,7 +10,7 @@ from typing import Any, cast
 
 from phase0_shim import progress, reference
 from phase0_shim.opargs import NoResult, op
-from phase0_shim.optypes import BaselineArgs, PromptSet, RecordReferenceArgs, ReferencePlan
+from phase0_shim.optypes import BaselineArgs, PromptSet, PromptTokens, RecordReferenceArgs, ReferencePlan
 from phase0_shim.prompts import BUNDLED_PROMPTS_DIR, PromptStyle, read_prompts, style_from_model_id
 
 DTYPES = ("bfloat16", "float32")
@@ -67,6 +67,19 @@ def reference_plan(args: BaselineArgs) -> ReferencePlan:
         "torch_version": versions["torch_version"],
         "transformers_version": versions["transformers_version"],
     }
+
+
+@op("prompt_tokens", BaselineArgs, PromptTokens, nonempty=("model_dir",))
+def prompt_tokens(args: BaselineArgs) -> PromptTokens:
+    """The canonical prompt gate 2 prefills (``prompt``, else the style's
+    first) and its token count with the model's tokenizer, without torch's
+    model: Go refuses a prompt longer than max_seq before the model loads."""
+    from phase0_shim.tokens import load_tokenizer
+
+    plan = _prompt_set(args)
+    prompt = plan["prompts"][plan["canonical_prompt"]]
+    tokenizer = load_tokenizer(args["model_dir"])
+    return {"prompt": prompt, "tokens": len(tokenizer.encode(prompt))}
 
 
 @op("record_reference", RecordReferenceArgs, NoResult, nonempty=("model_dir", "out_dir"))

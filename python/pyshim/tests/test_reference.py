@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from conftest import TinyModelFactory
 from helpers import baseline_args
 from phase0_shim import reference
 
@@ -156,3 +157,19 @@ def test_reference_plan_prompt_set_and_key_facts(tmp_path: Path, llms_dir: Path)
 
     with pytest.raises(FileNotFoundError, match="is not an mlir-air programming_examples/llms tree"):
         ops.reference_plan(json.dumps(baseline_args(tmp_path, llms_dir=str(tmp_path))))
+
+
+def test_prompt_tokens_counts_the_canonical_prompt_without_a_model(tiny_model: TinyModelFactory) -> None:
+    # Go judges the count against max_seq before the model loads (issue 36: a
+    # prompt longer than max_seq was a gate-2 FAIL with a traceback).
+    from transformers import AutoTokenizer
+
+    from phase0_shim import ops
+
+    model = tiny_model("qwen3")
+    tokenizer = AutoTokenizer.from_pretrained(str(model))
+    long = " ".join(["word"] * 300)
+    got = json.loads(ops.prompt_tokens(json.dumps(baseline_args(model, prompt=long))))
+    assert got == {"prompt": long, "tokens": len(tokenizer.encode(long))} and got["tokens"] >= 300
+    first = json.loads(ops.prompt_tokens(json.dumps(baseline_args(model, model_id="org/Tiny-Base"))))
+    assert first == {"prompt": "The capital of France is", "tokens": len(tokenizer.encode("The capital of France is"))}

@@ -156,6 +156,11 @@ def _flatten(prefix: str, value: Option, out: dict[str, object]) -> None:
     name = f"option {prefix}"
     if value is None:
         return
+    if prefix in out:
+        # cpu_helpers={"attention_fallback": …} and the keyword
+        # cpu_helpers.attention_fallback: one setting in two spellings.
+        raise UsageError(f"{name}: given twice (as a keyword and inside a mapping, or in both spellings); "
+                         "give each setting once")
     if isinstance(value, Mapping):
         for k, v in value.items():
             _flatten(f"{prefix}.{k}", v, out)  # type: ignore[arg-type]
@@ -203,6 +208,9 @@ def _check_fork() -> None:
 def _command(command: Literal["inspect", "baseline", "run"], model: PathArg, config: PathArg | None, progress: bool,
              options: Mapping[str, Option]) -> Report:
     _check_fork()
+    if not isinstance(progress, bool):
+        # "false" is a true value: only the bools say what they mean.
+        raise UsageError(f"progress: {progress!r} is not True or False")
     overrides: dict[str, object] = {}
     for k, v in options.items():
         _flatten(k, v, overrides)
@@ -235,7 +243,7 @@ def inspect(
     progress: bool = False,
     **options: Option,
 ) -> Report:
-    """Check config, architecture and weights natively (no Python): ``phase0 inspect MODEL``.
+    """Check config, architecture and weights natively (no Python, but ``default``'s one-time conversion): ``phase0 inspect MODEL``.
 
     model is a local folder, a hub id ``org/name[@revision]`` (through the HF
     cache), or ``"default"``. progress=True shows phase0's progress on stderr.
