@@ -29,3 +29,25 @@ func (q4nx) Limits() Limits {
 func (q4nx) marks() []string { return []string{"proj_qmm_pack", "model.q4nx", "Q4nxModel"} }
 
 func (q4nx) E2ELimits() E2ELimits { return e2e4bit }
+
+// Q4NX block geometry: 32 rows × 256 columns, 5,120 bytes a block (bf16
+// scales and mins for 8 column groups of 32 rows, then the nibbles).
+const (
+	q4nxRowBlock   = 32
+	q4nxColBlock   = 256
+	q4nxBlockBytes = 5120
+)
+
+// Q4NXBytes is the byte size of a tensor under the older Q4NX header codec
+// (dtype Q4NX, logical shape [M, K]), which the folder's loader still
+// reads beside I8: false when the shape is not whole blocks.
+func Q4NXBytes(shape []int64) (int64, bool) {
+	if len(shape) != 2 || shape[0] <= 0 || shape[1] <= 0 || shape[0]%q4nxRowBlock != 0 || shape[1]%q4nxColBlock != 0 {
+		return 0, false
+	}
+	blocks := (shape[0] / q4nxRowBlock) * (shape[1] / q4nxColBlock)
+	if blocks > (1<<62)/q4nxBlockBytes {
+		return 0, false
+	}
+	return blocks * q4nxBlockBytes, true
+}

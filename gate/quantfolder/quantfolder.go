@@ -188,9 +188,14 @@ func checkHeader(path, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = safetensors.ReadHeader(f, fi.Size(), name)
+	// A bundle's header marks its projections I8 (safetensors' own) or,
+	// in the older codec the folder's loader still reads, Q4NX.
+	_, err = safetensors.ReadHeaderWith(f, fi.Size(), name, bundleDTypes)
 	return err
 }
+
+// bundleDTypes are the dtypes a bundle holds beyond safetensors' own.
+var bundleDTypes = safetensors.ExtraDTypes{"Q4NX": quant.Q4NXBytes}
 
 // Readable is when (ok, why) for quantized gate 2, which loads the bundle:
 // not when the bundle's headers do not fit its files (gate 1 said why).
