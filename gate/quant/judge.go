@@ -83,6 +83,8 @@ func Judge(f Format, facts *Facts, want Expect) *Weights {
 				{"relative L2", m.RelL2, m.RelL2 > lim.MaxRelL2, fmt.Sprintf("≤ %g", lim.MaxRelL2)},
 				{"std ratio", m.StdRatio, m.StdRatio < lim.MinStdRatio || m.StdRatio > lim.MaxStdRatio, fmt.Sprintf("in [%g, %g]", lim.MinStdRatio, lim.MaxStdRatio)},
 				{"fraction beyond the " + f.Name() + " error bound", m.BeyondBound, m.BeyondBound > lim.MaxBeyond, fmt.Sprintf("≤ %g", lim.MaxBeyond)},
+				{"worst element's error in units of the " + f.Name() + " bound (max |error| " + fmt.Sprintf("%.4g", m.MaxAbsDiff) + ")", m.WorstExcess,
+					lim.MaxExcess > 0 && m.WorstExcess > lim.MaxExcess, fmt.Sprintf("≤ %g", lim.MaxExcess)},
 			} {
 				if c.bad {
 					fail("%s %.4f, limit %s%s", c.metric, c.value, c.limit, cause(t, m, lim))
@@ -145,6 +147,10 @@ func cause(t Tensor, m Metrics, lim Limits) string {
 		return fmt.Sprintf("; likely cause: transposed (cosine %.4f with the reference as stored, (out, in))", tr)
 	case explains(rp):
 		return fmt.Sprintf("; likely cause: even and odd rows exchanged — the nibble order within a byte is reversed (cosine %.4f with the rows paired the other way)", rp)
+	case t.Blocks != nil && t.Blocks.Moved > 0:
+		b := t.Blocks
+		return fmt.Sprintf("; likely cause: blocks out of order — the errors beyond the bound lie in %d of the %d %d×%d blocks, and %d of the %d compared hold another block's values",
+			b.Beyond, b.Total, b.Rows, b.Cols, b.Moved, b.Checked)
 	case m.StdRatio > 1.8 && m.StdRatio < 2.2:
 		return fmt.Sprintf("; likely cause: doubled scale (std ratio %.3f ≈ 2)", m.StdRatio)
 	case m.StdRatio > 0.45 && m.StdRatio < 0.55:

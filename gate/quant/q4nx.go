@@ -11,7 +11,9 @@ var _ Format = q4nx{}
 
 func (q4nx) Name() string { return "Q4NX" }
 
-func (q4nx) Bound() Bound { return Bound{Group: 32, Levels: 15, Symmetric: false, Slack: 1.0 / 128} }
+func (q4nx) Bound() Bound {
+	return Bound{Group: 32, Levels: 15, Symmetric: false, Slack: 1.0 / 128, BlockRows: q4nxRowBlock, BlockCols: q4nxColBlock}
+}
 
 // Limits: a clean min/max pack of real-shaped Llama-3.2-1B weights gives
 // cosine 0.997 and relative L2 0.078 on every projection (SPEC, and the
@@ -22,7 +24,10 @@ func (q4nx) Bound() Bound { return Bound{Group: 32, Levels: 15, Symmetric: false
 // (FastFlowLM's own) while a random, transposed, swapped, doubled-scale or
 // other model's tensor lands far outside them (cosine ≈ 0, std ratio ≈ 2).
 func (q4nx) Limits() Limits {
-	return Limits{MinCosine: 0.99, MaxRelL2: 0.14, MinStdRatio: 0.95, MaxStdRatio: 1.05, MaxBeyond: 0.001,
+	// MaxExcess: a clean pack has no element beyond the bound; a searched
+	// scale may put a few just past it, never 4 bounds away (one swapped
+	// 32×256 block pair of a real-shaped down_proj: ≈ 19).
+	return Limits{MinCosine: 0.99, MaxRelL2: 0.14, MinStdRatio: 0.95, MaxStdRatio: 1.05, MaxBeyond: 0.001, MaxExcess: 4,
 		Calibration: "min/max 4-bit affine g32 on real-shaped Llama-3.2-1B and tiny Llama weights: cosine 0.997, rel L2 0.078, 0 beyond the bound"}
 }
 

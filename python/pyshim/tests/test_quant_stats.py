@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from ml_dtypes import bfloat16
@@ -41,3 +43,31 @@ def test_differing_counts_what_bf16_rounding_changes() -> None:
     x[9, 9] = -x[9, 9]
     want = int((_bf16_bits(x) != _bf16_bits(y)).sum())
     assert want == 2 and _differing(x, y) == want
+
+
+def test_a_swapped_block_pair_is_judged_by_how_far_and_where(tmp_path: Path) -> None:
+    """One swapped 32x256 block pair: few elements beyond the bound, each far
+    beyond it (worst_excess), confined to two blocks that each hold another
+    block's values (blocks out of order); a clean pack has none of this."""
+    import torch
+    from safetensors.torch import save_file
+
+    from phase0_shim.quant.reading import Reference
+    from phase0_shim.quant.stats import projection_facts
+    from phase0_testmodels.quant import q4nx
+
+    rng = np.random.default_rng(11)
+    name = "model.layers.0.mlp.down_proj.weight"
+    y = (0.02 * rng.standard_normal((256, 1024))).astype(bfloat16)  # [out, in]: 8 x 4 blocks
+    save_file({name: torch.from_numpy(y.view(np.int16)).view(torch.bfloat16)}, str(tmp_path / "model.safetensors"))
+    ref = Reference(tmp_path)
+    bound: QuantBound = {"group": 32, "levels": 15, "symmetric": False, "slack": 1 / 128, "block_rows": 32, "block_cols": 256}
+    clean = q4nx.quantize(y.astype(np.float32)).dequant()
+    facts = projection_facts(0, "w_down", np.ascontiguousarray(clean.T).astype(bfloat16), ref, name, None, bound)
+    assert facts["stats"]["beyond_bound"] == 0 and facts["stats"]["worst_excess"] == 0 and "blocks" not in facts
+    swapped = clean.copy()
+    a, b = (slice(32, 64), slice(256, 512)), (slice(160, 192), slice(768, 1024))
+    swapped[a], swapped[b] = clean[b], clean[a]
+    facts = projection_facts(0, "w_down", np.ascontiguousarray(swapped.T).astype(bfloat16), ref, name, None, bound)
+    assert facts["stats"]["beyond_bound"] > 0 and facts["stats"]["worst_excess"] > 4
+    assert facts["blocks"] == {"rows": 32, "cols": 256, "total": 32, "beyond": 2, "checked": 2, "moved": 2}
