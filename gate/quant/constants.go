@@ -38,6 +38,9 @@ type Constant struct {
 	Value    float64 `json:"value"`
 	Expected float64 `json:"expected"`
 	Against  string  `json:"against"` // "reference" or "bundle"
+	// File is the file that hard-codes it, when not Module (the folder's
+	// verify_adapter.py).
+	File string `json:"file,omitempty"`
 	Equal    bool    `json:"equal"`
 }
 
@@ -90,6 +93,13 @@ func ModuleConstants(src []byte) map[string]float64 {
 // CheckConstants judges a module's constants against the reference's
 // config and, when bundle is non-nil, the bundle's config.json.
 func CheckConstants(module string, consts map[string]float64, ref, bundle *model.Config) *Constants {
+	return CheckConstantsFrom(module, consts, nil, ref, bundle)
+}
+
+// CheckConstantsFrom is CheckConstants for constants some of which another
+// file of the folder hard-codes: files[name] names it, and a finding names
+// that file, not the module.
+func CheckConstantsFrom(module string, consts map[string]float64, files map[string]string, ref, bundle *model.Config) *Constants {
 	c := &Constants{Section: verdict.NewSection(), Module: module, Checked: []Constant{}}
 	names := make([]string, 0, len(consts))
 	for n := range consts {
@@ -110,9 +120,13 @@ func CheckConstants(module string, consts map[string]float64, ref, bundle *model
 			}
 			want := f.of(against.cfg)
 			eq := closeEnough(consts[n], want)
-			c.Checked = append(c.Checked, Constant{Name: n, Field: f.field, Value: consts[n], Expected: want, Against: against.name, Equal: eq})
+			file := module
+			if files[n] != "" {
+				file = files[n]
+			}
+			c.Checked = append(c.Checked, Constant{Name: n, Field: f.field, Value: consts[n], Expected: want, Against: against.name, Equal: eq, File: files[n]})
 			if !eq {
-				c.FailWith("%s: %s = %g, but the %s's config.json gives %s = %g", module, n, consts[n], against.name, f.field, want)
+				c.FailWith("%s: %s = %g, but the %s's config.json gives %s = %g", file, n, consts[n], against.name, f.field, want)
 			}
 		}
 	}

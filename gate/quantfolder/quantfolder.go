@@ -235,15 +235,16 @@ func (q *Folder) ImportError(f *quant.ImportFailure) error {
 }
 
 // Constants are the module's hard-coded constants as text, completed by
-// those of the folder's verify_adapter.py (the module's win).
-func (q *Folder) Constants() map[string]float64 {
-	consts := quant.ModuleConstants(q.Src)
+// those of the folder's verify_adapter.py (the module's win); files names
+// the file of each constant the module does not hard-code itself.
+func (q *Folder) Constants() (consts map[string]float64, files map[string]string) {
+	consts, files = quant.ModuleConstants(q.Src), map[string]string{}
 	if adapter, err := boundedfile.Read(filepath.Join(q.Dir, llmstree.AdapterFile), MaxTextBytes); err == nil {
 		for k, v := range quant.ModuleConstants(adapter) {
 			if _, ok := consts[k]; !ok {
-				consts[k] = v
+				consts[k], files[k] = v, llmstree.AdapterFile
 			}
 		}
 	}
-	return consts
+	return consts, files
 }

@@ -117,7 +117,7 @@ func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome,
 // against the reference's config.json and the bundle's own.
 func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome, error) {
 	q := st.facts.quant
-	consts := q.Constants()
+	consts, files := q.Constants()
 	var notes []string
 	var rope *ops.QuantModuleFacts
 	if ok, _ := pythonReady(st); ok {
@@ -139,7 +139,7 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 			rope = &mf
 		}
 	}
-	c := quant.CheckConstants(q.Use.Module, consts, st.facts.analysis.Config, q.Bundle)
+	c := quant.CheckConstantsFrom(q.Use.Module, consts, files, st.facts.analysis.Config, q.Bundle)
 	for _, n := range notes {
 		c.FailWith("%s", n)
 	}
