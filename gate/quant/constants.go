@@ -40,8 +40,8 @@ type Constant struct {
 	Against  string  `json:"against"` // "reference" or "bundle"
 	// File is the file that hard-codes it, when not Module (the folder's
 	// verify_adapter.py).
-	File string `json:"file,omitempty"`
-	Equal    bool    `json:"equal"`
+	File  string `json:"file,omitempty"`
+	Equal bool   `json:"equal"`
 }
 
 // constantFields says which config value each of upstream's constant names
