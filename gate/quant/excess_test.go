@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"math"
 	"strings"
 	"testing"
 
@@ -38,5 +39,24 @@ func TestJudgeWorstElement(t *testing.T) {
 		if w := row(s, nil); w.Rows[0].Status != verdict.Pass {
 			t.Errorf("%+v: %s %q, want the row's PASS", s, w.Rows[0].Status, w.Findings)
 		}
+	}
+}
+
+// TestJudgeCodecMismatch: Q4NX-codec data under an I8 header (cosine ≈ 0,
+// std ratio in the hundreds) matches the reference once each group's mean
+// is removed: the cause named is a codec mismatch, not a random-init or
+// another model's tensor, which the same plain numbers without that match are.
+func TestJudgeCodecMismatch(t *testing.T) {
+	judge := func(off float64) string {
+		s := &Stats{N: 1 << 17, SumXX: 9e6, SumYY: 52, SumXY: 3, SumDD: 9e6, MaxAbsDiff: 7.6, BeyondBound: 1 << 17, WorstExcess: 900}
+		conf := map[string]Stats{ConfGroupOffset: {N: 1 << 16, SumXX: 36, SumYY: 26, SumXY: off * math.Sqrt(36*26)}}
+		facts := &Facts{Tensors: []Tensor{{Layer: 1, Field: "wv", Reference: "model.layers.1.self_attn.v_proj.weight", Shape: []int{256, 64}, ReferenceShape: []int{64, 256}, Stats: s, Confusions: conf}}}
+		return strings.Join(Judge(q4nx{}, facts, Expect{}).Findings, "\n")
+	}
+	if f := judge(0.85); !strings.Contains(f, "layer 1 wv") || !strings.Contains(f, "likely cause: a codec mismatch") || strings.Contains(f, "random-init") {
+		t.Errorf("a codec mismatch:\n%s", f)
+	}
+	if f := judge(0.01); strings.Contains(f, "codec mismatch") || !strings.Contains(f, "random-init tensor or another model's") {
+		t.Errorf("unrelated values:\n%s", f)
 	}
 }

@@ -99,4 +99,7 @@ const (
 	ConfTransposed = "transposed"
 	ConfPartner    = "partner"
 	ConfRowPairs   = "row_pairs_swapped"
+	// ConfGroupOffset is the tensors compared with each group's mean
+	// removed from both: a match there alone is one offset per group.
+	ConfGroupOffset = "group_offset"
 )

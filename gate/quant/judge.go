@@ -140,13 +140,16 @@ func cause(t Tensor, m Metrics, lim Limits) string {
 	// own row's scale and min, so their match is strong but not exact
 	// (cosine ≈ 0.87 on the tests' bundles).
 	explains := func(c float64) bool { return c > 0.7 && c > m.Cosine+0.3 }
-	switch p, tr, rp := conf(ConfPartner), conf(ConfTransposed), conf(ConfRowPairs); {
+	switch p, tr, rp, off := conf(ConfPartner), conf(ConfTransposed), conf(ConfRowPairs), conf(ConfGroupOffset); {
 	case explains(p):
 		return fmt.Sprintf("; likely cause: swapped with %s (cosine %.4f with %s's reference)", tensornames.Partners[t.Field], p, tensornames.Partners[t.Field])
 	case explains(tr):
 		return fmt.Sprintf("; likely cause: transposed (cosine %.4f with the reference as stored, (out, in))", tr)
 	case explains(rp):
 		return fmt.Sprintf("; likely cause: even and odd rows exchanged — the nibble order within a byte is reversed (cosine %.4f with the rows paired the other way)", rp)
+	case explains(off):
+		return fmt.Sprintf("; likely cause: a codec mismatch — the values match the reference up to one offset per group (cosine %.4f once each group's mean is removed): "+
+			"Q4NX-codec data (scale·(q − zp)) read as I8 (scale·q + min), or the reverse", off)
 	case t.Blocks != nil && t.Blocks.Moved > 0:
 		b := t.Blocks
 		return fmt.Sprintf("; likely cause: blocks out of order — the errors beyond the bound lie in %d of the %d %d×%d blocks, and %d of the %d compared hold another block's values",

@@ -245,6 +245,12 @@ def _swap_row_pairs(y: np.ndarray) -> np.ndarray:
     return out
 
 
+def _group_centered(a: np.ndarray, g: int) -> np.ndarray:
+    """a [rows, in] with each group of g input elements' mean removed."""
+    f = _f32(a).reshape(a.shape[0], -1, g)
+    return (f - f.mean(axis=2, keepdims=True)).reshape(a.shape)
+
+
 def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, partner: str | None, bound: QuantBound) -> QuantTensor:
     """One projection: the loader's x [in, out] against the reference's [out, in]."""
     y = ref.get(hf)
@@ -266,6 +272,13 @@ def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, pa
         if y.shape[0] % 2 == 0:
             head = min(CONFUSION_ROWS, y.shape[0])
             confusions["row_pairs_swapped"] = _stats(x.T, _swap_row_pairs(y[:head]), None)
+        g = bound["group"]
+        if g > 0 and y.shape[1] % g == 0:
+            # One offset per group (the loader's values match once each
+            # group's mean is removed): a codec mismatch, Q4NX's zero point
+            # decoded as I8's min or the reverse.
+            head = min(CONFUSION_ROWS, y.shape[0])
+            confusions["group_offset"] = _stats(_group_centered(x[:, :head].T, g), _group_centered(y[:head], g), None)
         if partner is not None and ref.has(partner):
             py = ref.get(partner)
             if py.shape == y.shape:
