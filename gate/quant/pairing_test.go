@@ -16,6 +16,15 @@ func TestBaseModel(t *testing.T) {
 		{"---\nbase_model:\n- 'Qwen/Qwen3-8B'\n---\n", "Qwen/Qwen3-8B"},
 		{"# no front matter\nbase_model: x/y\n", ""},
 		{"---\nlicense: mit\n---\nbase_model: x/y\n", ""},
+		// Valid YAML the hub's cards use: a comment after the value, a flow
+		// list, a block list under a comment, CRLF line ends, a quoted id.
+		{"---\nbase_model: meta-llama/Llama-3.2-1B-Instruct  # the bf16 source\n---\n", "meta-llama/Llama-3.2-1B-Instruct"},
+		{"---\nbase_model: [meta-llama/Llama-3.2-1B-Instruct]\nbase_model_relation: quantized\n---\n", "meta-llama/Llama-3.2-1B-Instruct"},
+		{"---\nbase_model: # the source\n  - \"Qwen/Qwen3-8B\"  # bf16\n  - other/x\n---\n", "Qwen/Qwen3-8B"},
+		{"---\r\nlicense: mit\r\nbase_model: 'a/b'\r\n---\r\n", "a/b"},
+		{"---\nbase_model: [a/b\n---\n", ""},   // not YAML: no base model
+		{"---\nbase_model: a/b\n", ""},         // never closed: not front matter
+		{"---\nbase_model: {x: y}\n---\n", ""}, // not an id
 	} {
 		if got := BaseModel([]byte(c.card)); got != c.want {
 			t.Errorf("BaseModel(%q) = %q, want %q", c.card, got, c.want)
