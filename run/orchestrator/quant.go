@@ -200,13 +200,22 @@ type quantGate2 struct {
 func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, error) {
 	q, cfg := st.facts.quant, st.facts.analysis.Config
 	e2eArgs := ops.QuantE2EArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers}
+	// A bundle quantized gate 1 failed is gate 1's finding: quantized gate 2
+	// says why it did not run, and the bf16 baseline is the reference's
+	// alone (a bundle missing a layer or holding a NaN must not make the
+	// reference's verdict a FAIL).
+	notRun := quantE2ENotRun(st)
 	if rec, _ := bf16Record(st); rec != nil && rec.Gates.HFBaseline != nil && len(rec.Gates.HFBaseline.Tokens) > 0 {
 		// Gate 2 is the reference's own baseline, recorded as a PASS on
 		// inputs that have not changed: reused; quantized gate 2 alone runs.
 		b := *rec.Gates.HFBaseline
 		b.Summary = fmt.Sprintf("reused from %s (inputs unchanged since %s): %s", rec.ReusedFrom.Path, rec.ReusedFrom.Recorded.Format(time.RFC3339), b.Summary)
-		facts, err := st.py().QuantE2E(ctx, ops.QuantE2EOnlyArgs{QuantE2EArgs: e2eArgs, ModelDir: st.facts.model.Dir, PromptTokens: b.Tokens})
 		out := quantGate2{baseline: &b}
+		if notRun != "" {
+			out.e2e = quant.E2ENotRun(q.Format, notRun)
+			return out, outcome{status: b.Status, detail: "bf16: " + b.Summary + "; quantized: " + out.e2e.Summary}, nil
+		}
+		facts, err := st.py().QuantE2E(ctx, ops.QuantE2EOnlyArgs{QuantE2EArgs: e2eArgs, ModelDir: st.facts.model.Dir, PromptTokens: b.Tokens})
 		if err != nil {
 			if stop := workerFailure(err); stop != nil {
 				return quantGate2{}, outcome{}, stop
@@ -219,8 +228,20 @@ func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, er
 	}
 	start := time.Now()
 	args := baselineRequest(st.in.s, st.facts.model, cfg, "")
-	args.Quant = &e2eArgs
+	if notRun == "" {
+		args.Quant = &e2eArgs
+	}
 	res, logits, err := st.py().Baseline(ctx, args)
+	raised := ""
+	if err != nil && args.Quant != nil && workerFailure(err) == nil {
+		// The op raised with the folder's tensors in it: the bf16 baseline
+		// is run again alone, so its verdict is the reference's, and the
+		// raise is quantized gate 2's.
+		raised = "the baseline op raised once the folder's dequantized tensors were patched in: " + st.explain("quant_baseline", err)
+		args.Quant = nil
+		start = time.Now()
+		res, logits, err = st.py().Baseline(ctx, args)
+	}
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return quantGate2{}, outcome{}, stop
@@ -233,16 +254,43 @@ func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, er
 	b := ops.BaselineSection(&res, logits, cfg.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
 	out := quantGate2{baseline: b}
 	status, detail := b.Status, b.Summary
-	if res.Quant == nil {
+	switch {
+	case notRun != "":
+		out.e2e = quant.E2ENotRun(q.Format, notRun)
+	case raised != "":
+		out.e2e = quant.E2ERaised(q.Format, raised)
+	case res.Quant == nil:
 		return out, outcome{}, fmt.Errorf("%w: op baseline was asked for quantized gate 2 (quant) and returned no quant facts", ops.ErrContract)
+	default:
+		out.e2e = quant.JudgeE2E(q.Format, res.Quant, cfg.NLayers)
 	}
-	out.e2e = quant.JudgeE2E(q.Format, res.Quant, cfg.NLayers)
-	status = verdict.Worst(status, out.e2e.Status)
+	if out.e2e.Status != verdict.Skip {
+		status = verdict.Worst(status, out.e2e.Status)
+	}
 	detail = "bf16: " + detail + "; quantized: " + out.e2e.Summary
 	return out, outcome{status: status, detail: detail}, nil
 }
 
-func quantBaselineReady(st *state) (bool, string) { return st.facts.quant.Readable(pythonReady(st)) }
+// quantBaselineReady: gate 2 runs wherever Python is ready; the bf16
+// baseline depends on the reference alone (quantE2ENotRun says when its
+// quantized half does not run).
+func quantBaselineReady(st *state) (bool, string) { return pythonReady(st) }
+
+// quantE2ENotRun is why quantized gate 2 does not run, or "": the bundle's
+// files are unreadable, or quantized gate 1 failed or did not run (its
+// findings say what is wrong with the bundle).
+func quantE2ENotRun(st *state) string {
+	if ok, why := st.facts.quant.Readable(true, ""); !ok {
+		return why
+	}
+	switch w := st.sections.quantWeights; {
+	case w == nil:
+		return "quantized gate 1 did not run"
+	case w.Status == verdict.Fail:
+		return "quantized gate 1 failed (its findings name the tensors); the bf16 baseline is the reference's alone"
+	}
+	return ""
+}
 
 // bf16Record is the reference's own bf16 run's recorded report when it can
 // be reused (a PASS whose inputs are unchanged: reuse.go decides, for the
