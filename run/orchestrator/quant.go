@@ -59,7 +59,7 @@ func quantFolderStage(_ context.Context, st *state) (quantResult, outcome, error
 	if err != nil {
 		return quantResult{}, outcome{}, err
 	}
-	q, warnings, err := quantfolder.Open(llms, *u, st.facts.model.Dir, hfcache.CacheDir(s.getenv))
+	q, warnings, err := quantfolder.Open(llms, *u, st.facts.model.Dir, hfcache.CacheDir(s.getenv), s.getenv(quantfolder.SourceVar))
 	if err != nil {
 		return quantResult{}, outcome{}, err
 	}
