@@ -16,7 +16,7 @@ from phase0_shim import heap, progress
 from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantArgs, QuantCandidate, QuantFactsResult, QuantTensor
 from phase0_shim.quant.discovery import _import, find_loader
-from phase0_shim.quant.reading import Reference
+from phase0_shim.quant.reading import Reference, release_mapped
 from phase0_shim.quant.stats import _stats_io, kept_facts, projection_facts
 from phase0_shim.quant.vocab import GLOBALS, KEPT, PARTNERS, PROJECTIONS
 
@@ -111,12 +111,18 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
             return facts_of(-1, "lm_head", value)
         return {**fact, "field": "lm_head"}
 
+    # The bundle's pages the loader read are dropped from the worker once a
+    # layer is done (release_mapped): what gate 1 holds by the last layer is
+    # the kept tensors, not those plus the whole mapped bundle.
+    source = Path(args["source"])
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="quant-stats") as pool:
         for layer, field, value in layers:
             if value is None:
                 continue
             if keep is not None and (field in PROJECTIONS if layer >= 0 else field == "lm_head"):
                 keep.append((layer, field, _bf16(value)))
+            if layer >= 0 and layer not in loaded:
+                release_mapped(source)
             if layer >= 0:
                 loaded.add(layer)
                 embed = None
