@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -166,6 +167,12 @@ func fieldOf(name string) (struct {
 	if f, ok := constantFields[name]; ok {
 		return f, true
 	}
+	if strings.HasSuffix(name, "(theta)") { // a RoPE function's θ default
+		return struct {
+			field string
+			of    func(*model.Config) float64
+		}{"rope_base", func(c *model.Config) float64 { return c.RopeBase }}, true
+	}
 	_, field, ok := strings.Cut(name, "().")
 	of, known := configFunctionFields[field]
 	return struct {
@@ -211,6 +218,47 @@ func (c *Constants) JudgeBehaviour(cfg *model.Config, b *config.BehaviourFacts, 
 			c.FailWith("%s", f)
 		}
 	}
+}
+
+// CheckBundleConfig judges the bundle's own config.json against the
+// reference's on every value a module's constants, config function or RoPE
+// table stand for: gate 3 holds the module to the reference's, so a bundle
+// that says otherwise (rope_theta 10000 where the module and the reference
+// say 500000) is one the module cannot match, whatever the module
+// hard-codes. Nil bundle (none shipped): nothing to check.
+func (c *Constants) CheckBundleConfig(ref, bundle *model.Config) {
+	if ref == nil || bundle == nil {
+		return
+	}
+	fields := make([]string, 0, len(configFunctionFields))
+	for f := range configFunctionFields {
+		fields = append(fields, f)
+	}
+	slices.Sort(fields)
+	for _, f := range fields {
+		of := configFunctionFields[f]
+		if b, r := of(bundle), of(ref); !closeEnough(b, r) {
+			c.FailWith("the bundle's config.json gives %s = %g, the reference's %g: %s is held to the reference's, so it cannot match the bundle's", f, b, r, c.Module)
+		}
+	}
+	if !reflect.DeepEqual(bundle.RopeScaling, ref.RopeScaling) {
+		c.FailWith("the bundle's config.json gives rope_scaling %s, the reference's %s: %s's RoPE table is held to the reference's, so it cannot match the bundle's",
+			scalingText(bundle.RopeScaling), scalingText(ref.RopeScaling), c.Module)
+	}
+}
+
+func scalingText(s *model.RopeScaling) string {
+	if s == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%+v", *s)
+}
+
+// Warn records a finding that does not fail the gate: something of the
+// folder phase0 could not judge.
+func (c *Constants) Warn(format string, args ...any) {
+	c.Status = verdict.Worst(c.Status, verdict.Warn)
+	c.Find(format, args...)
 }
 
 // Conclude says what was judged beyond the constants, and puts the first

@@ -100,3 +100,35 @@ func TestConstantsNothingToCheckWarns(t *testing.T) {
 		t.Errorf("a config class and a borrowed RoPE table: %s %q", c.Status, c.Summary)
 	}
 }
+
+// TestBundleConfigJudged: a bundle whose own config.json says rope_theta
+// 10000 where the reference (and the module held to it) says 500000 FAILs
+// quantized gate 3 naming the bundle's value, though the module hard-codes
+// no θ; one that agrees passes; no bundle config is nothing to check.
+func TestBundleConfigJudged(t *testing.T) {
+	ref := &model.Config{NLayers: 16, EmbDim: 2048, NHeads: 32, NKVHeads: 8, HeadDim: 64, HiddenDim: 8192, VocabSize: 128256, RopeBase: 500000, RMSNormEps: 1e-5,
+		RopeScaling: &model.RopeScaling{RopeType: "llama3", Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}}
+	consts := map[string]float64{"D": 2048, "INTER": 8192}
+	for _, c := range []struct {
+		name   string
+		bundle func(*model.Config)
+		want   string
+	}{
+		{"agrees", func(*model.Config) {}, ""},
+		{"rope_theta 10000", func(b *model.Config) { b.RopeBase = 10000 }, "the bundle's config.json gives rope_base = 10000, the reference's 500000: m.py is held to the reference's, so it cannot match the bundle's"},
+		{"no llama3 scaling", func(b *model.Config) { b.RopeScaling = nil }, "the bundle's config.json gives rope_scaling none, the reference's {RopeType:llama3"},
+	} {
+		b := *ref
+		c.bundle(&b)
+		g := CheckConstants("m.py", consts, ref, &b)
+		g.CheckBundleConfig(ref, &b)
+		f := strings.Join(g.Findings, "\n")
+		if c.want == "" && g.Status != verdict.Pass || c.want != "" && (g.Status != verdict.Fail || !strings.Contains(f, c.want)) {
+			t.Errorf("%s: %s\n%s", c.name, g.Status, f)
+		}
+	}
+	g := CheckConstants("m.py", consts, ref, nil)
+	if g.CheckBundleConfig(ref, nil); g.Status != verdict.Pass {
+		t.Errorf("no bundle config: %s %q", g.Status, g.Findings)
+	}
+}

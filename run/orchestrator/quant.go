@@ -118,6 +118,13 @@ func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome,
 func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome, error) {
 	q := st.facts.quant
 	consts, files := q.Constants()
+	// The RoPE tables the folder's other files use: a bf16 folder's
+	// generate_rope_lut imported (inside a method too) by its prefill, and
+	// the θ defaults of RoPE functions of its own (its decode's).
+	rt := q.RopeTables(filepath.Dir(q.Dir))
+	for k, v := range rt.Theta {
+		consts[k], files[k] = v, rt.ThetaFiles[k]
+	}
 	var notes []string
 	var rope *ops.QuantModuleFacts
 	if ok, _ := pythonReady(st); ok {
@@ -140,14 +147,26 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 		}
 	}
 	c := quant.CheckConstantsFrom(q.Use.Module, consts, files, st.facts.analysis.Config, q.Bundle)
+	c.CheckBundleConfig(st.facts.analysis.Config, q.Bundle)
 	for _, n := range notes {
 		c.FailWith("%s", n)
 	}
-	if rope != nil && (rope.RopeLUT || rope.RopeModule != "") {
+	// The table judged is the one the folder's prefill imports where a file
+	// of the folder imports one (what really runs), else the module's own,
+	// else that of the module its config class comes from.
+	from := ""
+	if rope != nil {
+		switch {
+		case len(rt.Borrowed) > 0 && rt.Borrowed[0] != q.Module:
+			from = rt.Borrowed[0]
+		case !rope.RopeLUT:
+			from = rope.RopeModule
+		}
+	}
+	if rope != nil && (rope.RopeLUT || from != "") {
 		// The RoPE table judged by behaviour, as for a bf16 module, built
 		// for the module's own config (its *_config(), else LlamaConfig()),
-		// or the table and config of the module its config class comes
-		// from, which the folder's prefill uses.
+		// or the table and config of the module the prefill takes it from.
 		fn := ""
 		for name := range rope.Configs {
 			if fn == "" || name < fn {
@@ -155,9 +174,9 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 			}
 		}
 		args := ops.BehaviourArgs{WeightsModule: q.Module, ModelDir: st.facts.model.Dir, MaxSeq: st.in.s.MaxSeq, ConfigFunction: fn}
-		if !rope.RopeLUT {
-			args.WeightsModule, args.ConfigFunction = rope.RopeModule, ""
-			c.RopeFrom = rope.RopeModule
+		if from != "" {
+			args.WeightsModule, args.ConfigFunction = from, ""
+			c.RopeFrom = from
 		} else if rope.RMSNorm {
 			args.HelpersModule = q.Module // its norms are the module's own
 		}
@@ -168,8 +187,14 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 			}
 			c.FailWith("behaviour facts of %s: %s", q.Use.Module, st.explain("quant_config", err))
 		} else {
-			c.JudgeBehaviour(st.facts.analysis.Config, b, rope.RMSNorm && rope.RopeLUT)
+			c.JudgeBehaviour(st.facts.analysis.Config, b, rope.RMSNorm && from == "")
 		}
+	}
+	for _, u := range rt.Unjudged {
+		c.Warn("%s: not judged", u)
+	}
+	if len(rt.Borrowed) > 0 && c.Behaviour == nil {
+		c.Warn("%s uses the RoPE table of %s, which could not be judged (Python is not ready)", rt.File, rt.Borrowed[0])
 	}
 	c.Conclude()
 	return c, outcome{status: c.Status, detail: c.Summary}, nil

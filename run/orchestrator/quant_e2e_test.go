@@ -302,3 +302,41 @@ func relabel(header, old, new string) string {
 	binary.LittleEndian.PutUint64(length[:], uint64(len(h)))
 	return string(length[:]) + h
 }
+
+// TestQuantizedRopeAndBundleConfig: the RoPE table the folder's prefill
+// builds with generate_rope_lut imported inside a method from llama32_1b
+// (as upstream's llama32_1b_q4nx does) is the one quantized gate 3 judges
+// by behaviour; an edited θ default of the decode's own RoPE function is
+// named in its file; a bundle whose own config.json says rope_theta 10000
+// FAILs gate 3 naming the bundle's value.
+func TestQuantizedRopeAndBundleConfig(t *testing.T) {
+	t.Parallel()
+	fx := testenv.QuantFixtures(t)
+	llms := quantTree(t)
+	folder := filepath.Join(llms, "llama32_1b_q4nx")
+	writeFile(t, filepath.Join(folder, "llama32_1b_q4nx_prefill.py"),
+		"class LlamaQ4nxPrefill:\n    def __init__(self, seq_len=2048):\n        from llama32_1b_weights import LlamaConfig, generate_rope_lut\n\n        self._rope_lut = generate_rope_lut(LlamaConfig(), seq_len)\n")
+	writeFile(t, filepath.Join(folder, "llama32_1b_q4nx_inference.py"),
+		"def _llama3_rope(\n    n_pos,\n    dim,\n    theta=10000.0,\n):\n    pass\n")
+	repo := fastflowlmRepo(t, fx, "clean", llamaInstr)
+	cfg := mustReadString(t, filepath.Join(repo, "config.json"))
+	if !strings.Contains(cfg, `"rope_theta": 500000.0`) {
+		t.Fatalf("the reference's config.json has no rope_theta 500000.0:\n%s", cfg)
+	}
+	writeFile(t, filepath.Join(repo, "config.json"), strings.Replace(cfg, `"rope_theta": 500000.0`, `"rope_theta": 10000.0`, 1))
+	s := settingsFor(t, llms)
+	s.CacheDir, s.Name = t.TempDir(), q4nxFolder
+	s.Env = offlineHub(t, map[string]string{llamaInstr: filepath.Join(fx, "ref"), llamaBase: filepath.Join(fx, "other"), bundleID: repo})
+	r := Run(context.Background(), s, llamaInstr, "test")
+	c := r.Gates.QuantConfig
+	if c == nil {
+		b, _ := r.JSON()
+		t.Fatalf("no quantized gate 3:\n%s", b)
+	}
+	f := strings.Join(c.Findings, "\n")
+	if c.Status != verdict.Fail || c.Behaviour == nil || c.RopeFrom != filepath.Join(llms, "llama32_1b", "llama32_1b_weights.py") ||
+		!strings.Contains(f, "llama32_1b_q4nx_inference.py: _llama3_rope(theta) = 10000, but the reference's config.json gives rope_base = 500000") ||
+		!strings.Contains(f, "the bundle's config.json gives rope_base = 10000, the reference's 500000") {
+		t.Errorf("gate 3 %s, RoPE table of %q judged (behaviour %v), findings:\n%s", c.Status, c.RopeFrom, c.Behaviour != nil, f)
+	}
+}
