@@ -120,9 +120,17 @@ func TestQuantizedTree(t *testing.T) {
 		r := Run(context.Background(), settings(t, hub(t, "clean"), ""), bundleID, "test")
 		sameTree(t, before)
 		// Each key's folder loader ran once: quantized gate 2 patched in
-		// what gate 1 kept (two keys, two runs of the loader, not four).
+		// what gate 1 kept (two keys, two runs of the loader, not four);
+		// where gate 1 failed (the base key: another checkpoint's weights),
+		// gate 2 says why it did not run.
 		for _, k := range append([]*report.Report{r}, r.Keys...) {
-			if e := k.Gates.QuantE2E; e == nil || !e.FromGate1 {
+			e, w := k.Gates.QuantE2E, k.Gates.QuantWeights
+			switch {
+			case e == nil || w == nil:
+				t.Errorf("a key without quantized gates 1 and 2: %+v %+v", w, e)
+			case w.Status == verdict.Fail && (e.Status != verdict.Skip || !strings.Contains(e.Summary, "quantized gate 1 failed")):
+				t.Errorf("gate 1 failed, yet quantized gate 2 is %s: %+v", e.Status, e)
+			case w.Status != verdict.Fail && !e.FromGate1:
 				t.Errorf("quantized gate 2 did not take gate 1's tensors: %+v", e)
 			}
 		}

@@ -119,7 +119,13 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
         for layer, field, value in layers:
             if value is None:
                 continue
-            if keep is not None and (field in PROJECTIONS if layer >= 0 else field == "lm_head"):
+            # A tied head the loader returns as the very embedding array is
+            # not kept: gate 2 patches a head only where it differs from the
+            # model's, and this one is the embedding gate 1 compares bit for
+            # bit (a FAIL there, and gate 2 does not run). At 1B its bf16
+            # copy was 0.5 GB of gate 1's peak.
+            tied = layer < 0 and field == "lm_head" and embed is not None and value is embed[0] and not ref.has(GLOBALS["lm_head"])
+            if keep is not None and not tied and (field in PROJECTIONS if layer >= 0 else field == "lm_head"):
                 keep.append((layer, field, _bf16(value)))
             if layer >= 0 and layer not in loaded:
                 release_mapped(source)
