@@ -147,9 +147,6 @@ func cause(t Tensor, m Metrics, lim Limits) string {
 		return fmt.Sprintf("; likely cause: transposed (cosine %.4f with the reference as stored, (out, in))", tr)
 	case explains(rp):
 		return fmt.Sprintf("; likely cause: even and odd rows exchanged — the nibble order within a byte is reversed (cosine %.4f with the rows paired the other way)", rp)
-	case explains(off):
-		return fmt.Sprintf("; likely cause: a codec mismatch — the values match the reference up to one offset per group (cosine %.4f once each group's mean is removed): "+
-			"Q4NX-codec data (scale·(q − zp)) read as I8 (scale·q + min), or the reverse", off)
 	case t.Blocks != nil && t.Blocks.Moved > 0:
 		b := t.Blocks
 		return fmt.Sprintf("; likely cause: blocks out of order — the errors beyond the bound lie in %d of the %d %d×%d blocks, and %d of the %d compared hold another block's values",
@@ -158,6 +155,11 @@ func cause(t Tensor, m Metrics, lim Limits) string {
 		return fmt.Sprintf("; likely cause: doubled scale (std ratio %.3f ≈ 2)", m.StdRatio)
 	case m.StdRatio > 0.45 && m.StdRatio < 0.55:
 		return fmt.Sprintf("; likely cause: halved scale (std ratio %.3f ≈ 0.5)", m.StdRatio)
+	// After the scale rules: a doubled I8 scale is 2w − min, which matches
+	// once each group's mean is removed too (its std ratio ≈ 2 says which).
+	case explains(off):
+		return fmt.Sprintf("; likely cause: a codec mismatch — the values match the reference up to one offset per group (cosine %.4f once each group's mean is removed): "+
+			"Q4NX-codec data (scale·(q − zp)) read as I8 (scale·q + min), or the reverse", off)
 	case math.Abs(m.Cosine) < 0.2:
 		return fmt.Sprintf("; likely cause: values unrelated to the reference — a random-init tensor or another model's (cosine %.4f)", m.Cosine)
 	case m.Cosine >= lim.MinCosine && m.BeyondBound > lim.MaxBeyond:

@@ -112,8 +112,9 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
         return {**fact, "field": "lm_head"}
 
     # The bundle's pages the loader read are dropped from the worker once a
-    # layer is done (release_mapped): what gate 1 holds by the last layer is
-    # the kept tensors, not those plus the whole mapped bundle.
+    # layer is done (release_mapped), and the C heap's free pages returned
+    # (heap.release): what gate 1 holds by the last layer is the kept
+    # tensors, not those plus the whole mapped bundle and freed temporaries.
     source = Path(args["source"])
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="quant-stats") as pool:
         for layer, field, value in layers:
@@ -129,6 +130,7 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
                 keep.append((layer, field, _bf16(value)))
             if layer >= 0 and layer not in loaded:
                 release_mapped(source)
+                heap.release()  # the freed temporaries of the layer before
             if layer >= 0:
                 loaded.add(layer)
                 embed = None
