@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"phase0/gate/quant"
+	"phase0/gate/verdict"
 	"phase0/internal/boundedfile"
 	"phase0/read/hfcache"
 	"phase0/read/llmstree"
@@ -272,6 +273,23 @@ func (q *Folder) Readable(ok bool, why string) (bool, string) {
 		return false, "the bundle's files are unreadable (quantized gate 1 names them)"
 	}
 	return ok, why
+}
+
+// E2ENotRun is why quantized gate 2 does not run, or "": the bundle's
+// files are unreadable, or quantized gate 1 (w) failed or did not run (its
+// findings say what is wrong with the bundle). The bf16 baseline beside it
+// runs on the reference alone either way.
+func (q *Folder) E2ENotRun(w *quant.Weights) string {
+	if ok, why := q.Readable(true, ""); !ok {
+		return why
+	}
+	switch {
+	case w == nil:
+		return "quantized gate 1 did not run"
+	case w.Status == verdict.Fail:
+		return "quantized gate 1 failed (its findings name the tensors); the bf16 baseline is the reference's alone"
+	}
+	return ""
 }
 
 // CandidateDirs are the candidates' folders, as the worker reads them.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"phase0/gate/quant"
 	"phase0/internal/boundedfile"
 )
 
@@ -102,4 +103,39 @@ func resolveModule(llms, own, mod string) string {
 		}
 	}
 	return ""
+}
+
+// AddTheta adds the θ defaults of the folder's own RoPE functions to a
+// module's constants, each with its file (for quant.CheckConstantsFrom).
+func (r *Rope) AddTheta(consts map[string]float64, files map[string]string) {
+	for k, v := range r.Theta {
+		consts[k], files[k] = v, r.ThetaFiles[k]
+	}
+}
+
+// JudgedFrom is the module whose RoPE table quantized gate 3 judges when
+// it is not the weights module's own ("": the module's own, when it
+// defines one): the generate_rope_lut a file of the folder imports (what
+// the prefill really runs) wins, else that of the module the config class
+// comes from (ropeModule, the worker's answer).
+func (r *Rope) JudgedFrom(module string, moduleLUT bool, ropeModule string) string {
+	switch {
+	case len(r.Borrowed) > 0 && r.Borrowed[0] != module:
+		return r.Borrowed[0]
+	case !moduleLUT:
+		return ropeModule
+	}
+	return ""
+}
+
+// Warn adds to gate 3 a WARN for each RoPE table phase0 did not judge:
+// those RopeTables could not, and a borrowed one left unjudged (judged:
+// whether gate 3 judged a table by behaviour).
+func (r *Rope) Warn(c *quant.Constants, judged bool) {
+	for _, u := range r.Unjudged {
+		c.Warn("%s: not judged", u)
+	}
+	if len(r.Borrowed) > 0 && !judged {
+		c.Warn("%s uses the RoPE table of %s, which could not be judged (Python is not ready)", r.File, r.Borrowed[0])
+	}
 }

@@ -118,13 +118,8 @@ func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome,
 func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome, error) {
 	q := st.facts.quant
 	consts, files := q.Constants()
-	// The RoPE tables the folder's other files use: a bf16 folder's
-	// generate_rope_lut imported (inside a method too) by its prefill, and
-	// the θ defaults of RoPE functions of its own (its decode's).
-	rt := q.RopeTables(filepath.Dir(q.Dir))
-	for k, v := range rt.Theta {
-		consts[k], files[k] = v, rt.ThetaFiles[k]
-	}
+	rt := q.RopeTables(filepath.Dir(q.Dir)) // what the folder's prefill and decode use
+	rt.AddTheta(consts, files)
 	var notes []string
 	var rope *ops.QuantModuleFacts
 	if ok, _ := pythonReady(st); ok {
@@ -151,17 +146,9 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 	for _, n := range notes {
 		c.FailWith("%s", n)
 	}
-	// The table judged is the one the folder's prefill imports where a file
-	// of the folder imports one (what really runs), else the module's own,
-	// else that of the module its config class comes from.
 	from := ""
 	if rope != nil {
-		switch {
-		case len(rt.Borrowed) > 0 && rt.Borrowed[0] != q.Module:
-			from = rt.Borrowed[0]
-		case !rope.RopeLUT:
-			from = rope.RopeModule
-		}
+		from = rt.JudgedFrom(q.Module, rope.RopeLUT, rope.RopeModule)
 	}
 	if rope != nil && (rope.RopeLUT || from != "") {
 		// The RoPE table judged by behaviour, as for a bf16 module, built
@@ -190,12 +177,7 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 			c.JudgeBehaviour(st.facts.analysis.Config, b, rope.RMSNorm && from == "")
 		}
 	}
-	for _, u := range rt.Unjudged {
-		c.Warn("%s: not judged", u)
-	}
-	if len(rt.Borrowed) > 0 && c.Behaviour == nil {
-		c.Warn("%s uses the RoPE table of %s, which could not be judged (Python is not ready)", rt.File, rt.Borrowed[0])
-	}
+	rt.Warn(c, c.Behaviour != nil)
 	c.Conclude()
 	return c, outcome{status: c.Status, detail: c.Summary}, nil
 }
@@ -225,11 +207,7 @@ type quantGate2 struct {
 func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, error) {
 	q, cfg := st.facts.quant, st.facts.analysis.Config
 	e2eArgs := ops.QuantE2EArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers}
-	// A bundle quantized gate 1 failed is gate 1's finding: quantized gate 2
-	// says why it did not run, and the bf16 baseline is the reference's
-	// alone (a bundle missing a layer or holding a NaN must not make the
-	// reference's verdict a FAIL).
-	notRun := quantE2ENotRun(st)
+	notRun := q.E2ENotRun(st.sections.quantWeights) // the bundle's fault is gate 1's, never the reference's
 	if rec, _ := bf16Record(st); rec != nil && rec.Gates.HFBaseline != nil && len(rec.Gates.HFBaseline.Tokens) > 0 {
 		// Gate 2 is the reference's own baseline, recorded as a PASS on
 		// inputs that have not changed: reused; quantized gate 2 alone runs.
@@ -259,9 +237,7 @@ func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, er
 	res, logits, err := st.py().Baseline(ctx, args)
 	raised := ""
 	if err != nil && args.Quant != nil && workerFailure(err) == nil {
-		// The op raised with the folder's tensors in it: the bf16 baseline
-		// is run again alone, so its verdict is the reference's, and the
-		// raise is quantized gate 2's.
+		// Raised with the folder's tensors in: the bf16 baseline again alone, the raise is gate 2's.
 		raised = "the baseline op raised once the folder's dequantized tensors were patched in: " + st.explain("quant_baseline", err)
 		args.Quant = nil
 		start = time.Now()
@@ -284,37 +260,15 @@ func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, er
 		out.e2e = quant.E2ENotRun(q.Format, notRun)
 	case raised != "":
 		out.e2e = quant.E2ERaised(q.Format, raised)
+		status = verdict.Worst(status, out.e2e.Status)
 	case res.Quant == nil:
 		return out, outcome{}, fmt.Errorf("%w: op baseline was asked for quantized gate 2 (quant) and returned no quant facts", ops.ErrContract)
 	default:
 		out.e2e = quant.JudgeE2E(q.Format, res.Quant, cfg.NLayers)
-	}
-	if out.e2e.Status != verdict.Skip {
 		status = verdict.Worst(status, out.e2e.Status)
 	}
 	detail = "bf16: " + detail + "; quantized: " + out.e2e.Summary
 	return out, outcome{status: status, detail: detail}, nil
-}
-
-// quantBaselineReady: gate 2 runs wherever Python is ready; the bf16
-// baseline depends on the reference alone (quantE2ENotRun says when its
-// quantized half does not run).
-func quantBaselineReady(st *state) (bool, string) { return pythonReady(st) }
-
-// quantE2ENotRun is why quantized gate 2 does not run, or "": the bundle's
-// files are unreadable, or quantized gate 1 failed or did not run (its
-// findings say what is wrong with the bundle).
-func quantE2ENotRun(st *state) string {
-	if ok, why := st.facts.quant.Readable(true, ""); !ok {
-		return why
-	}
-	switch w := st.sections.quantWeights; {
-	case w == nil:
-		return "quantized gate 1 did not run"
-	case w.Status == verdict.Fail:
-		return "quantized gate 1 failed (its findings name the tensors); the bf16 baseline is the reference's alone"
-	}
-	return ""
 }
 
 // bf16Record is the reference's own bf16 run's recorded report when it can
