@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -38,7 +39,10 @@ type Constant struct {
 	Value    float64 `json:"value"`
 	Expected float64 `json:"expected"`
 	Against  string  `json:"against"` // "reference" or "bundle"
-	Equal    bool    `json:"equal"`
+	// File is the file that hard-codes it, when not Module (the folder's
+	// verify_adapter.py).
+	File  string `json:"file,omitempty"`
+	Equal bool   `json:"equal"`
 }
 
 // constantFields says which config value each of upstream's constant names
@@ -90,6 +94,13 @@ func ModuleConstants(src []byte) map[string]float64 {
 // CheckConstants judges a module's constants against the reference's
 // config and, when bundle is non-nil, the bundle's config.json.
 func CheckConstants(module string, consts map[string]float64, ref, bundle *model.Config) *Constants {
+	return CheckConstantsFrom(module, consts, nil, ref, bundle)
+}
+
+// CheckConstantsFrom is CheckConstants for constants some of which another
+// file of the folder hard-codes: files[name] names it, and a finding names
+// that file, not the module.
+func CheckConstantsFrom(module string, consts map[string]float64, files map[string]string, ref, bundle *model.Config) *Constants {
 	c := &Constants{Section: verdict.NewSection(), Module: module, Checked: []Constant{}}
 	names := make([]string, 0, len(consts))
 	for n := range consts {
@@ -110,9 +121,13 @@ func CheckConstants(module string, consts map[string]float64, ref, bundle *model
 			}
 			want := f.of(against.cfg)
 			eq := closeEnough(consts[n], want)
-			c.Checked = append(c.Checked, Constant{Name: n, Field: f.field, Value: consts[n], Expected: want, Against: against.name, Equal: eq})
+			file := module
+			if files[n] != "" {
+				file = files[n]
+			}
+			c.Checked = append(c.Checked, Constant{Name: n, Field: f.field, Value: consts[n], Expected: want, Against: against.name, Equal: eq, File: files[n]})
 			if !eq {
-				c.FailWith("%s: %s = %g, but the %s's config.json gives %s = %g", module, n, consts[n], against.name, f.field, want)
+				c.FailWith("%s: %s = %g, but the %s's config.json gives %s = %g", file, n, consts[n], against.name, f.field, want)
 			}
 		}
 	}
@@ -151,6 +166,12 @@ func fieldOf(name string) (struct {
 }, bool) {
 	if f, ok := constantFields[name]; ok {
 		return f, true
+	}
+	if strings.HasSuffix(name, "(theta)") { // a RoPE function's θ default
+		return struct {
+			field string
+			of    func(*model.Config) float64
+		}{"rope_base", func(c *model.Config) float64 { return c.RopeBase }}, true
 	}
 	_, field, ok := strings.Cut(name, "().")
 	of, known := configFunctionFields[field]
@@ -197,6 +218,47 @@ func (c *Constants) JudgeBehaviour(cfg *model.Config, b *config.BehaviourFacts, 
 			c.FailWith("%s", f)
 		}
 	}
+}
+
+// CheckBundleConfig judges the bundle's own config.json against the
+// reference's on every value a module's constants, config function or RoPE
+// table stand for: gate 3 holds the module to the reference's, so a bundle
+// that says otherwise (rope_theta 10000 where the module and the reference
+// say 500000) is one the module cannot match, whatever the module
+// hard-codes. Nil bundle (none shipped): nothing to check.
+func (c *Constants) CheckBundleConfig(ref, bundle *model.Config) {
+	if ref == nil || bundle == nil {
+		return
+	}
+	fields := make([]string, 0, len(configFunctionFields))
+	for f := range configFunctionFields {
+		fields = append(fields, f)
+	}
+	slices.Sort(fields)
+	for _, f := range fields {
+		of := configFunctionFields[f]
+		if b, r := of(bundle), of(ref); !closeEnough(b, r) {
+			c.FailWith("the bundle's config.json gives %s = %g, the reference's %g: %s is held to the reference's, so it cannot match the bundle's", f, b, r, c.Module)
+		}
+	}
+	if !reflect.DeepEqual(bundle.RopeScaling, ref.RopeScaling) {
+		c.FailWith("the bundle's config.json gives rope_scaling %s, the reference's %s: %s's RoPE table is held to the reference's, so it cannot match the bundle's",
+			scalingText(bundle.RopeScaling), scalingText(ref.RopeScaling), c.Module)
+	}
+}
+
+func scalingText(s *model.RopeScaling) string {
+	if s == nil {
+		return "none"
+	}
+	return fmt.Sprintf("%+v", *s)
+}
+
+// Warn records a finding that does not fail the gate: something of the
+// folder phase0 could not judge.
+func (c *Constants) Warn(format string, args ...any) {
+	c.Status = verdict.Worst(c.Status, verdict.Warn)
+	c.Find(format, args...)
 }
 
 // Conclude says what was judged beyond the constants, and puts the first

@@ -149,3 +149,14 @@ func E2ERaised(f Format, why string) *EndToEnd {
 	e.Summary = why
 	return e
 }
+
+// E2ENotRun is quantized gate 2 when it was not run, and why (quantized
+// gate 1 failed on the bundle: its findings say what is wrong). SKIPPED,
+// so the run's verdict is gate 1's, and the bf16 baseline beside it is the
+// reference's alone.
+func E2ENotRun(f Format, why string) *EndToEnd {
+	e := &EndToEnd{Section: verdict.NewSection(), Format: f.Name(), Limits: f.E2ELimits()}
+	e.Status = verdict.Skip
+	e.Summary = "not run: " + why
+	return e
+}

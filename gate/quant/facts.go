@@ -14,6 +14,12 @@ type Bound struct {
 	Levels    int     `json:"levels"`
 	Symmetric bool    `json:"symmetric"`
 	Slack     float64 `json:"slack"`
+	// BlockRows × BlockCols is the format's storage block ([out, in]),
+	// when it has one (Q4NX: 32 × 256): the worker then says which blocks
+	// hold the errors beyond the bound and whether they hold another
+	// block's values (blocks out of order).
+	BlockRows int `json:"block_rows,omitempty"`
+	BlockCols int `json:"block_cols,omitempty"`
 }
 
 // Stats are sufficient statistics of x (the loader's tensor) against y
@@ -28,6 +34,22 @@ type Stats struct {
 	SumDD       float64 `json:"sum_dd"`
 	MaxAbsDiff  float64 `json:"max_abs_diff"`
 	BeyondBound int64   `json:"beyond_bound"`
+	// WorstExcess is the largest error beyond the bound in units of the
+	// element's own bound (0 when none is beyond it).
+	WorstExcess float64 `json:"worst_excess"`
+}
+
+// Blocks is where a projection's errors beyond the bound lie, by the
+// format's storage block: how many of its blocks hold any, how many of
+// those were compared with every block of the reference, and how many of
+// those match another block (its values stored in the wrong place).
+type Blocks struct {
+	Rows    int `json:"rows"`
+	Cols    int `json:"cols"`
+	Total   int `json:"total"`
+	Beyond  int `json:"beyond"`
+	Checked int `json:"checked"`
+	Moved   int `json:"moved"`
 }
 
 // Tensor is what the worker reports for one tensor the loader returned.
@@ -41,6 +63,7 @@ type Tensor struct {
 	Stats          *Stats           `json:"stats,omitempty"`
 	Confusions     map[string]Stats `json:"confusions,omitempty"` // transposed, partner, row_pairs_swapped
 	Differing      *int64           `json:"differing,omitempty"`  // bf16 elements whose bits differ (kept tensors)
+	Blocks         *Blocks          `json:"blocks,omitempty"`     // where the errors beyond the bound lie (a blocked format)
 	Problem        string           `json:"problem,omitempty"`
 	// Convention is the family convention (tensornames.Convention) the
 	// reference was brought to first; Differing then counts elements more
@@ -81,4 +104,7 @@ const (
 	ConfTransposed = "transposed"
 	ConfPartner    = "partner"
 	ConfRowPairs   = "row_pairs_swapped"
+	// ConfGroupOffset is the tensors compared with each group's mean
+	// removed from both: a match there alone is one offset per group.
+	ConfGroupOffset = "group_offset"
 )

@@ -31,7 +31,12 @@ type Limits struct {
 	MaxStdRatio float64 `json:"max_std_ratio"`
 	// MaxBeyond is the largest fraction of a tensor's elements allowed
 	// beyond the format's own error bound.
-	MaxBeyond   float64 `json:"max_beyond_bound"`
+	MaxBeyond float64 `json:"max_beyond_bound"`
+	// MaxExcess bounds the worst element's error in units of its bound
+	// (0: not judged): a few elements each far beyond what the format
+	// allows (a block stored in the wrong place) fail though their share
+	// is under MaxBeyond.
+	MaxExcess   float64 `json:"max_excess,omitempty"`
 	Calibration string  `json:"calibration"`
 }
 

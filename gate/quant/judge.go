@@ -87,6 +87,8 @@ func Judge(f Format, facts *Facts, want Expect) *Weights {
 				{"relative L2", m.RelL2, m.RelL2 > lim.MaxRelL2, fmt.Sprintf("≤ %g", lim.MaxRelL2)},
 				{"std ratio", m.StdRatio, m.StdRatio < lim.MinStdRatio || m.StdRatio > lim.MaxStdRatio, fmt.Sprintf("in [%g, %g]", lim.MinStdRatio, lim.MaxStdRatio)},
 				{"fraction beyond the " + f.Name() + " error bound", m.BeyondBound, m.BeyondBound > lim.MaxBeyond, fmt.Sprintf("≤ %g", lim.MaxBeyond)},
+				{"worst element's error in units of the " + f.Name() + " bound (max |error| " + fmt.Sprintf("%.4g", m.MaxAbsDiff) + ")", m.WorstExcess,
+					lim.MaxExcess > 0 && m.WorstExcess > lim.MaxExcess, fmt.Sprintf("≤ %g", lim.MaxExcess)},
 			} {
 				if c.bad {
 					fail("%s %.4f, limit %s%s", c.metric, c.value, c.limit, cause(t, m, lim, want.Family))
@@ -144,7 +146,7 @@ func cause(t Tensor, m Metrics, lim Limits, family string) string {
 	// own row's scale and min, so their match is strong but not exact
 	// (cosine ≈ 0.87 on the tests' bundles).
 	explains := func(c float64) bool { return c > 0.7 && c > m.Cosine+0.3 }
-	switch p, tr, rp := conf(ConfPartner), conf(ConfTransposed), conf(ConfRowPairs); {
+	switch p, tr, rp, off := conf(ConfPartner), conf(ConfTransposed), conf(ConfRowPairs), conf(ConfGroupOffset); {
 	case explains(p) && fusedOrder(family, t.Field) != "":
 		return fmt.Sprintf("; likely cause: %s (cosine %.4f with %s's rows of the fused reference)", fusedOrder(family, t.Field), p, tensornames.Partners[t.Field])
 	case explains(p):
@@ -153,10 +155,19 @@ func cause(t Tensor, m Metrics, lim Limits, family string) string {
 		return fmt.Sprintf("; likely cause: transposed (cosine %.4f with the reference as stored, (out, in))", tr)
 	case explains(rp):
 		return fmt.Sprintf("; likely cause: even and odd rows exchanged — the nibble order within a byte is reversed (cosine %.4f with the rows paired the other way)", rp)
+	case t.Blocks != nil && t.Blocks.Moved > 0:
+		b := t.Blocks
+		return fmt.Sprintf("; likely cause: blocks out of order — the errors beyond the bound lie in %d of the %d %d×%d blocks, and %d of the %d compared hold another block's values",
+			b.Beyond, b.Total, b.Rows, b.Cols, b.Moved, b.Checked)
 	case m.StdRatio > 1.8 && m.StdRatio < 2.2:
 		return fmt.Sprintf("; likely cause: doubled scale (std ratio %.3f ≈ 2)", m.StdRatio)
 	case m.StdRatio > 0.45 && m.StdRatio < 0.55:
 		return fmt.Sprintf("; likely cause: halved scale (std ratio %.3f ≈ 0.5)", m.StdRatio)
+	// After the scale rules: a doubled I8 scale is 2w − min, which matches
+	// once each group's mean is removed too (its std ratio ≈ 2 says which).
+	case explains(off):
+		return fmt.Sprintf("; likely cause: a codec mismatch — the values match the reference up to one offset per group (cosine %.4f once each group's mean is removed): "+
+			"Q4NX-codec data (scale·(q − zp)) read as I8 (scale·q + min), or the reverse", off)
 	case math.Abs(m.Cosine) < 0.2:
 		return fmt.Sprintf("; likely cause: values unrelated to the reference — a random-init tensor or another model's (cosine %.4f)", m.Cosine)
 	case m.Cosine >= lim.MinCosine && m.BeyondBound > lim.MaxBeyond:

@@ -11,6 +11,9 @@ type Metrics struct {
 	// BeyondBound is the fraction of elements whose error exceeds the
 	// format's own bound.
 	BeyondBound float64 `json:"beyond_bound"`
+	// WorstExcess is the largest error beyond the bound, in units of that
+	// element's bound: how far beyond, where BeyondBound says how many.
+	WorstExcess float64 `json:"worst_excess"`
 }
 
 // Of computes the metrics from the sums. An all-zero side has cosine 0
@@ -36,6 +39,7 @@ func Of(s Stats) Metrics {
 		m.StdRatio = math.Sqrt(vx / vy)
 	}
 	m.BeyondBound = float64(s.BeyondBound) / n
+	m.WorstExcess = s.WorstExcess
 	return m
 }
 

@@ -11,6 +11,8 @@ import (
 	"phase0/gate/verdict"
 	"phase0/read/llmstree"
 	"phase0/read/tensornames"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Pairing is the check that a MODEL_CHOICES key's reference is the
@@ -106,37 +108,46 @@ func closenessText(cs []Closeness) string {
 	return "layer 0's dequantized projections, mean cosine: " + strings.Join(parts, ", ")
 }
 
-// BaseModel reads base_model from a model card's YAML front matter: a
-// scalar (base_model: org/name) or the first item of a list.
+// BaseModel reads base_model from a model card's YAML front matter (the
+// lines between a first line "---" and the next "---" or "..."), parsed as
+// YAML: a scalar (base_model: org/name, a comment after it or not) or the
+// first item of a list (block or flow, base_model: [org/name]). "" when the
+// card has no front matter, it is not YAML, or it names no base model.
 func BaseModel(card []byte) string {
 	sc := bufio.NewScanner(bytes.NewReader(card))
+	sc.Buffer(make([]byte, 64<<10), len(card)+1)
 	if !sc.Scan() || strings.TrimSpace(sc.Text()) != "---" {
 		return ""
 	}
-	inList := false
+	var front strings.Builder
+	closed := false
 	for sc.Scan() {
-		line := sc.Text()
-		if strings.TrimSpace(line) == "---" {
-			return ""
+		line := strings.TrimRight(sc.Text(), "\r")
+		if t := strings.TrimSpace(line); t == "---" || t == "..." {
+			closed = true
+			break
 		}
-		if inList {
-			if item, ok := strings.CutPrefix(strings.TrimSpace(line), "- "); ok {
-				return unquote(item)
+		front.WriteString(line)
+		front.WriteByte('\n')
+	}
+	var meta struct {
+		BaseModel any `yaml:"base_model"`
+	}
+	if !closed || yaml.Unmarshal([]byte(front.String()), &meta) != nil {
+		return ""
+	}
+	switch v := meta.BaseModel.(type) {
+	case string:
+		return strings.TrimSpace(v)
+	case []any:
+		for _, item := range v {
+			if s, ok := item.(string); ok && strings.TrimSpace(s) != "" {
+				return strings.TrimSpace(s)
 			}
-			inList = false
-		}
-		if v, ok := strings.CutPrefix(line, "base_model:"); ok {
-			if v = strings.TrimSpace(v); v == "" {
-				inList = true
-				continue
-			}
-			return unquote(v)
 		}
 	}
 	return ""
 }
-
-func unquote(s string) string { return strings.Trim(strings.TrimSpace(s), `"'`) }
 
 // sameCheckpoint says whether two hub ids name the same checkpoint: equal,
 // or a licence-free mirror of it (NousResearch/Meta-Llama-3.1-8B-Instruct

@@ -16,6 +16,15 @@ func TestBaseModel(t *testing.T) {
 		{"---\nbase_model:\n- 'Qwen/Qwen3-8B'\n---\n", "Qwen/Qwen3-8B"},
 		{"# no front matter\nbase_model: x/y\n", ""},
 		{"---\nlicense: mit\n---\nbase_model: x/y\n", ""},
+		// Valid YAML the hub's cards use: a comment after the value, a flow
+		// list, a block list under a comment, CRLF line ends, a quoted id.
+		{"---\nbase_model: meta-llama/Llama-3.2-1B-Instruct  # the bf16 source\n---\n", "meta-llama/Llama-3.2-1B-Instruct"},
+		{"---\nbase_model: [meta-llama/Llama-3.2-1B-Instruct]\nbase_model_relation: quantized\n---\n", "meta-llama/Llama-3.2-1B-Instruct"},
+		{"---\nbase_model: # the source\n  - \"Qwen/Qwen3-8B\"  # bf16\n  - other/x\n---\n", "Qwen/Qwen3-8B"},
+		{"---\r\nlicense: mit\r\nbase_model: 'a/b'\r\n---\r\n", "a/b"},
+		{"---\nbase_model: [a/b\n---\n", ""},   // not YAML: no base model
+		{"---\nbase_model: a/b\n", ""},         // never closed: not front matter
+		{"---\nbase_model: {x: y}\n---\n", ""}, // not an id
 	} {
 		if got := BaseModel([]byte(c.card)); got != c.want {
 			t.Errorf("BaseModel(%q) = %q, want %q", c.card, got, c.want)
@@ -89,5 +98,37 @@ func TestConstantsNothingToCheckWarns(t *testing.T) {
 	c.Conclude()
 	if c.Status != verdict.Pass || !strings.Contains(c.Summary, "RoPE table (llama32_3b_weights.py's, which the folder uses) judged by behaviour") {
 		t.Errorf("a config class and a borrowed RoPE table: %s %q", c.Status, c.Summary)
+	}
+}
+
+// TestBundleConfigJudged: a bundle whose own config.json says rope_theta
+// 10000 where the reference (and the module held to it) says 500000 FAILs
+// quantized gate 3 naming the bundle's value, though the module hard-codes
+// no θ; one that agrees passes; no bundle config is nothing to check.
+func TestBundleConfigJudged(t *testing.T) {
+	ref := &model.Config{NLayers: 16, EmbDim: 2048, NHeads: 32, NKVHeads: 8, HeadDim: 64, HiddenDim: 8192, VocabSize: 128256, RopeBase: 500000, RMSNormEps: 1e-5,
+		RopeScaling: &model.RopeScaling{RopeType: "llama3", Factor: 32, LowFreqFactor: 1, HighFreqFactor: 4, OriginalMaxPositionEmbeddings: 8192}}
+	consts := map[string]float64{"D": 2048, "INTER": 8192}
+	for _, c := range []struct {
+		name   string
+		bundle func(*model.Config)
+		want   string
+	}{
+		{"agrees", func(*model.Config) {}, ""},
+		{"rope_theta 10000", func(b *model.Config) { b.RopeBase = 10000 }, "the bundle's config.json gives rope_base = 10000, the reference's 500000: m.py is held to the reference's, so it cannot match the bundle's"},
+		{"no llama3 scaling", func(b *model.Config) { b.RopeScaling = nil }, "the bundle's config.json gives rope_scaling none, the reference's {RopeType:llama3"},
+	} {
+		b := *ref
+		c.bundle(&b)
+		g := CheckConstants("m.py", consts, ref, &b)
+		g.CheckBundleConfig(ref, &b)
+		f := strings.Join(g.Findings, "\n")
+		if c.want == "" && g.Status != verdict.Pass || c.want != "" && (g.Status != verdict.Fail || !strings.Contains(f, c.want)) {
+			t.Errorf("%s: %s\n%s", c.name, g.Status, f)
+		}
+	}
+	g := CheckConstants("m.py", consts, ref, nil)
+	if g.CheckBundleConfig(ref, nil); g.Status != verdict.Pass {
+		t.Errorf("no bundle config: %s %q", g.Status, g.Findings)
 	}
 }

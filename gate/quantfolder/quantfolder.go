@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"phase0/gate/quant"
+	"phase0/gate/verdict"
 	"phase0/internal/boundedfile"
 	"phase0/read/hfcache"
 	"phase0/read/llmstree"
@@ -92,10 +93,18 @@ type Folder struct {
 	BundleProblems []string
 }
 
+// SourceVar is the variable upstream's Q4NX folders read the bundle from
+// instead of their default (os.environ.get("Q4NX_MODEL_SOURCE", …)): a hub
+// id, a folder holding model.q4nx, or the file itself.
+const SourceVar = "Q4NX_MODEL_SOURCE"
+
 // Open reads u's folder under llms and resolves its bundle through the HF
 // cache at cache (offline); refDir is the reference checkpoint's folder.
-// Warnings say what was unreadable but not needed.
-func Open(llms string, u llmstree.Use, refDir, cache string) (*Folder, []string, error) {
+// source is SourceVar's value in the run's environment ("" unset): when the
+// folder reads that variable, the bundle judged is the one it names, as the
+// folder's own code would load it. Warnings say what was unreadable but not
+// needed.
+func Open(llms string, u llmstree.Use, refDir, cache, source string) (*Folder, []string, error) {
 	var warnings []string
 	q := &Folder{Use: u, Dir: filepath.Join(llms, u.Folder), Source: refDir}
 	q.Module = filepath.Join(q.Dir, u.Module)
@@ -106,7 +115,17 @@ func Open(llms string, u llmstree.Use, refDir, cache string) (*Folder, []string,
 	if q.Format, err = quant.Detect(q.Src); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", q.Module, err)
 	}
-	if u.Bundle != "" {
+	dir, name := "", u.Bundle
+	if source != "" && u.Bundle != "" && readsVar(q.Dir, SourceVar) {
+		var hubID string
+		if dir, hubID, err = sourceDir(source, cache, u.Folder); err != nil {
+			return nil, nil, err
+		}
+		name = SourceVar + "=" + source
+		if hubID != "" {
+			q.Use.Bundle, u.Bundle, name = hubID, hubID, hubID
+		}
+	} else if u.Bundle != "" {
 		ref, err := hfcache.ParseID(u.Bundle)
 		if err != nil {
 			return nil, nil, fmt.Errorf("bundle %s: %w", u.Bundle, err)
@@ -115,21 +134,71 @@ func Open(llms string, u llmstree.Use, refDir, cache string) (*Folder, []string,
 		if err != nil {
 			return nil, nil, fmt.Errorf("bundle %s of %s is not in the HF cache (phase0 reads bundles offline; fetch it with `hf download %s`): %w", u.Bundle, u.Folder, u.Bundle, err)
 		}
-		q.Source = res.Dir
-		q.BundleProblems = checkBundle(u.Bundle, res.Dir)
-		if card, err := boundedfile.Read(filepath.Join(res.Dir, "README.md"), MaxTextBytes); err == nil {
+		dir = res.Dir
+	}
+	if dir != "" {
+		q.Source = dir
+		q.BundleProblems = checkBundle(name, dir)
+		if card, err := boundedfile.Read(filepath.Join(dir, "README.md"), MaxTextBytes); err == nil {
 			q.Declared = quant.BaseModel(card)
 		}
-		if raw, err := model.ReadRaw(os.DirFS(res.Dir)); err == nil {
+		if raw, err := model.ReadRaw(os.DirFS(dir)); err == nil {
 			if a := model.Analyze(raw); a.Config != nil {
 				q.Bundle = a.Config
 			}
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			warnings = append(warnings, fmt.Sprintf("bundle %s: config.json unreadable: %v", u.Bundle, err))
+			warnings = append(warnings, fmt.Sprintf("bundle %s: config.json unreadable: %v", name, err))
 		}
 	}
 	q.Candidates = candidates(cache, &u, q.Declared)
 	return q, warnings, nil
+}
+
+// readsVar says whether a Python file of the folder dir names the
+// environment variable v (its prefill or inference reads the bundle from it).
+func readsVar(dir, v string) bool {
+	files, _ := filepath.Glob(filepath.Join(dir, "*.py"))
+	for _, f := range files {
+		if src, err := boundedfile.Read(f, MaxTextBytes); err == nil && strings.Contains(string(src), v) {
+			return true
+		}
+	}
+	return false
+}
+
+// sourceDir is the folder holding the bundle SourceVar names, as the
+// folder's loader resolves it: a folder holding model.q4nx, the file
+// itself (its folder), else a hub id from the HF cache (offline; hubID is
+// then the id, without a revision). Anything
+// else is refused naming the variable: phase0 does not judge a default
+// the folder would not load.
+func sourceDir(source, cache, folder string) (dir, hubID string, err error) {
+	if fi, err := os.Stat(source); err == nil {
+		abs, err := filepath.Abs(source)
+		if err != nil {
+			return "", "", err
+		}
+		if !fi.IsDir() {
+			if filepath.Base(abs) != "model.q4nx" {
+				return "", "", fmt.Errorf("%s=%s (set in the environment, which %s loads instead of its bundle) is a file not named model.q4nx: phase0 judges a bundle folder; point it at the folder holding model.q4nx, or unset it", SourceVar, source, folder)
+			}
+			return filepath.Dir(abs), "", nil
+		}
+		if _, err := os.Stat(filepath.Join(abs, "model.q4nx")); err != nil {
+			return "", "", fmt.Errorf("%s=%s (set in the environment, which %s loads instead of its bundle) is a folder with no model.q4nx: %w", SourceVar, source, folder, err)
+		}
+		return abs, "", nil
+	}
+	ref, perr := hfcache.ParseID(source)
+	if perr != nil || !strings.Contains(source, "/") || filepath.IsAbs(source) || strings.HasPrefix(source, ".") {
+		return "", "", fmt.Errorf("%s=%s (set in the environment, which %s loads instead of its bundle) is neither an existing file or folder nor a hub id: unset it or point it at the bundle to judge", SourceVar, source, folder)
+	}
+	res, err := hfcache.Resolve(cache, ref)
+	if err != nil {
+		return "", "", fmt.Errorf("%s=%s (set in the environment, which %s loads instead of its bundle) is not in the HF cache (phase0 reads bundles offline; fetch it with `hf download %s`, or unset the variable): %w", SourceVar, source, folder, source, err)
+	}
+	id, _, _ := strings.Cut(source, "@")
+	return res.Dir, id, nil
 }
 
 // candidates are the checkpoints other than the key's reference that the
@@ -188,9 +257,14 @@ func checkHeader(path, name string) error {
 	if err != nil {
 		return err
 	}
-	_, err = safetensors.ReadHeader(f, fi.Size(), name)
+	// A bundle's header marks its projections I8 (safetensors' own) or,
+	// in the older codec the folder's loader still reads, Q4NX.
+	_, err = safetensors.ReadHeaderWith(f, fi.Size(), name, bundleDTypes)
 	return err
 }
+
+// bundleDTypes are the dtypes a bundle holds beyond safetensors' own.
+var bundleDTypes = safetensors.ExtraDTypes{"Q4NX": quant.Q4NXBytes}
 
 // Readable is when (ok, why) for quantized gate 2, which loads the bundle:
 // not when the bundle's headers do not fit its files (gate 1 said why).
@@ -199,6 +273,23 @@ func (q *Folder) Readable(ok bool, why string) (bool, string) {
 		return false, "the bundle's files are unreadable (quantized gate 1 names them)"
 	}
 	return ok, why
+}
+
+// E2ENotRun is why quantized gate 2 does not run, or "": the bundle's
+// files are unreadable, or quantized gate 1 (w) failed or did not run (its
+// findings say what is wrong with the bundle). The bf16 baseline beside it
+// runs on the reference alone either way.
+func (q *Folder) E2ENotRun(w *quant.Weights) string {
+	if ok, why := q.Readable(true, ""); !ok {
+		return why
+	}
+	switch {
+	case w == nil:
+		return "quantized gate 1 did not run"
+	case w.Status == verdict.Fail:
+		return "quantized gate 1 failed (its findings name the tensors); the bf16 baseline is the reference's alone"
+	}
+	return ""
 }
 
 // CandidateDirs are the candidates' folders, as the worker reads them.
@@ -230,15 +321,16 @@ func (q *Folder) ImportError(f *quant.ImportFailure) error {
 }
 
 // Constants are the module's hard-coded constants as text, completed by
-// those of the folder's verify_adapter.py (the module's win).
-func (q *Folder) Constants() map[string]float64 {
-	consts := quant.ModuleConstants(q.Src)
+// those of the folder's verify_adapter.py (the module's win); files names
+// the file of each constant the module does not hard-code itself.
+func (q *Folder) Constants() (consts map[string]float64, files map[string]string) {
+	consts, files = quant.ModuleConstants(q.Src), map[string]string{}
 	if adapter, err := boundedfile.Read(filepath.Join(q.Dir, llmstree.AdapterFile), MaxTextBytes); err == nil {
 		for k, v := range quant.ModuleConstants(adapter) {
 			if _, ok := consts[k]; !ok {
-				consts[k] = v
+				consts[k], files[k] = v, llmstree.AdapterFile
 			}
 		}
 	}
-	return consts
+	return consts, files
 }

@@ -320,8 +320,9 @@ func withoutModel(msg, model, by string) string {
 }
 
 // fetchCommand is one shell command that downloads exactly ids into the
-// HF cache (what phase0 reads: config, tokenizer, safetensors; never a
-// pickle), wrapped to TableWidth with backslash continuations.
+// HF cache (what phase0 reads: config, tokenizer, safetensors, a quantized
+// bundle's model.q4nx and its card; never a pickle), wrapped to TableWidth
+// with backslash continuations.
 func fetchCommand(ids []string) string {
 	var sb strings.Builder
 	line := "  for id in"
@@ -333,9 +334,12 @@ func fetchCommand(ids []string) string {
 		line += " " + id
 	}
 	sb.WriteString(line + "; do \\\n")
-	sb.WriteString("    HF_HUB_OFFLINE=0 huggingface-cli download \"$id\" --include '*.json' '*.safetensors' '*.txt' '*.model'; done\n")
+	sb.WriteString("    HF_HUB_OFFLINE=0 huggingface-cli download \"$id\" \\\n      --include " + strings.Join(fetchPatterns, " ") + "; done\n")
 	return sb.String()
 }
+
+// fetchPatterns are the files fetchCommand downloads, shell-quoted.
+var fetchPatterns = []string{"'*.json'", "'*.safetensors'", "'*.txt'", "'*.model'", "'*.q4nx'", "'README.md'"}
 
 // shortSource is a list line without the list file's folders.
 func shortSource(s string) string {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -282,5 +283,33 @@ func TestListTablesEscapeControlCharacters(t *testing.T) {
 			!strings.HasPrefix(lines[3], `/m/esc\x1b[31mred`) || !strings.Contains(lines[0], "VERDICT") {
 			t.Errorf("%s table:\n%s", name, text)
 		}
+	}
+}
+
+// TestFetchCommandFetchesABundle: following the fetch hint downloads every
+// file phase0 reads of a model or a quantized bundle (model.q4nx and the
+// card beside config, tokenizer and safetensors), and never a pickle.
+func TestFetchCommandFetchesABundle(t *testing.T) {
+	cmd := fetchCommand([]string{"FastFlowLM/Llama-3.2-1B-NPU2"})
+	_, include, ok := strings.Cut(cmd, "--include ")
+	if !ok {
+		t.Fatalf("no --include:\n%s", cmd)
+	}
+	include, _, _ = strings.Cut(include, ";")
+	matches := func(file string) bool {
+		for _, p := range strings.Fields(include) {
+			if ok, err := path.Match(strings.Trim(p, "'"), file); err == nil && ok {
+				return true
+			}
+		}
+		return false
+	}
+	for _, f := range []string{"model.q4nx", "README.md", "config.json", "tokenizer.json", "tokenizer.model", "model-00001-of-00002.safetensors", "merges.txt"} {
+		if !matches(f) {
+			t.Errorf("the fetch hint leaves out %s: %s", f, include)
+		}
+	}
+	if matches("pytorch_model.bin") {
+		t.Errorf("the fetch hint downloads a pickle: %s", include)
 	}
 }

@@ -68,6 +68,16 @@ func ReadHeader(r io.ReaderAt, size int64, file string) (*Header, error) {
 	return readHeader(r, size, file, headerOpts{dupKeys: true})
 }
 
+// ExtraDTypes are dtypes beyond safetensors' own that a reader of a
+// format built on it accepts (a FastFlowLM bundle's Q4NX), each with the
+// byte size of a tensor of a shape (false: the shape cannot hold it).
+type ExtraDTypes map[string]func(shape []int64) (int64, bool)
+
+// ReadHeaderWith is ReadHeader accepting the extra dtypes too.
+func ReadHeaderWith(r io.ReaderAt, size int64, file string, extra ExtraDTypes) (*Header, error) {
+	return readHeader(r, size, file, headerOpts{dupKeys: true, extra: extra})
+}
+
 // headerOpts are Load's ways of reading a header.
 type headerOpts struct {
 	// dupKeys refuses a tensor name repeated in the header. Without it the
@@ -84,6 +94,8 @@ type headerOpts struct {
 	// one allocation per header, so a deep checkpoint's headers do not
 	// each take fresh memory that only their names use.
 	buf *[]byte
+	// extra are dtypes accepted beyond safetensors' own (ReadHeaderWith).
+	extra ExtraDTypes
 }
 
 // readHeader is ReadHeader, read Load's way.
@@ -124,12 +136,12 @@ func readHeader(r io.ReaderAt, size int64, file string, opts headerOpts) (*Heade
 		return nil, &FormatError{File: file, Offset: 8, Reason: "header is not valid UTF-8"}
 	}
 	dataStart := int64(8 + n)
-	p := &headerParser{jsonScanner: newScanner(buf, file, 8, "header"), dupKeys: opts.dupKeys, dst: opts.dst[:0]}
+	p := &headerParser{jsonScanner: newScanner(buf, file, 8, "header"), dupKeys: opts.dupKeys, dst: opts.dst[:0], extra: opts.extra}
 	md, tensors, ats, err := p.parse()
 	if err != nil {
 		return nil, err
 	}
-	tensors, keyOrder, err := layout(tensors, ats, file, size, dataStart)
+	tensors, keyOrder, err := layout(tensors, ats, file, size, dataStart, opts.extra)
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +209,7 @@ type headerParser struct {
 	shapes  []int64  // one backing array for every tensor's shape
 	dupKeys bool     // refuse a repeated tensor name here (else the caller does)
 	dst     []Tensor // where the tensors go, when it has room
+	extra   ExtraDTypes
 }
 
 // parse returns the tensors in key order, offsets still relative to the
@@ -331,7 +344,7 @@ func (p *headerParser) tensor(name string) (rawTensor, error) {
 			if err != nil {
 				return rt, err
 			}
-			if _, known := DTypeSize(s); !known {
+			if _, known := DTypeSize(s); !known && p.extra[s] == nil {
 				return rt, p.errAt(at, ErrUnknownDType, "tensor %q: unknown dtype %q", name, s)
 			}
 			rt.dtype = s
@@ -428,7 +441,7 @@ func (p *headerParser) intArray(name, field string, add func(int64)) error {
 // the data regions tile the data section exactly, and returns the tensors with
 // absolute offsets, sorted by Begin, and (when that is not the header's key
 // order) where each key went.
-func layout(ts []Tensor, ats []int64, file string, size, dataStart int64) ([]Tensor, []int32, error) {
+func layout(ts []Tensor, ats []int64, file string, size, dataStart int64, extra ExtraDTypes) ([]Tensor, []int32, error) {
 	dataLen := size - dataStart
 	for i := range ts {
 		t := &ts[i]
@@ -442,10 +455,19 @@ func layout(ts []Tensor, ats []int64, file string, size, dataStart int64) ([]Ten
 		if !ok {
 			return nil, nil, bad("shape %v: element count overflows", t.Shape)
 		}
-		esize, _ := DTypeSize(t.DType)
-		hi, nbytes := bits.Mul64(elems, uint64(esize))
-		if hi != 0 || nbytes > math.MaxInt64 {
-			return nil, nil, bad("shape %v of %s: byte size overflows", t.Shape, t.DType)
+		var nbytes uint64
+		if esize, known := DTypeSize(t.DType); known {
+			var hi uint64
+			hi, nbytes = bits.Mul64(elems, uint64(esize))
+			if hi != 0 || nbytes > math.MaxInt64 {
+				return nil, nil, bad("shape %v of %s: byte size overflows", t.Shape, t.DType)
+			}
+		} else {
+			n, ok := extra[t.DType](t.Shape)
+			if !ok || n < 0 {
+				return nil, nil, bad("shape %v cannot hold %s data", t.Shape, t.DType)
+			}
+			nbytes = uint64(n)
 		}
 		if span := t.End - t.Begin; uint64(span) != nbytes {
 			return nil, nil, bad("shape %v of %s needs %d bytes but data_offsets [%d, %d] span %d", t.Shape, t.DType, nbytes, t.Begin, t.End, span)
@@ -485,7 +507,14 @@ func layout(ts []Tensor, ats []int64, file string, size, dataStart int64) ([]Ten
 	}
 	switch {
 	case next > dataLen:
-		return nil, nil, &FormatError{File: file, Offset: size, Reason: fmt.Sprintf("tensor data ends at %d but the file has only %d data bytes", next, dataLen), Err: ErrTruncated}
+		// Name the first tensor the file cuts: what a truncated download lost.
+		cut := slices.IndexFunc(ts, func(t Tensor) bool { return t.End > dataLen })
+		lost := ""
+		if rest := len(ts) - cut - 1; rest > 0 {
+			lost = fmt.Sprintf(" (and the %d tensors after it)", rest)
+		}
+		return nil, nil, &FormatError{File: file, Offset: size, Reason: fmt.Sprintf("tensor %q%s: data [%d, %d] runs past the end: tensor data ends at %d but the file has only %d data bytes (truncated)",
+			ts[cut].Name, lost, ts[cut].Begin, ts[cut].End, next, dataLen), Err: ErrTruncated}
 	case next < dataLen:
 		return nil, nil, &FormatError{File: file, Offset: dataStart + next, Reason: fmt.Sprintf("%d trailing bytes after the tensor data (data ends at %d of %d)", dataLen-next, next, dataLen)}
 	}

@@ -64,7 +64,7 @@ func quantFolderStage(_ context.Context, st *state) (quantResult, outcome, error
 	if err := familyMismatch(u, st.facts.analysis); err != nil {
 		return quantResult{}, outcome{}, err
 	}
-	q, warnings, err := quantfolder.Open(llms, *u, st.facts.model.Dir, hfcache.CacheDir(s.getenv))
+	q, warnings, err := quantfolder.Open(llms, *u, st.facts.model.Dir, hfcache.CacheDir(s.getenv), s.getenv(quantfolder.SourceVar))
 	if err != nil {
 		return quantResult{}, outcome{}, err
 	}
@@ -123,7 +123,9 @@ func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome,
 // against the reference's config.json and the bundle's own.
 func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome, error) {
 	q := st.facts.quant
-	consts := q.Constants()
+	consts, files := q.Constants()
+	rt := q.RopeTables(filepath.Dir(q.Dir)) // what the folder's prefill and decode use
+	rt.AddTheta(consts, files)
 	var notes []string
 	var rope *ops.QuantModuleFacts
 	if ok, _ := pythonReady(st); ok {
@@ -145,7 +147,8 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 			rope = &mf
 		}
 	}
-	c := quant.CheckConstants(q.Use.Module, consts, st.facts.analysis.Config, q.Bundle)
+	c := quant.CheckConstantsFrom(q.Use.Module, consts, files, st.facts.analysis.Config, q.Bundle)
+	c.CheckBundleConfig(st.facts.analysis.Config, q.Bundle)
 	for _, n := range notes {
 		c.FailWith("%s", n)
 	}
@@ -165,11 +168,14 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 		}
 		rope = nil
 	}
-	if rope != nil && (rope.RopeLUT || rope.RopeModule != "") {
+	from := ""
+	if rope != nil {
+		from = rt.JudgedFrom(q.Module, rope.RopeLUT, rope.RopeModule)
+	}
+	if rope != nil && (rope.RopeLUT || from != "") {
 		// The RoPE table judged by behaviour, as for a bf16 module, built
 		// for the module's own config (its *_config(), else LlamaConfig()),
-		// or the table and config of the module its config class comes
-		// from, which the folder's prefill uses.
+		// or the table and config of the module the prefill takes it from.
 		fn := ""
 		for name := range rope.Configs {
 			if fn == "" || name < fn {
@@ -177,9 +183,9 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 			}
 		}
 		args := ops.BehaviourArgs{WeightsModule: q.Module, ModelDir: st.facts.model.Dir, MaxSeq: st.in.s.MaxSeq, ConfigFunction: fn}
-		if !rope.RopeLUT {
-			args.WeightsModule, args.ConfigFunction = rope.RopeModule, ""
-			c.RopeFrom = rope.RopeModule
+		if from != "" {
+			args.WeightsModule, args.ConfigFunction = from, ""
+			c.RopeFrom = from
 		} else if rope.RMSNorm {
 			args.HelpersModule = q.Module // its norms are the module's own
 		}
@@ -190,9 +196,10 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 			}
 			c.FailWith("behaviour facts of %s: %s", q.Use.Module, st.explain("quant_config", err))
 		} else {
-			c.JudgeBehaviour(st.facts.analysis.Config, b, rope.RMSNorm && rope.RopeLUT)
+			c.JudgeBehaviour(st.facts.analysis.Config, b, rope.RMSNorm && from == "")
 		}
 	}
+	rt.Warn(c, c.Behaviour != nil)
 	c.Conclude()
 	return c, outcome{status: c.Status, detail: c.Summary}, nil
 }
@@ -222,13 +229,18 @@ type quantGate2 struct {
 func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, error) {
 	q, cfg := st.facts.quant, st.facts.analysis.Config
 	e2eArgs := ops.QuantE2EArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers}
+	notRun := q.E2ENotRun(st.sections.quantWeights) // the bundle's fault is gate 1's, never the reference's
 	if rec, _ := bf16Record(st); rec != nil && rec.Gates.HFBaseline != nil && len(rec.Gates.HFBaseline.Tokens) > 0 {
 		// Gate 2 is the reference's own baseline, recorded as a PASS on
 		// inputs that have not changed: reused; quantized gate 2 alone runs.
 		b := *rec.Gates.HFBaseline
 		b.Summary = fmt.Sprintf("reused from %s (inputs unchanged since %s): %s", rec.ReusedFrom.Path, rec.ReusedFrom.Recorded.Format(time.RFC3339), b.Summary)
-		facts, err := st.py().QuantE2E(ctx, ops.QuantE2EOnlyArgs{QuantE2EArgs: e2eArgs, ModelDir: st.facts.model.Dir, PromptTokens: b.Tokens})
 		out := quantGate2{baseline: &b}
+		if notRun != "" {
+			out.e2e = quant.E2ENotRun(q.Format, notRun)
+			return out, outcome{status: b.Status, detail: "bf16: " + b.Summary + "; quantized: " + out.e2e.Summary}, nil
+		}
+		facts, err := st.py().QuantE2E(ctx, ops.QuantE2EOnlyArgs{QuantE2EArgs: e2eArgs, ModelDir: st.facts.model.Dir, PromptTokens: b.Tokens})
 		if err != nil {
 			if stop := workerFailure(err); stop != nil {
 				return quantGate2{}, outcome{}, stop
@@ -241,11 +253,21 @@ func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, er
 	}
 	start := time.Now()
 	args := baselineRequest(st.in.s, st.facts.model, cfg, "")
-	args.Quant = &e2eArgs
 	if err := promptFits(ctx, st, args); err != nil {
 		return quantGate2{}, outcome{}, err
 	}
+	if notRun == "" {
+		args.Quant = &e2eArgs
+	}
 	res, logits, err := st.py().Baseline(ctx, args)
+	raised := ""
+	if err != nil && args.Quant != nil && workerFailure(err) == nil {
+		// Raised with the folder's tensors in: the bf16 baseline again alone, the raise is gate 2's.
+		raised = "the baseline op raised once the folder's dequantized tensors were patched in: " + st.explain("quant_baseline", err)
+		args.Quant = nil
+		start = time.Now()
+		res, logits, err = st.py().Baseline(ctx, args)
+	}
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return quantGate2{}, outcome{}, stop
@@ -258,16 +280,21 @@ func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, er
 	b := ops.BaselineSection(&res, logits, cfg.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
 	out := quantGate2{baseline: b}
 	status, detail := b.Status, b.Summary
-	if res.Quant == nil {
+	switch {
+	case notRun != "":
+		out.e2e = quant.E2ENotRun(q.Format, notRun)
+	case raised != "":
+		out.e2e = quant.E2ERaised(q.Format, raised)
+		status = verdict.Worst(status, out.e2e.Status)
+	case res.Quant == nil:
 		return out, outcome{}, fmt.Errorf("%w: op baseline was asked for quantized gate 2 (quant) and returned no quant facts", ops.ErrContract)
+	default:
+		out.e2e = quant.JudgeE2E(q.Format, res.Quant, cfg.NLayers)
+		status = verdict.Worst(status, out.e2e.Status)
 	}
-	out.e2e = quant.JudgeE2E(q.Format, res.Quant, cfg.NLayers)
-	status = verdict.Worst(status, out.e2e.Status)
 	detail = "bf16: " + detail + "; quantized: " + out.e2e.Summary
 	return out, outcome{status: status, detail: detail}, nil
 }
-
-func quantBaselineReady(st *state) (bool, string) { return st.facts.quant.Readable(pythonReady(st)) }
 
 // bf16Record is the reference's own bf16 run's recorded report when it can
 // be reused (a PASS whose inputs are unchanged: reuse.go decides, for the

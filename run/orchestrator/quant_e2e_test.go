@@ -121,9 +121,17 @@ func TestQuantizedTree(t *testing.T) {
 		r := Run(context.Background(), settings(t, hub(t, "clean"), ""), bundleID, "test")
 		sameTree(t, before)
 		// Each key's folder loader ran once: quantized gate 2 patched in
-		// what gate 1 kept (two keys, two runs of the loader, not four).
+		// what gate 1 kept (two keys, two runs of the loader, not four);
+		// where gate 1 failed (the base key: another checkpoint's weights),
+		// gate 2 says why it did not run.
 		for _, k := range append([]*report.Report{r}, r.Keys...) {
-			if e := k.Gates.QuantE2E; e == nil || !e.FromGate1 {
+			e, w := k.Gates.QuantE2E, k.Gates.QuantWeights
+			switch {
+			case e == nil || w == nil:
+				t.Errorf("a key without quantized gates 1 and 2: %+v %+v", w, e)
+			case w.Status == verdict.Fail && (e.Status != verdict.Skip || !strings.Contains(e.Summary, "quantized gate 1 failed")):
+				t.Errorf("gate 1 failed, yet quantized gate 2 is %s: %+v", e.Status, e)
+			case w.Status != verdict.Fail && !e.FromGate1:
 				t.Errorf("quantized gate 2 did not take gate 1's tensors: %+v", e)
 			}
 		}
@@ -217,6 +225,14 @@ func TestQuantizedTree(t *testing.T) {
 			if !strings.Contains(strings.Join(w.Findings, "\n"), c.names) {
 				t.Errorf("no finding names %q:\n%s", c.names, strings.Join(w.Findings, "\n"))
 			}
+			// The bundle's fault is gate 1's: the bf16 baseline is the
+			// reference's alone (the tiny untrained reference's own verdict,
+			// its near-uniform entropy), and quantized gate 2 says why it
+			// did not run.
+			if b, e := r.Gates.HFBaseline, r.Gates.QuantE2E; b == nil || strings.Contains(b.Summary, "raised") || len(b.Tokens) == 0 || e == nil || e.Status != verdict.Skip || !strings.Contains(e.Summary, "not run: quantized gate 1 failed") {
+				j, _ := r.JSON()
+				t.Errorf("want the bf16 baseline of the reference and quantized gate 2 SKIPPED naming gate 1:\n%s", j)
+			}
 		})
 	}
 
@@ -245,9 +261,10 @@ func quantCleanTree(t *testing.T) (*Settings, func(*testing.T)) {
 
 // A bundle whose model.q4nx does not fit its header (a truncated download,
 // a dtype that lies about the bytes) FAILs quantized gate 1 naming the file
-// and the tensor, before any loader reads it; the bf16 baseline that would
-// load it with the quantized projections is not run (its FAIL would blame
-// the bf16 reference); the tree is byte for byte as it was.
+// and the tensor, before any loader reads it; the bf16 baseline runs on the
+// reference alone (the bundle's fault never blames the reference),
+// and quantized gate 2 says why it did not run; the tree is byte for byte
+// as it was.
 func TestQuantizedCorruptBundle(t *testing.T) {
 	t.Parallel()
 	fx := testenv.QuantFixtures(t)
@@ -259,7 +276,7 @@ func TestQuantizedCorruptBundle(t *testing.T) {
 		t.Fatalf("the clean bundle's header has no %s: %s", gate, header)
 	}
 	for _, tc := range []struct{ name, bundle, want string }{
-		{"truncated", clean[:len(clean)/2], "model.q4nx: offset"},
+		{"truncated", clean[:len(clean)/2], "runs past the end"},
 		{"dtype lies", relabel(header, gate, strings.Replace(gate, "I8", "F64", 1)) + clean[8+n:], `tensor "model.layers.0.mlp.gate_proj.weight": shape [16 5120] of F64`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -274,9 +291,11 @@ func TestQuantizedCorruptBundle(t *testing.T) {
 			unchangedExcept(t, before, snapshotTree(t, llms))
 			for _, k := range append([]*report.Report{r}, r.Keys...) {
 				w := k.Gates.QuantWeights
-				if k.Status != verdict.Fail || w == nil || w.Status != verdict.Fail || !strings.Contains(w.Summary, tc.want) || k.Gates.HFBaseline != nil {
-					b, _ := k.JSON()
-					t.Errorf("want FAIL, quantized gate 1 naming %q, no bf16 baseline:\n%s", tc.want, b)
+				b, e := k.Gates.HFBaseline, k.Gates.QuantE2E
+				if k.Status != verdict.Fail || w == nil || w.Status != verdict.Fail || !strings.Contains(w.Summary, tc.want) || !strings.Contains(w.Summary, "model.q4nx: ") || !strings.Contains(w.Summary, `tensor "model.`) ||
+					b == nil || strings.Contains(b.Summary, "raised") || len(b.Tokens) == 0 || e == nil || e.Status != verdict.Skip || !strings.Contains(e.Summary, "not run: the bundle's files are unreadable") {
+					j, _ := k.JSON()
+					t.Errorf("want FAIL, quantized gate 1 naming %q, the bf16 baseline of the reference, quantized gate 2 SKIPPED saying why:\n%s", tc.want, j)
 				}
 			}
 		})
@@ -291,4 +310,42 @@ func relabel(header, old, new string) string {
 	var length [8]byte
 	binary.LittleEndian.PutUint64(length[:], uint64(len(h)))
 	return string(length[:]) + h
+}
+
+// TestQuantizedRopeAndBundleConfig: the RoPE table the folder's prefill
+// builds with generate_rope_lut imported inside a method from llama32_1b
+// (as upstream's llama32_1b_q4nx does) is the one quantized gate 3 judges
+// by behaviour; an edited θ default of the decode's own RoPE function is
+// named in its file; a bundle whose own config.json says rope_theta 10000
+// FAILs gate 3 naming the bundle's value.
+func TestQuantizedRopeAndBundleConfig(t *testing.T) {
+	t.Parallel()
+	fx := testenv.QuantFixtures(t)
+	llms := quantTree(t)
+	folder := filepath.Join(llms, "llama32_1b_q4nx")
+	testenv.WriteFile(t, filepath.Join(folder, "llama32_1b_q4nx_prefill.py"),
+		"class LlamaQ4nxPrefill:\n    def __init__(self, seq_len=2048):\n        from llama32_1b_weights import LlamaConfig, generate_rope_lut\n\n        self._rope_lut = generate_rope_lut(LlamaConfig(), seq_len)\n")
+	testenv.WriteFile(t, filepath.Join(folder, "llama32_1b_q4nx_inference.py"),
+		"def _llama3_rope(\n    n_pos,\n    dim,\n    theta=10000.0,\n):\n    pass\n")
+	repo := fastflowlmRepo(t, fx, "clean", llamaInstr)
+	cfg := mustReadString(t, filepath.Join(repo, "config.json"))
+	if !strings.Contains(cfg, `"rope_theta": 500000.0`) {
+		t.Fatalf("the reference's config.json has no rope_theta 500000.0:\n%s", cfg)
+	}
+	testenv.WriteFile(t, filepath.Join(repo, "config.json"), strings.Replace(cfg, `"rope_theta": 500000.0`, `"rope_theta": 10000.0`, 1))
+	s := settingsFor(t, llms)
+	s.CacheDir, s.Name = t.TempDir(), q4nxFolder
+	s.Env = offlineHub(t, map[string]string{llamaInstr: filepath.Join(fx, "ref"), llamaBase: filepath.Join(fx, "other"), bundleID: repo})
+	r := Run(context.Background(), s, llamaInstr, "test")
+	c := r.Gates.QuantConfig
+	if c == nil {
+		b, _ := r.JSON()
+		t.Fatalf("no quantized gate 3:\n%s", b)
+	}
+	f := strings.Join(c.Findings, "\n")
+	if c.Status != verdict.Fail || c.Behaviour == nil || c.RopeFrom != filepath.Join(llms, "llama32_1b", "llama32_1b_weights.py") ||
+		!strings.Contains(f, "llama32_1b_q4nx_inference.py: _llama3_rope(theta) = 10000, but the reference's config.json gives rope_base = 500000") ||
+		!strings.Contains(f, "the bundle's config.json gives rope_base = 10000, the reference's 500000") {
+		t.Errorf("gate 3 %s, RoPE table of %q judged (behaviour %v), findings:\n%s", c.Status, c.RopeFrom, c.Behaviour != nil, f)
+	}
 }

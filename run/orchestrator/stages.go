@@ -60,7 +60,7 @@ var (
 	stepPairing       = produce("pairing", pairingStage, func(st *state, p *quant.Pairing) { st.sections.pairing = p })
 	stepQuantBaseline = produce("quant_baseline", quantBaselineStage, func(st *state, r quantGate2) {
 		st.sections.baseline, st.sections.quantE2E = r.baseline, r.e2e
-	}).onlyIf(quantBaselineReady)
+	}).onlyIf(pythonReady) // the bf16 baseline depends on the reference alone
 )
 
 // keepWeights keeps the weights stage's three results: the inventory, gate

@@ -299,17 +299,23 @@ class RecordReferenceArgs(BaselineArgs):
     meta: dict[str, Any] | None
 
 
-class QuantBound(TypedDict):
-    """A format's own error bound, per group of ``group`` input elements:
-    ``step = (max - min) / levels`` (affine) or ``absmax / levels``
-    (symmetric); an element is beyond the bound when its error exceeds
-    ``step / 2 + slack * absmax`` (the bf16 rounding of scales, offsets and
-    the dequantized value)."""
-
+class _QuantBoundRequired(TypedDict):
     group: int
     levels: int
     symmetric: bool
     slack: float
+
+
+class QuantBound(_QuantBoundRequired, total=False):
+    """A format's own error bound, per group of ``group`` input elements:
+    ``step = (max - min) / levels`` (affine) or ``absmax / levels``
+    (symmetric); an element is beyond the bound when its error exceeds
+    ``step / 2 + slack * absmax`` (the bf16 rounding of scales, offsets and
+    the dequantized value). ``block_rows`` x ``block_cols`` is the format's
+    storage block ([out, in]) when it has one (Q4NX: 32 x 256)."""
+
+    block_rows: int
+    block_cols: int
 
 
 class _QuantArgsRequired(TypedDict):
@@ -349,6 +355,20 @@ class QuantStats(TypedDict):
     sum_dd: float
     max_abs_diff: float
     beyond_bound: int
+    worst_excess: float
+
+
+class QuantBlocks(TypedDict):
+    """Where a projection's errors beyond the bound lie, by storage block:
+    blocks in all, blocks holding any, blocks compared with every reference
+    block, and those matching another block (stored in the wrong place)."""
+
+    rows: int
+    cols: int
+    total: int
+    beyond: int
+    checked: int
+    moved: int
 
 
 class QuantTensorBase(TypedDict):
@@ -363,6 +383,7 @@ class QuantTensor(QuantTensorBase, total=False):
     stats: QuantStats
     confusions: dict[str, QuantStats]
     differing: int
+    blocks: QuantBlocks
     problem: str
     # The family convention the reference was brought to before comparing
     # (one_plus, embed_scale): differing then counts elements more than one

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from ml_dtypes import bfloat16
 
-from phase0_shim.optypes import QuantBound
+from phase0_shim.optypes import QuantBound, QuantStats
 from phase0_shim.quant.stats import _bf16_bits, _differing, _stats, _stats_io
 
 
@@ -41,3 +43,66 @@ def test_differing_counts_what_bf16_rounding_changes() -> None:
     x[9, 9] = -x[9, 9]
     want = int((_bf16_bits(x) != _bf16_bits(y)).sum())
     assert want == 2 and _differing(x, y) == want
+
+
+def test_a_swapped_block_pair_is_judged_by_how_far_and_where(tmp_path: Path) -> None:
+    """One swapped 32x256 block pair: few elements beyond the bound, each far
+    beyond it (worst_excess), confined to two blocks that each hold another
+    block's values (blocks out of order); a clean pack has none of this."""
+    import torch
+    from safetensors.torch import save_file
+
+    from phase0_shim.quant.reading import Reference
+    from phase0_shim.quant.stats import projection_facts
+    from phase0_testmodels.quant import q4nx
+
+    rng = np.random.default_rng(11)
+    name = "model.layers.0.mlp.down_proj.weight"
+    y = (0.02 * rng.standard_normal((256, 1024))).astype(bfloat16)  # [out, in]: 8 x 4 blocks
+    save_file({name: torch.from_numpy(y.view(np.int16)).view(torch.bfloat16)}, str(tmp_path / "model.safetensors"))
+    ref = Reference(tmp_path)
+    bound: QuantBound = {"group": 32, "levels": 15, "symmetric": False, "slack": 1 / 128, "block_rows": 32, "block_cols": 256}
+    clean = q4nx.quantize(y.astype(np.float32)).dequant()
+    facts = projection_facts(0, "w_down", np.ascontiguousarray(clean.T).astype(bfloat16), ref, name, None, bound)
+    assert facts["stats"]["beyond_bound"] == 0 and facts["stats"]["worst_excess"] == 0 and "blocks" not in facts
+    swapped = clean.copy()
+    a, b = (slice(32, 64), slice(256, 512)), (slice(160, 192), slice(768, 1024))
+    swapped[a], swapped[b] = clean[b], clean[a]
+    facts = projection_facts(0, "w_down", np.ascontiguousarray(swapped.T).astype(bfloat16), ref, name, None, bound)
+    assert facts["stats"]["beyond_bound"] > 0 and facts["stats"]["worst_excess"] > 4
+    assert facts["blocks"] == {"rows": 32, "cols": 256, "total": 32, "beyond": 2, "checked": 2, "moved": 2}
+
+
+def test_a_codec_mismatch_matches_once_each_groups_offset_is_removed(tmp_path: Path) -> None:
+    """Q4NX-codec data (scale*(q - zp)) decoded as I8 (scale*q + min): the
+    values are the reference's up to one offset per 32-element group, which
+    the group_offset confusion shows (cosine near 1) while the plain cosine
+    is near 0; a clean pack matches either way."""
+    import torch
+    from safetensors.torch import save_file
+
+    from phase0_shim.quant.reading import Reference
+    from phase0_shim.quant.stats import projection_facts
+    from phase0_testmodels.quant import q4nx
+
+    rng = np.random.default_rng(5)
+    name = "model.layers.0.self_attn.v_proj.weight"
+    y = (0.02 * rng.standard_normal((256, 512))).astype(bfloat16)
+    save_file({name: torch.from_numpy(y.view(np.int16)).view(torch.bfloat16)}, str(tmp_path / "model.safetensors"))
+    ref = Reference(tmp_path)
+    bound: QuantBound = {"group": 32, "levels": 15, "symmetric": False, "slack": 1 / 128}
+    qt = q4nx.quantize(y.astype(np.float32), "Q4NX")
+
+    def cos(s: QuantStats) -> float:
+        return float(s["sum_xy"] / np.sqrt(s["sum_xx"] * s["sum_yy"]))
+
+    # The loader's bf16 holds the misread values near the zero point (~7.5),
+    # whose rounding (2**-5) costs the centered match some of its cosine.
+    for codec, plain, centered in (("Q4NX", 0.99, 0.99), ("I8", None, 0.8)):
+        x = q4nx.Quantized(codec, qt.q, qt.scale, qt.offset).dequant()  # type: ignore[arg-type]
+        facts = projection_facts(0, "wv", np.ascontiguousarray(x.T).astype(bfloat16), ref, name, None, bound)
+        assert cos(facts["confusions"]["group_offset"]) > centered
+        if plain is not None:
+            assert cos(facts["stats"]) > plain
+        else:
+            assert abs(cos(facts["stats"])) < 0.2

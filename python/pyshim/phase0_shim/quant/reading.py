@@ -69,3 +69,35 @@ class Reference:
         o0, o1 = entry["data_offsets"]
         return np.frombuffer(mm[base + o0 : base + o1], dtype=dtype).reshape(entry["shape"])
 
+
+
+def release_mapped(folder: Path) -> int:
+    """Drop from this process the pages of every read-only mapping of a file
+    in ``folder`` (a loader's np.memmap of its bundle; they stay in the page
+    cache and fault back in when read again): otherwise the whole bundle
+    counts in the worker's RSS by the last layer, beside the tensors gate 1
+    keeps for gate 2. Writable mappings are left alone (dropping a private
+    one's pages would lose what was written). Returns the bytes advised;
+    0 where /proc/self/maps or madvise is not available."""
+    import ctypes
+    import mmap
+    import os
+
+    try:
+        files = {os.path.realpath(p) for p in folder.iterdir() if p.is_file()} if folder.is_dir() else {os.path.realpath(folder)}
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            maps = f.read().splitlines()
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return 0
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    madvise.restype = ctypes.c_int
+    advised = 0
+    for line in maps:
+        parts = line.split(maxsplit=5)
+        if len(parts) < 6 or "w" in parts[1] or parts[5] not in files:
+            continue
+        lo, hi = (int(x, 16) for x in parts[0].split("-"))
+        if madvise(lo, hi - lo, mmap.MADV_DONTNEED) == 0:
+            advised += hi - lo
+    return advised

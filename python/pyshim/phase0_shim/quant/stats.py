@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from phase0_shim.optypes import QuantBound, QuantStats, QuantTensor
+from phase0_shim.optypes import QuantBlocks, QuantBound, QuantStats, QuantTensor
 from phase0_shim.quant.reading import Reference
 
 # Rows of the reference processed at once: bounds the float32 temporaries.
@@ -23,6 +23,18 @@ SLAB_ROWS = 128
 # The confusions (transposed, partner, row pairs swapped) only tell a cosine
 # near 1 from one near 0: the first rows of the output dimension suffice.
 CONFUSION_ROWS = 256
+# Blocks holding errors beyond the bound that are compared with every block
+# of the reference (each costs one pass over it): enough to name a pattern.
+BLOCKS_CHECKED = 4
+# A block matches another block of the reference at this cosine (a clean
+# 4-bit block: ~0.997; an unrelated one: ~0).
+BLOCK_MATCH = 0.98
+
+
+def _excess(ad: np.ndarray, limit: np.ndarray) -> float:
+    """The largest of ad / limit (errors in units of their bound), finite:
+    a group whose bound is 0 (all its values equal) counts from a tiny one."""
+    return float(min((ad / np.maximum(limit, np.finfo(np.float32).tiny)).max(), 1e30))
 
 
 def _rowsum(a: np.ndarray, b: np.ndarray) -> float:
@@ -60,7 +72,7 @@ def _stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None) -> Q
         return _stats(x_io.T, y_oi, bound)  # the loader's array is [out, in] underneath
     n = 0
     sx = sy = sxx = syy = sxy = sdd = 0.0
-    maxd = 0.0
+    maxd = worst = 0.0
     beyond = 0
     g = bound["group"] if bound else 0
     counted = bool(bound) and g > 0 and x_io.shape[0] % g == 0
@@ -92,7 +104,8 @@ def _stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None) -> Q
             # error exceeds the bound (none in a clean tensor).
             if (adg.max(axis=1) > limit).any():
                 beyond += int((adg > limit[:, None, :]).sum())
-    return {"n": n, "sum_x": sx, "sum_y": sy, "sum_xx": sxx, "sum_yy": syy, "sum_xy": sxy, "sum_dd": sdd, "max_abs_diff": maxd, "beyond_bound": beyond}
+                worst = max(worst, _excess(adg, limit[:, None, :]))
+    return {"n": n, "sum_x": sx, "sum_y": sy, "sum_xx": sxx, "sum_yy": syy, "sum_xy": sxy, "sum_dd": sdd, "max_abs_diff": maxd, "beyond_bound": beyond, "worst_excess": worst}
 
 
 def _stats(x_oi: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, rows: int | None = None) -> QuantStats:
@@ -101,7 +114,7 @@ def _stats(x_oi: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, rows: i
     first rows (the confusions only need a cosine near 1 or near 0)."""
     n = 0
     sx = sy = sxx = syy = sxy = sdd = 0.0
-    maxd = 0.0
+    maxd = worst = 0.0
     beyond = 0
     g = bound["group"] if bound else 0
     total = y_oi.shape[0] if rows is None else min(rows, y_oi.shape[0])
@@ -133,7 +146,44 @@ def _stats(x_oi: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, rows: i
             over = adg.max(axis=2) > limit
             if over.any():
                 beyond += int((adg[over] > limit[over][:, None]).sum())
-    return {"n": n, "sum_x": sx, "sum_y": sy, "sum_xx": sxx, "sum_yy": syy, "sum_xy": sxy, "sum_dd": sdd, "max_abs_diff": maxd, "beyond_bound": beyond}
+                worst = max(worst, _excess(adg[over], limit[over][:, None]))
+    return {"n": n, "sum_x": sx, "sum_y": sy, "sum_xx": sxx, "sum_yy": syy, "sum_xy": sxy, "sum_dd": sdd, "max_abs_diff": maxd, "beyond_bound": beyond, "worst_excess": worst}
+
+
+def _block_facts(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound) -> QuantBlocks | None:
+    """Where the errors beyond the bound lie by the format's storage block
+    (x the loader's [in, out], y the reference's [out, in]): the blocks
+    whose relative error is far above a clean block's, and for the first
+    BLOCKS_CHECKED of them whether the loader's block matches another block
+    of the reference (blocks stored out of order). None without a block."""
+    br, bc = bound.get("block_rows", 0), bound.get("block_cols", 0)
+    m, k = y_oi.shape
+    if br <= 0 or bc <= 0 or m % br or k % bc:
+        return None
+    bad: list[tuple[int, int]] = []
+    for i in range(0, m, br):
+        y = _f32(y_oi[i : i + br]).reshape(br, k // bc, bc)
+        x = _f32(x_io[:, i : i + br].T).reshape(br, k // bc, bc)
+        dd = ((x - y) ** 2).sum(axis=(0, 2))
+        yy = (y**2).sum(axis=(0, 2))
+        # A clean 4-bit block's relative error is ~0.08; a misplaced one's ~1.4.
+        for j in np.flatnonzero(dd > 0.25 * np.maximum(yy, np.finfo(np.float32).tiny)):
+            bad.append((i // br, int(j)))
+    moved = 0
+    checked = bad[:BLOCKS_CHECKED]
+    for bi, bj in checked:
+        xb = _f32(x_io[bj * bc : (bj + 1) * bc, bi * br : (bi + 1) * br].T).ravel()
+        xn = float(np.linalg.norm(xb))
+        best, where = -1.0, (bi, bj)
+        for r in range(0, m, br):
+            tiles = _f32(y_oi[r : r + br]).reshape(br, k // bc, bc).transpose(1, 0, 2).reshape(k // bc, -1)
+            cos = (tiles @ xb) / np.maximum(np.linalg.norm(tiles, axis=1) * xn, np.finfo(np.float32).tiny)
+            c = int(cos.argmax())
+            if float(cos[c]) > best:
+                best, where = float(cos[c]), (r // br, c)
+        if best > BLOCK_MATCH and where != (bi, bj):
+            moved += 1
+    return {"rows": br, "cols": bc, "total": (m // br) * (k // bc), "beyond": len(bad), "checked": len(checked), "moved": moved}
 
 
 def _bf16_bits(a: np.ndarray) -> np.ndarray:
@@ -195,6 +245,12 @@ def _swap_row_pairs(y: np.ndarray) -> np.ndarray:
     return out
 
 
+def _group_centered(a: np.ndarray, g: int) -> np.ndarray:
+    """a [rows, in] with each group of g input elements' mean removed."""
+    f = _f32(a).reshape(a.shape[0], -1, g)
+    return (f - f.mean(axis=2, keepdims=True)).reshape(a.shape)
+
+
 def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, partner: str | None, bound: QuantBound) -> QuantTensor:
     """One projection: the loader's x [in, out] against the reference's [out, in]."""
     y = ref.get(hf)
@@ -209,11 +265,20 @@ def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, pa
         return fact
     if x.shape == (y.shape[1], y.shape[0]):
         fact["stats"] = _stats_io(x, y, bound)
+        if fact["stats"]["beyond_bound"] and (blocks := _block_facts(x, y, bound)) is not None:
+            fact["blocks"] = blocks
         if x.shape[0] == x.shape[1]:
             confusions["transposed"] = _stats(x, y, None, CONFUSION_ROWS)
         if y.shape[0] % 2 == 0:
             head = min(CONFUSION_ROWS, y.shape[0])
             confusions["row_pairs_swapped"] = _stats(x.T, _swap_row_pairs(y[:head]), None)
+        g = bound["group"]
+        if g > 0 and y.shape[1] % g == 0:
+            # One offset per group (the loader's values match once each
+            # group's mean is removed): a codec mismatch, Q4NX's zero point
+            # decoded as I8's min or the reverse.
+            head = min(CONFUSION_ROWS, y.shape[0])
+            confusions["group_offset"] = _stats(_group_centered(x[:, :head].T, g), _group_centered(y[:head], g), None)
         if partner is not None and ref.has(partner):
             py = ref.get(partner)
             if py.shape == y.shape:

@@ -17,7 +17,7 @@ from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantArgs, QuantCandidate, QuantFactsResult, QuantTensor
 from phase0_shim.quant.discovery import _import, find_loader
 from phase0_shim.quant.families import FamilyReference, convention_facts, kept_hf
-from phase0_shim.quant.reading import Reference
+from phase0_shim.quant.reading import Reference, release_mapped
 from phase0_shim.quant.stats import _stats_io, kept_facts, projection_facts
 from phase0_shim.quant.vocab import GLOBALS, KEPT, PARTNERS, PROJECTIONS
 
@@ -125,12 +125,26 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
             return facts_of(-1, "lm_head", value)
         return {**fact, "field": "lm_head"}
 
+    # The bundle's pages the loader read are dropped from the worker once a
+    # layer is done (release_mapped), and the C heap's free pages returned
+    # (heap.release): what gate 1 holds by the last layer is the kept
+    # tensors, not those plus the whole mapped bundle and freed temporaries.
+    source = Path(args["source"])
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="quant-stats") as pool:
         for layer, field, value in layers:
             if value is None:
                 continue
-            if keep is not None and (field in PROJECTIONS if layer >= 0 else field == "lm_head"):
+            # A tied head the loader returns as the very embedding array is
+            # not kept: gate 2 patches a head only where it differs from the
+            # model's, and this one is the embedding gate 1 compares bit for
+            # bit (a FAIL there, and gate 2 does not run). At 1B its bf16
+            # copy was 0.5 GB of gate 1's peak.
+            tied = layer < 0 and field == "lm_head" and embed is not None and value is embed[0] and not ref.has(GLOBALS["lm_head"])
+            if keep is not None and not tied and (field in PROJECTIONS if layer >= 0 else field == "lm_head"):
                 keep.append((layer, field, _bf16(value)))
+            if layer >= 0 and layer not in loaded:
+                release_mapped(source)
+                heap.release()  # the freed temporaries of the layer before
             if layer >= 0:
                 loaded.add(layer)
                 embed = None

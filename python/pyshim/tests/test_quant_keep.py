@@ -1,0 +1,67 @@
+"""What quantized gate 1 keeps for gate 2: every projection, and the head only
+where it is not the tied embedding itself (gate 2 would not patch it)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from phase0_shim.quant import weights
+from phase0_shim.quant.vocab import PROJECTIONS
+from phase0_testmodels.quant.models import make_quant_model
+
+MODULE = """
+import types
+
+import numpy as np
+import torch
+from safetensors.torch import load_file
+from ml_dtypes import bfloat16
+
+PROJ = {"wq": "self_attn.q_proj", "wk": "self_attn.k_proj", "wv": "self_attn.v_proj",
+        "wo": "self_attn.o_proj", "w_gate": "mlp.gate_proj", "w_up": "mlp.up_proj",
+        "w_down": "mlp.down_proj"}
+HEAD = "tied"
+
+
+def _np(t):
+    return t.contiguous().view(torch.int16).numpy().view(bfloat16).astype(np.float32)
+
+
+def load_test_weights(source):
+    sd = load_file(source + "/model.safetensors")
+    n = 1 + max(int(k.split(".")[2]) for k in sd if k.startswith("model.layers."))
+    layers = []
+    for k in range(n):
+        p = f"model.layers.{k}."
+        fields = {f: np.ascontiguousarray(_np(sd[p + hf + ".weight"]).T) for f, hf in PROJ.items()}
+        fields["attn_norm"] = _np(sd[p + "input_layernorm.weight"])
+        fields["ffn_norm"] = _np(sd[p + "post_attention_layernorm.weight"])
+        layers.append(types.SimpleNamespace(**fields))
+    embed = _np(sd["model.embed_tokens.weight"])
+    head = embed if HEAD == "tied" else embed * 1.01
+    return types.SimpleNamespace(embed_table=embed, final_norm=_np(sd["model.norm.weight"]), lm_head=head, layers=layers)
+"""
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_quant_model(tmp_path_factory.mktemp("keep") / "llama", "llama")
+
+
+@pytest.mark.parametrize("head", ["tied", "own"])
+def test_a_tied_head_that_is_the_embedding_is_not_kept(checkpoint: Path, tmp_path: Path, head: str) -> None:
+    path = tmp_path / f"keep_{head}_weights.py"
+    path.write_text(textwrap.dedent(MODULE).replace('HEAD = "tied"', f"HEAD = {head!r}"))
+    bound = {"group": 32, "levels": 15, "symmetric": False, "slack": 1.0 / 128}
+    facts = weights.quant_facts_of(
+        {"weights_module": str(path), "source": str(checkpoint), "reference_dir": str(checkpoint), "n_layers": 2, "bound": bound, "keep": True}  # type: ignore[typeddict-item]
+    )
+    assert facts["import_failure"] is None
+    assert weights._kept is not None
+    kept = {(layer, field) for layer, field, _ in weights._kept[2]}
+    weights._kept = None
+    assert {(k, f) for k in range(2) for f in PROJECTIONS} <= kept
+    assert ((-1, "lm_head") in kept) == (head == "own")
