@@ -99,7 +99,7 @@ func BaselineRun(ctx context.Context, s *Settings, modelArg, version string) *re
 // pythonStage checks, before anything is read or written, that an
 // interpreter is configured: without one the command cannot evaluate.
 func pythonStage(_ context.Context, st *state) (outcome, error) {
-	py, err := st.in.s.python()
+	py, err := st.in.s.python().Interpreter()
 	if err != nil {
 		return outcome{}, err
 	}

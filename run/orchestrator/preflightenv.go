@@ -23,7 +23,7 @@ func Preflight(ctx context.Context, s *Settings) *preflight.Report {
 // the configured interpreter for its versions (facts only).
 func machineInput(s *Settings, environment func() (ops.Environment, error)) preflight.Input {
 	in := preflight.Input{LLMsDir: s.LLMSDir, Getenv: s.getenv}
-	if cache, err := s.cacheRoot(); err == nil {
+	if cache, err := s.python().Cache(); err == nil {
 		in.DiskPath = cache
 	}
 	if s.Python == "" {

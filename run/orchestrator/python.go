@@ -1,79 +1,27 @@
 package orchestrator
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
-	"phase0/internal/pyenv"
+	"phase0/python/launch"
 	"phase0/python/ops"
-	"phase0/python/warm"
 	"phase0/python/worker"
 )
 
-// ErrNoPython means no interpreter was configured for the Python stages:
-// the one sentinel internal/pyenv also wraps when it finds none.
-var ErrNoPython = pyenv.ErrNoPython
+// ErrNoPython means no interpreter was configured for the Python stages.
+var ErrNoPython = launch.ErrNoPython
 
-func (s *Settings) python() (string, error) {
-	if s.Python == "" {
-		return "", fmt.Errorf("%w: pass --python, set PHASE0_PYTHON, or run through make (it prepares a venv)", ErrNoPython)
-	}
-	abs, err := filepath.Abs(s.Python)
-	if err != nil {
-		return "", fmt.Errorf("python %s: %w", s.Python, err)
-	}
-	if _, err := os.Stat(abs); err != nil {
-		return "", fmt.Errorf("%w: %s does not exist (make venv creates phase0's own)", ErrNoPython, abs)
-	}
-	return abs, nil
+// python is how this run's settings start its Python side.
+func (s *Settings) python() launch.Target {
+	return launch.Target{Python: s.Python, PyShimDir: s.PyShimDir, CacheDir: s.CacheDir, Timeout: s.Timeout, Log: s.Progress, Sessions: s.Sessions}
 }
 
-// workerTarget is what a worker session runs: the interpreter and the
-// folder holding phase0_shim.
-func (s *Settings) workerTarget() (python, shim string, err error) {
-	if python, err = s.python(); err != nil {
-		return "", "", err
-	}
-	if shim, err = s.shimDir(); err != nil {
-		return "", "", err
-	}
-	return python, shim, nil
-}
-
-// startWorker opens an isolated Python session on phase0_shim.ops.
-func (s *Settings) startWorker(ctx context.Context) (*worker.Session, error) {
-	py, shim, err := s.workerTarget()
-	if err != nil {
-		return nil, err
-	}
-	return worker.Start(ctx, worker.Options{Python: py, ExtraPath: []string{shim}, Timeout: s.Timeout, Stderr: s.Progress}, ops.Module)
-}
-
-// opsClient runs the typed ops in a worker session of its own, started by
-// the first op (or borrowed from Settings.Sessions); the caller closes it.
+// opsClient runs the typed ops in a worker session of its own (or one
+// Settings.Sessions lends); the caller closes it.
 func (s *Settings) opsClient() *ops.Client {
-	return ops.New(func(ctx context.Context) (ops.Session, error) {
-		if s.Sessions != nil {
-			py, shim, err := s.workerTarget()
-			if err != nil {
-				return nil, err
-			}
-			l, err := s.Sessions.Borrow(ctx, py, shim, s.Progress)
-			if errors.Is(err, warm.ErrWaiting) {
-				return nil, fmt.Errorf("%w: %w", errInterrupted, err)
-			}
-			return l, err
-		}
-		sess, err := s.startWorker(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return sess, nil
-	})
+	return s.python().Client(func(err error) error { return fmt.Errorf("%w: %w", errInterrupted, err) })
 }
 
 // workerFailure sorts a worker error: could not evaluate (no interpreter, the

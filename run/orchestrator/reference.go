@@ -203,7 +203,7 @@ func (st *state) recordSources(ctx context.Context, dir string) error {
 
 // interpreterDigest stamps the run's Python and its installed packages.
 func (st *state) interpreterDigest() (string, error) {
-	py, err := st.in.s.python()
+	py, err := st.in.s.python().Interpreter()
 	if err != nil {
 		return "", err
 	}

@@ -180,7 +180,7 @@ func (st *state) reusedReport() *report.Report {
 // currentInputs stamps everything a verdict on ref in workspace ws depends on.
 func (st *state) currentInputs(ref *resolvedModel, ws string) (*reuse.Inputs, error) {
 	s := st.in.s
-	py, err := s.python()
+	py, err := s.python().Interpreter()
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func (st *state) currentInputs(ref *resolvedModel, ws string) (*reuse.Inputs, er
 		Phase0:   reuse.Phase0{Version: st.in.version},
 		Model:    reuse.ModelInputs{Dir: ref.Dir, ID: ref.ID, Revision: ref.Revision, PromptStyle: ref.PromptStyle},
 	}
-	if err := reuse.Stamp(in, reuse.Where{Python: py, LLMSDir: reuse.AbsPath(s.LLMSDir), Shim: s.verifiedShim, Workspace: ws}); err != nil {
+	if err := reuse.Stamp(in, reuse.Where{Python: py, LLMSDir: reuse.AbsPath(s.LLMSDir), Shim: s.python().Shim, Workspace: ws}); err != nil {
 		return nil, err
 	}
 	if st.in.quant != nil {

@@ -84,5 +84,5 @@ func (s *Settings) lookupEnv(key string) (string, bool) {
 
 // places says where this run's folders go (package wsfolder).
 func (s *Settings) places() wsfolder.Places {
-	return wsfolder.Places{LLMSDir: s.LLMSDir, OutDir: s.OutDir, ReportDir: s.ReportDir, Name: s.Name, Cache: s.cacheRoot}
+	return wsfolder.Places{LLMSDir: s.LLMSDir, OutDir: s.OutDir, ReportDir: s.ReportDir, Name: s.Name, Cache: s.python().Cache}
 }

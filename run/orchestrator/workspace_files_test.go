@@ -142,7 +142,7 @@ func TestLocalFolderWorkspace(t *testing.T) {
 func TestDefaultModelWorkspaceReloads(t *testing.T) {
 	llms := t.TempDir()
 	s := settingsFor(t, llms)
-	cache, err := s.cacheRoot()
+	cache, err := s.python().Cache()
 	if err != nil {
 		t.Fatal(err)
 	}
