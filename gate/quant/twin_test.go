@@ -1,0 +1,58 @@
+package quant
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"phase0/gate/verdict"
+)
+
+// TestTwinOnTheFixtures pins quantized gate 2 on the facts the worker gave
+// for the quantized gate's fixtures (python -m phase0_benchmodels.quant_twin:
+// the tiny 2-layer Llama `ref`, its clean Q4NX bundles and one negative per
+// class, each against the twin, in one model). docs/quantized.md has the
+// figures. Swapped gate/up and a transposed square projection are invisible
+// end to end on random-init weights (gate and up, q and its transpose, are
+// draws of one distribution): only gate 1 catches them, and this test says so.
+func TestTwinOnTheFixtures(t *testing.T) {
+	for _, c := range []struct {
+		bundle string
+		want   verdict.Status
+		parts  int // -1: no layer parts
+	}{
+		{"clean", verdict.Pass, -1},
+		{"clean_q4nx", verdict.Pass, -1},
+		{"doubled_scale", verdict.Fail, 0}, // layer 0's down projection
+		{"nibbles", verdict.Fail, 0},       // every layer
+		{"random", verdict.Fail, 1},        // layer 1's v projection
+		{"other_model", verdict.Fail, 0},
+		{"swapped", verdict.Pass, -1},    // gate 1 only
+		{"transposed", verdict.Pass, -1}, // gate 1 only
+	} {
+		raw, err := os.ReadFile(filepath.Join("testdata", "twin", c.bundle+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f E2EFacts
+		if err := json.Unmarshal(raw, &f); err != nil {
+			t.Fatalf("%s: %v", c.bundle, err)
+		}
+		e := JudgeE2E(Q4NX(), &f, 2)
+		if e.Status != c.want {
+			t.Errorf("%s: %s, want %s: %s", c.bundle, e.Status, c.want, e.Summary)
+			continue
+		}
+		switch p := e.Twin.PartsAt; {
+		case c.parts < 0 && p != nil:
+			t.Errorf("%s: parts at layer %d: %s", c.bundle, p.Layer, e.Summary)
+		case c.parts >= 0 && (p == nil || p.Layer != c.parts || !strings.Contains(e.Summary, "first part from the reference at layer")):
+			t.Errorf("%s: want the hidden states to part at layer %d: %+v %s", c.bundle, c.parts, p, e.Summary)
+		}
+		tw, b := e.Twin.Twin, e.Twin.Bundle
+		t.Logf("%-13s %s  KL mean %.4f (twin %.4f) p99 %.4f (%.4f) max %.4f (%.4f); top-1 %.2f (%.2f); Δp rms %.4f (%.4f); ppl %.4f (%.4f); cos %.4v (%.4v)",
+			c.bundle, e.Status, b.KL.Mean, tw.KL.Mean, b.KL.P99, tw.KL.P99, b.KL.Max, tw.KL.Max, b.Top1Agreement, tw.Top1Agreement, b.DeltaPRMS, tw.DeltaPRMS, b.PerplexityRatio, tw.PerplexityRatio, b.HiddenCosine, tw.HiddenCosine)
+	}
+}
