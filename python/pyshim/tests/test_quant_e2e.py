@@ -157,7 +157,7 @@ def test_gate_2_takes_what_gate_1_kept_and_runs_the_loader_once(checkpoint: Path
     assert weights._kept is None
 
 
-def test_the_twin_is_the_formats_rule(checkpoint: Path) -> None:
+def test_the_twin_is_the_formats_rule(checkpoint: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The twin's round trip is our packers' (the tests' stand-in for each
     format's own quantizer): Q4NX's min/max with bf16 scale and min, Q4_0's
     symmetric absmax/8, to the bf16 rounding of the result."""
@@ -181,6 +181,10 @@ def test_the_twin_is_the_formats_rule(checkpoint: Path) -> None:
     got = twin.round_trip(odd, g128).to(torch.float32).numpy()  # type: ignore[arg-type]
     lo, hi = w[:, :96].min(axis=1), w[:, :96].max(axis=1)
     assert got.shape == (w.shape[0], 96) and np.all(got.min(axis=1) >= lo - (hi - lo) / 30) and np.all(got.max(axis=1) <= hi + (hi - lo) / 30)
+    # A chunk of rows at a time (bounded temporaries) is the same round trip as the whole tensor at once.
+    whole = twin.round_trip(torch.from_numpy(w), Q4NX_RULE)  # type: ignore[arg-type]
+    monkeypatch.setattr(twin, "CHUNK_ELEMENTS", 3 * w.shape[1] + 1)
+    assert torch.equal(twin.round_trip(torch.from_numpy(w), Q4NX_RULE), whole)  # type: ignore[arg-type]
 
 
 def test_no_twin_says_why(checkpoint: Path, tmp_path: Path) -> None:

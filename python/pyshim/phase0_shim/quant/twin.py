@@ -41,10 +41,28 @@ def describe(rule: QuantBound) -> str:
     return f"affine 4-bit g{rule['group']} ({rule['levels'] + 1} levels), bf16 scale and min"
 
 
+# Rows quantized at a time: the float32 temporaries of one chunk stay near
+# CHUNK_ELEMENTS × 4 bytes × a few, whatever the tensor (an 8 B model's
+# untied head is 622 M elements).
+CHUNK_ELEMENTS = 1 << 22
+
+
 def round_trip(w: Any, rule: QuantBound) -> Any:
     """``w`` ([out, in], any float dtype) quantized per ``group`` input columns
-    of each row and dequantized, as bf16 of the same shape. A last group
-    narrower than ``group`` (576 columns in groups of 128) is its own group."""
+    of each row and dequantized, as a new bf16 tensor of the same shape,
+    computed a chunk of rows at a time. A last group narrower than
+    ``group`` (576 columns in groups of 128) is its own group."""
+    import torch
+
+    out_f, in_f = w.shape
+    out = torch.empty((out_f, in_f), dtype=torch.bfloat16)
+    rows = max(1, CHUNK_ELEMENTS // max(in_f, 1))
+    for i in range(0, out_f, rows):
+        out[i : i + rows] = _round_trip_rows(w[i : i + rows], rule)
+    return out
+
+
+def _round_trip_rows(w: Any, rule: QuantBound) -> Any:
     import torch
 
     out_f, in_f = w.shape
@@ -69,7 +87,7 @@ def round_trip(w: Any, rule: QuantBound) -> Any:
         q = torch.clamp(torch.round((a - lo) / safe), 0, levels)
         deq = q * scale + lo
     del a
-    return deq.reshape(out_f, -1)[:, :in_f].to(torch.bfloat16).contiguous()
+    return deq.reshape(out_f, -1)[:, :in_f].to(torch.bfloat16)
 
 
 def missing(ref: Reference, n_layers: int) -> list[str]:
@@ -90,8 +108,9 @@ def untied_head(model: Any, ref: Reference) -> bool:
 
 def patch(model: Any, params: list[Any], rule: QuantBound, head: bool) -> int:
     """Put the twin of each projection in ``params`` (and of the head when
-    ``head``) in place of its bf16 weight, one at a time. Returns how many
-    tensors were quantized."""
+    ``head``) in place of its bf16 weight, one at a time: the peak is the
+    model, one tensor's bf16 copy and one chunk's float32 temporaries.
+    Returns how many tensors were quantized."""
     import torch
 
     n = 0
