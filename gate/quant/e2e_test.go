@@ -111,3 +111,23 @@ func TestConfigFunctionConstants(t *testing.T) {
 		t.Errorf("%s %q %+v", c.Status, c.Findings, c.Checked)
 	}
 }
+
+// TestAgainstGate1: hidden states that part at a layer gate 1 passed point
+// at what gate 1 cannot see; a layer gate 1 failed adds nothing.
+func TestAgainstGate1(t *testing.T) {
+	f := twinFacts(100, 0.12, 1, 0, 0)
+	f.HiddenCosine = []float64{0.99, 0.41}
+	rows := func(s verdict.Status) *Weights {
+		return &Weights{Rows: []Row{{Layer: 0, Tensor: "wq", Status: verdict.Pass}, {Layer: 1, Tensor: "wq", Status: verdict.Pass}, {Layer: 1, Tensor: "w_down", Status: s}}}
+	}
+	e := JudgeE2E(Q4NX(), f, 2)
+	e.AgainstGate1(rows(verdict.Pass))
+	if !strings.Contains(e.Summary, "gate 1 passed all 2 tensors of layer 1: what parts there is what gate 1 cannot see (a constant, the RoPE table") {
+		t.Errorf("a layer gate 1 passed: %q", e.Summary)
+	}
+	e = JudgeE2E(Q4NX(), f, 2)
+	e.AgainstGate1(rows(verdict.Fail))
+	if strings.Contains(e.Summary, "gate 1 passed") || len(e.Findings) != 1 {
+		t.Errorf("a layer gate 1 failed: %q %q", e.Summary, e.Findings)
+	}
+}
