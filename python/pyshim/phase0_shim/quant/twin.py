@@ -68,25 +68,23 @@ def _round_trip_rows(w: Any, rule: QuantBound) -> Any:
     out_f, in_f = w.shape
     g = int(rule["group"])
     levels = int(rule["levels"])
-    a = w.detach().to(torch.float32)
+    a = w.detach().to(torch.float32, copy=True)
     pad = (-in_f) % g
     if pad:
         # Repeating the row's last value leaves the last group's min, max and absmax as they are.
         a = torch.cat([a, a[:, -1:].expand(out_f, pad)], dim=1)
     a = a.reshape(out_f, -1, g)
+    # In place on the chunk's float32 copy: one buffer, not one per step.
     if rule["symmetric"]:
         amax = a.abs().amax(dim=2, keepdim=True)
         scale = torch.where(amax > 0, amax / levels, torch.ones_like(amax))
-        q = torch.clamp(torch.round(a / scale), -levels, levels - 1)
-        deq = q * scale
+        deq = a.div_(scale).round_().clamp_(-levels, levels - 1).mul_(scale)
     else:
-        lo, hi = a.amin(dim=2, keepdim=True), a.amax(dim=2, keepdim=True)
+        lo, hi = torch.aminmax(a, dim=2, keepdim=True)
         scale = ((hi - lo) / levels).to(torch.bfloat16).to(torch.float32)
         lo = lo.to(torch.bfloat16).to(torch.float32)
         safe = torch.where(scale > 0, scale, torch.ones_like(scale))
-        q = torch.clamp(torch.round((a - lo) / safe), 0, levels)
-        deq = q * scale + lo
-    del a
+        deq = a.sub_(lo).div_(safe).round_().clamp_(0, levels).mul_(scale).add_(lo)
     return deq.reshape(out_f, -1)[:, :in_f].to(torch.bfloat16)
 
 
