@@ -2,6 +2,7 @@ package quant
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,4 +96,30 @@ func TestTwinOnATrainedModel(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTwinOnARealShaped1B pins quantized gate 2 on real-shaped Llama-3.2-1B
+// (random weights, 16 layers; python -m phase0_benchmodels.quant_bench e2e):
+// a Q4NX bundle whose layer 7 has its nibbles in the wrong order FAILs and
+// names layer 7 as where the hidden states first part.
+func TestTwinOnARealShaped1B(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "twin-1b", "nibbles7.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f E2EFacts
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	e := JudgeE2E(Q4NX(), &f, 16)
+	if e.Status != verdict.Fail || e.Twin.PartsAt == nil || e.Twin.PartsAt.Layer != 7 || !strings.Contains(e.Summary, "hidden states first part from the reference at layer 7") {
+		t.Errorf("%s %q", e.Status, e.Summary)
+	}
+	for k := range 7 {
+		// Before the corrupted layer the bundle is the twin, up to the bf16 rounding of its dequant.
+		if c := e.Twin.Bundle.HiddenCosine[k]; math.Abs(c-e.Twin.Twin.HiddenCosine[k]) > 1e-3 {
+			t.Errorf("layer %d: the bundle's cosine %v differs from the twin's %v before the corrupted layer", k, c, e.Twin.Twin.HiddenCosine[k])
+		}
+	}
+	t.Logf("%s", e.Summary)
 }
