@@ -39,6 +39,10 @@ print(json.dumps({"ref": str(ref), "bundle": str(bundle.parent), "module": str(t
 const (
 	quantLoaderRuns = 2
 	quantMaxRatio   = 1.5
+	// Quantized gate 2 with its twin against the same stage without it:
+	// at most twice the time, the same peak RSS (± 5 %).
+	twinMaxRatio    = 2.0
+	twinMaxRSSRatio = 1.05
 )
 
 // quantGate measures quantized gate 1's facts (the folder's own loader and
@@ -95,7 +99,21 @@ func (b *bench) quantGate() error {
 	if err != nil {
 		return err
 	}
+	e2e, err := measure("e2e")
+	if err != nil {
+		return err
+	}
+	noTwin, err := measure("e2e-notwin")
+	if err != nil {
+		return err
+	}
 	gib := func(kb int64) string { return fmt.Sprintf("%.2f GiB", float64(kb)/(1<<20)) }
+	twinLabel := "quantized gate 2, Llama-3.2-1B shape, Q4NX"
+	tr, rr := e2e.Seconds/noTwin.Seconds, float64(e2e.MaxRSS)/float64(noTwin.MaxRSS)
+	b.add(twinLabel+": with the twin vs without (load, prefills, patching)", fmt.Sprintf("%.1f s vs %.1f s (%.2fx)", e2e.Seconds, noTwin.Seconds, tr),
+		fmt.Sprintf("<= %.1fx", twinMaxRatio), tr <= twinMaxRatio)
+	b.add(twinLabel+": peak RSS with the twin vs without", fmt.Sprintf("%s vs %s (%.3fx)", gib(e2e.MaxRSS), gib(noTwin.MaxRSS), rr),
+		fmt.Sprintf("<= %.2fx", twinMaxRSSRatio), rr <= twinMaxRSSRatio)
 	label := "quantized gate 1, Llama-3.2-1B shape, Q4NX"
 	b.add(label+": the folder's own loader alone (best of 2)", fmt.Sprintf("%.1f s, %d tensors, peak RSS %s", loader.Seconds, loader.Tensors, gib(loader.MaxRSS)), "-", true)
 	ratio := gate.Seconds / loader.Seconds

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"phase0/gate/verdict"
 	"phase0/read/tensornames"
@@ -29,16 +30,41 @@ type E2EFacts struct {
 	QuantizedNLL         []float64 `json:"quantized_nll"`
 	ReferenceArgmax      []int     `json:"reference_argmax"`
 	QuantizedArgmax      []int     `json:"quantized_argmax"`
+	// DPPassage is, per passage position, the drop of the reference's
+	// top-1 probability: p_bf16(top-1) − p_quantized(the same token).
+	DPPassage []float64 `json:"dp_passage"`
+	// HiddenCosine is, per decoder layer, the mean over the prompt's tokens
+	// of the cosine of the layer's output with the reference's.
+	HiddenCosine []float64 `json:"hidden_cosine"`
+	// The twin: the reference's own projections through the format's rule
+	// and back, prefilled in the same model before the folder's tensors.
+	TwinRule         string    `json:"twin_rule"`
+	TwinError        string    `json:"twin_error"`
+	TwinQuantized    int       `json:"twin_quantized"`
+	TwinHead         bool      `json:"twin_head"`
+	TwinTop          []int     `json:"twin_top"`
+	TwinTopLogprobs  []float64 `json:"twin_top_logprobs"`
+	KLPromptTwin     float64   `json:"kl_prompt_twin"`
+	KLPassageTwin    []float64 `json:"kl_passage_twin"`
+	TwinNLL          []float64 `json:"twin_nll"`
+	TwinArgmax       []int     `json:"twin_argmax"`
+	DPPassageTwin    []float64 `json:"dp_passage_twin"`
+	HiddenCosineTwin []float64 `json:"hidden_cosine_twin"`
 }
 
-// E2ELimits are quantized gate 2's limits for one format.
+// E2ELimits are quantized gate 2's limits for one format: the paired rule
+// against the twin (the judged one) and a coarse absolute backstop.
 type E2ELimits struct {
-	// MaxKL bounds KL(bf16 ‖ quantized) of the next-token distribution at
-	// the prompt's last position and its mean over the passage, in nats.
+	// MaxKL bounds the mean over the passage of KL(bf16 ‖ quantized), in
+	// nats: the backstop, for a twin that is itself broken (a reference
+	// 4 bits cannot represent), where a comparison with the twin says nothing.
 	MaxKL float64 `json:"max_kl"`
-	// MaxPerplexityRatio bounds the passage perplexity, quantized over bf16.
+	// MaxPerplexityRatio bounds the passage perplexity, quantized over
+	// bf16: the backstop's other half.
 	MaxPerplexityRatio float64 `json:"max_perplexity_ratio"`
-	Calibration        string  `json:"calibration"`
+	// Paired is the rule against the twin.
+	Paired      PairedLimits `json:"paired"`
+	Calibration string       `json:"calibration"`
 }
 
 // EndToEnd is quantized gate 2.
@@ -54,89 +80,143 @@ type EndToEnd struct {
 	// kept in the worker: the folder's loader ran once for both gates.
 	FromGate1 bool      `json:"from_gate_1"`
 	Limits    E2ELimits `json:"limits"`
-	// Top1 is each side's top-1 at the prompt's last position; the rule
-	// is verify's: each within the other's top-5.
-	ReferenceTop1 int     `json:"reference_top1"`
-	QuantizedTop1 int     `json:"quantized_top1"`
-	Top1Agrees    bool    `json:"top1_agrees"`
-	KLPrompt      float64 `json:"kl_prompt"`
-	KLPassageMean float64 `json:"kl_passage_mean"`
-	KLPassageMax  float64 `json:"kl_passage_max"`
+	// Top1 is each side's top-1 at the prompt's last position, with
+	// verify's rule (each within the other's top-5), for the bundle and
+	// the twin. One position is no statistic: the rule is reported, and
+	// the judged top-1 rule is the passage's (Top1 below).
+	ReferenceTop1  int     `json:"reference_top1"`
+	QuantizedTop1  int     `json:"quantized_top1"`
+	Top1Agrees     bool    `json:"top1_agrees"`
+	TwinTop1       int     `json:"twin_top1"`
+	TwinTop1Agrees bool    `json:"twin_top1_agrees"`
+	KLPrompt       float64 `json:"kl_prompt"`
+	KLPromptTwin   float64 `json:"kl_prompt_twin"`
+	KLPassageMean  float64 `json:"kl_passage_mean"`
+	KLPassageMax   float64 `json:"kl_passage_max"`
 	// PerplexityRatio is exp(mean NLL quantized − mean NLL bf16) on the passage.
 	PerplexityRatio float64 `json:"perplexity_ratio"`
 	// PassageTop1Agreement is the share of passage positions whose argmax
-	// agree (informational: a near-tie flips it without harm).
+	// agree with the reference's.
 	PassageTop1Agreement float64 `json:"passage_top1_agreement"`
+	// Twin is the paired comparison with the twin: both sides' tails and
+	// the three paired rules; nil when no twin could be built.
+	Twin *TwinComparison `json:"twin,omitempty"`
 }
 
 // JudgeE2E judges quantized gate 2 for a folder of format f, against the
-// number of projections the reference has (nLayers × 7).
+// number of projections the reference has (nLayers × 7): the bundle against
+// its twin, paired per passage token, and against the coarse backstop.
 func JudgeE2E(f Format, facts *E2EFacts, nLayers int) *EndToEnd {
 	lim := f.E2ELimits()
 	e := &EndToEnd{Section: verdict.NewSection(), Format: f.Name(), Loader: facts.Loader, Patched: facts.Patched, HeadPatched: facts.HeadPatched, FromGate1: facts.FromGate1, Limits: lim,
-		KLPrompt: facts.KLPrompt}
-	if want := nLayers * len(tensornames.Projections()); facts.Patched != want {
-		e.FailWith("%s patched %d projections into the reference model, expected %d (%d layers × %d)", facts.Loader, facts.Patched, want, nLayers, len(tensornames.Projections()))
-	}
-	if len(facts.ReferenceTop) == 0 || len(facts.QuantizedTop) == 0 {
-		e.FailWith("the worker reported no top-5 for the prompt (reference %d ids, quantized %d)", len(facts.ReferenceTop), len(facts.QuantizedTop))
+		KLPrompt: facts.KLPrompt, KLPromptTwin: facts.KLPromptTwin}
+	if why := twinUnavailable(f, facts, nLayers); why != "" {
+		// No twin, no noise floor: could not evaluate, never a silent fall-back to the backstop alone.
+		e.Status = verdict.Error
+		e.Find("could not evaluate quantized gate 2: %s", why)
 		e.Summary = e.Findings[0]
 		return e
 	}
-	e.ReferenceTop1, e.QuantizedTop1 = facts.ReferenceTop[0], facts.QuantizedTop[0]
+	if want := nLayers * len(tensornames.Projections()); facts.Patched != want {
+		e.FailWith("%s patched %d projections into the reference model, expected %d (%d layers × %d)", facts.Loader, facts.Patched, want, nLayers, len(tensornames.Projections()))
+	}
+	if len(facts.ReferenceTop) == 0 || len(facts.QuantizedTop) == 0 || len(facts.TwinTop) == 0 {
+		e.FailWith("the worker reported no top-5 for the prompt (reference %d ids, quantized %d, twin %d)", len(facts.ReferenceTop), len(facts.QuantizedTop), len(facts.TwinTop))
+		e.Summary = e.Findings[0]
+		return e
+	}
+	e.ReferenceTop1, e.QuantizedTop1, e.TwinTop1 = facts.ReferenceTop[0], facts.QuantizedTop[0], facts.TwinTop[0]
 	e.Top1Agrees = slices.Contains(facts.QuantizedTop, e.ReferenceTop1) && slices.Contains(facts.ReferenceTop, e.QuantizedTop1)
-	if !e.Top1Agrees {
-		e.FailWith("top-1 on the canonical prompt: bf16 %d (top-5 %v), dequantized %d (top-5 %v): one side's top-1 is not in the other's top-5 (verify's rule)",
-			e.ReferenceTop1, facts.ReferenceTop, e.QuantizedTop1, facts.QuantizedTop)
-	}
-	if !finite(facts.KLPrompt) || facts.KLPrompt > lim.MaxKL {
-		e.FailWith("KL divergence at the prompt's next token %.4g nats > limit %g", facts.KLPrompt, lim.MaxKL)
-	}
+	e.TwinTop1Agrees = slices.Contains(facts.TwinTop, e.ReferenceTop1) && slices.Contains(facts.ReferenceTop, e.TwinTop1)
 	n := len(facts.KLPassage)
-	if n == 0 || len(facts.ReferenceNLL) != n || len(facts.QuantizedNLL) != n {
-		e.FailWith("passage facts disagree in length: KL %d, bf16 NLL %d, dequantized NLL %d positions", n, len(facts.ReferenceNLL), len(facts.QuantizedNLL))
-	} else {
-		var sum, refNLL, qNLL float64
-		for i, kl := range facts.KLPassage {
-			sum += kl
-			e.KLPassageMax = math.Max(e.KLPassageMax, kl)
-			refNLL += facts.ReferenceNLL[i]
-			qNLL += facts.QuantizedNLL[i]
-		}
-		e.KLPassageMean = sum / float64(n)
-		e.PerplexityRatio = math.Exp((qNLL - refNLL) / float64(n))
-		if !finite(e.KLPassageMean) || e.KLPassageMean > lim.MaxKL {
-			e.FailWith("mean KL divergence over the calibration passage (%d positions) %.4g nats > limit %g (max %.4g)", n, e.KLPassageMean, lim.MaxKL, e.KLPassageMax)
-		}
-		if !finite(e.PerplexityRatio) || e.PerplexityRatio > lim.MaxPerplexityRatio {
-			e.FailWith("passage perplexity ratio (dequantized / bf16) %.4g > limit %g", e.PerplexityRatio, lim.MaxPerplexityRatio)
+	if n < 2 || len(facts.ReferenceNLL) != n || len(facts.QuantizedNLL) != n || len(facts.KLPassageTwin) != n || len(facts.TwinNLL) != n ||
+		len(facts.ReferenceArgmax) != n || len(facts.QuantizedArgmax) != n || len(facts.TwinArgmax) != n || len(facts.DPPassage) != n || len(facts.DPPassageTwin) != n {
+		e.FailWith("passage facts disagree in length: KL %d (twin %d), NLL bf16 %d, dequantized %d, twin %d, argmax %d/%d/%d, Δp %d/%d positions",
+			n, len(facts.KLPassageTwin), len(facts.ReferenceNLL), len(facts.QuantizedNLL), len(facts.TwinNLL),
+			len(facts.ReferenceArgmax), len(facts.QuantizedArgmax), len(facts.TwinArgmax), len(facts.DPPassage), len(facts.DPPassageTwin))
+		e.Summary = e.Findings[len(e.Findings)-1]
+		return e
+	}
+	c := compareTwin(facts, lim.Paired)
+	e.Twin = c
+	e.KLPassageMean, e.KLPassageMax = c.Bundle.KL.Mean, c.Bundle.KL.Max
+	e.PerplexityRatio, e.PassageTop1Agreement = c.Bundle.PerplexityRatio, c.Bundle.Top1Agreement
+	for _, r := range []PairedRule{c.KL, c.Top1, c.NLL} {
+		if r.Failed {
+			e.FailWith("%s", r.Finding)
 		}
 	}
-	if m := len(facts.ReferenceArgmax); m > 0 && m == len(facts.QuantizedArgmax) {
-		same := 0
-		for i := range m {
-			if facts.ReferenceArgmax[i] == facts.QuantizedArgmax[i] {
-				same++
-			}
+	// The backstop: coarse absolute bounds, for a twin that is itself broken.
+	twinToo := func(x, lim float64) string {
+		if x > lim {
+			return fmt.Sprintf("; the twin too (%.4g): 4 bits do not represent this reference", x)
 		}
-		e.PassageTop1Agreement = float64(same) / float64(m)
+		return ""
 	}
-	figures := fmt.Sprintf("KL prompt %.4g, passage mean %.4g nats (limit %g), perplexity ratio %.4g (limit %g)",
-		e.KLPrompt, e.KLPassageMean, lim.MaxKL, e.PerplexityRatio, lim.MaxPerplexityRatio)
-	e.Summary = fmt.Sprintf("%s patched into the bf16 model: top-1 %d vs %d (%s), %s",
-		e.Format, e.ReferenceTop1, e.QuantizedTop1, agreeWord(e.Top1Agrees), figures)
+	if !finite(e.KLPassageMean) || e.KLPassageMean > lim.MaxKL {
+		e.FailWith("backstop: mean KL divergence over the calibration passage (%d positions) %.4g nats > %g (max %.4g)%s", n, e.KLPassageMean, lim.MaxKL, e.KLPassageMax, twinToo(c.Twin.KL.Mean, lim.MaxKL))
+	}
+	if !finite(e.PerplexityRatio) || e.PerplexityRatio > lim.MaxPerplexityRatio {
+		e.FailWith("backstop: passage perplexity ratio (dequantized / bf16) %.4g > %g%s", e.PerplexityRatio, lim.MaxPerplexityRatio, twinToo(c.Twin.PerplexityRatio, lim.MaxPerplexityRatio))
+	}
+	if p := c.PartsAt; p != nil {
+		e.FailWith("hidden states first part from the reference at layer %d: cosine %.4g vs the twin's %.4g (a cosine distance beyond %g× the twin's + %g)",
+			p.Layer, p.Bundle, p.Twin, lim.Paired.PartFactor, lim.Paired.PartFloor)
+	}
+	figures := fmt.Sprintf("KL passage mean %.4g vs the twin's %.4g nats (p99 %.4g vs %.4g), top-1 agreement %.1f %% vs %.1f %%, perplexity ratio %.4g vs %.4g",
+		c.Bundle.KL.Mean, c.Twin.KL.Mean, c.Bundle.KL.P99, c.Twin.KL.P99, 100*c.Bundle.Top1Agreement, 100*c.Twin.Top1Agreement, c.Bundle.PerplexityRatio, c.Twin.PerplexityRatio)
+	e.Summary = fmt.Sprintf("%s patched into the bf16 model, judged against its %s twin: %s", e.Format, facts.TwinRule, figures)
 	if e.Status != verdict.Pass {
-		// The finding first; the figures that passed stay in sight.
-		e.Summary = e.Findings[0] + " (" + figures + ")"
+		// The finding first, then where the hidden states part; the figures stay in sight.
+		where := ""
+		if p := c.PartsAt; p != nil && !strings.HasPrefix(e.Findings[0], "hidden states first part") {
+			where = fmt.Sprintf("; hidden states first part from the reference at layer %d: cosine %.4g vs the twin's %.4g", p.Layer, p.Bundle, p.Twin)
+		}
+		e.Summary = e.Findings[0] + where + " (" + figures + ")"
 	}
 	return e
 }
 
-func agreeWord(ok bool) string {
-	if ok {
-		return "each in the other's top-5"
+// AgainstGate1 adds to a gate 2 whose hidden states part at a layer that
+// gate 1 passed tensor by tensor what that points at: something gate 1
+// cannot see. A nil gate 1, or one with a failing row in the layer, adds
+// nothing (gate 1's own finding names it).
+func (e *EndToEnd) AgainstGate1(w *Weights) {
+	if e == nil || w == nil || e.Twin == nil || e.Twin.PartsAt == nil {
+		return
 	}
-	return "disagree"
+	layer, rows := e.Twin.PartsAt.Layer, 0
+	for _, r := range w.Rows {
+		if r.Layer != layer {
+			continue
+		}
+		if r.Status != verdict.Pass {
+			return
+		}
+		rows++
+	}
+	if rows == 0 {
+		return
+	}
+	note := fmt.Sprintf("gate 1 passed all %d tensors of layer %d: what parts there is what gate 1 cannot see (a constant, the RoPE table, a norm convention, the order of operations)", rows, layer)
+	e.Find("%s", note)
+	if e.Status != verdict.Pass {
+		e.Summary += "; " + note
+	}
+}
+
+// twinUnavailable says why the facts carry no twin to judge against ("" when they do).
+func twinUnavailable(f Format, facts *E2EFacts, nLayers int) string {
+	if b := f.Bound(); b.Group <= 0 || b.Levels <= 0 {
+		return fmt.Sprintf("format %s has no quantization rule phase0 knows (group %d, levels %d) to build the twin with", f.Name(), b.Group, b.Levels)
+	}
+	if facts.TwinError != "" {
+		return facts.TwinError
+	}
+	if want := nLayers * len(tensornames.Projections()); facts.TwinQuantized != want {
+		return fmt.Sprintf("the worker built the twin from %d projections, expected %d (%d layers × %d)", facts.TwinQuantized, want, nLayers, len(tensornames.Projections()))
+	}
+	return ""
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }

@@ -69,16 +69,3 @@ func allMarks() string {
 
 // Q4NX is the Q4NX format (for tests and callers that know it).
 func Q4NX() Format { return q4nx{} }
-
-// e2e4bit are quantized gate 2's limits of the 4-bit formats, calibrated
-// on SmolLM2-135M-Instruct (phase0's default model) with its projections
-// quantized by our packers 16 columns off its own Q4_1 grid (a checkpoint
-// never on a 4-bit grid; on the grid the KL is 0.003): clean I8/Q4NX/Q4_0
-// give KL 0.44-0.74 nats at the prompt, a passage mean of 0.56-0.79 (max
-// 4.6 at one position) and a perplexity ratio of 0.85-1.16, top-1 each in
-// the other's top-5; one random-init or transposed projection gives a
-// passage mean of 3.5-5.6 nats and a ratio of 13-274. A 135M model is the
-// worst case for 4 bits (larger models lose less), so the limits sit at
-// twice the clean worst and well under the negatives.
-var e2e4bit = E2ELimits{MaxKL: 1.5, MaxPerplexityRatio: 1.5,
-	Calibration: "SmolLM2-135M, off-grid 4-bit g32: clean KL ≤ 0.79 nats, ratio ≤ 1.16; one bad projection: KL ≥ 3.5, ratio ≥ 13"}

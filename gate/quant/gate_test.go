@@ -128,26 +128,26 @@ func TestQuantGate1Negatives(t *testing.T) {
 
 // TestQuantE2EOp: quantized gate 2 alone (the path taken when the bf16
 // gate 2 is reused from its record) through the real worker: every
-// projection patched into the reference model, both sides' facts.
+// projection patched into the reference model after its 4-bit twin, both
+// sides' facts; the clean bundle PASSes against the twin, the one with
+// mis-ordered nibbles FAILs naming layer 0 as where the hidden states part.
 func TestQuantE2EOp(t *testing.T) {
 	dir := fixtures(t)
 	module := filepath.Join(dir, "tree", "llms", "llama32_1b_q4nx", "llama32_1b_q4nx_weights.py")
 	for _, c := range []struct {
 		bundle string
 		want   verdict.Status
-	}{{"clean", verdict.Pass}, {"transposed", verdict.Fail}} {
+		names  string
+	}{{"clean", verdict.Pass, "judged against its affine 4-bit g32 (16 levels), bf16 scale and min twin"}, {"nibbles", verdict.Fail, "hidden states first part from the reference at layer 0"}} {
 		facts, err := opstest.Client(t).QuantE2E(context.Background(), ops.QuantE2EOnlyArgs{
-			QuantE2EArgs: ops.QuantE2EArgs{WeightsModule: module, Source: filepath.Join(dir, "bundles", c.bundle), ReferenceDir: filepath.Join(dir, "ref"), NLayers: 2},
+			QuantE2EArgs: ops.QuantE2EArgs{WeightsModule: module, Source: filepath.Join(dir, "bundles", c.bundle), ReferenceDir: filepath.Join(dir, "ref"), NLayers: 2, Rule: quant.Q4NX().Bound()},
 			ModelDir:     filepath.Join(dir, "ref"), PromptTokens: []int{1, 20, 30, 40, 50}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e := quant.JudgeE2E(quant.Q4NX(), &facts, 2)
-		if e.Patched != 14 || len(facts.KLPassage) == 0 || e.Status != c.want && c.want == verdict.Pass {
-			t.Errorf("%s: %s %q (patched %d, %d passage positions)", c.bundle, e.Status, e.Summary, e.Patched, len(facts.KLPassage))
-		}
-		if c.want == verdict.Fail && e.KLPassageMean <= 0 {
-			t.Errorf("%s: a transposed projection moves no distribution: %+v", c.bundle, e)
+		if e.Patched != 14 || facts.TwinQuantized != 14 || len(facts.KLPassageTwin) == 0 || e.Status != c.want || !strings.Contains(e.Summary, c.names) {
+			t.Errorf("%s: %s %q (patched %d, twin %d, %d passage positions)", c.bundle, e.Status, e.Summary, e.Patched, facts.TwinQuantized, len(facts.KLPassage))
 		}
 	}
 }

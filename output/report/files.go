@@ -58,6 +58,13 @@ func Files(r *Report, dir string) ([]File, error) {
 		out = append(out, File{filepath.Join(dir, "top10.png"), png})
 		chart = "top10.png"
 	}
+	if e := r.Gates.QuantE2E; e != nil && e.Twin != nil && len(e.Twin.Bundle.HiddenCosine) > 0 && len(e.Twin.Bundle.HiddenCosine) == len(e.Twin.Twin.HiddenCosine) {
+		png, err := cosineChart(e)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, File{filepath.Join(dir, layersChart), png})
+	}
 	js, err := r.JSON()
 	if err != nil {
 		return nil, err
@@ -156,6 +163,11 @@ func (r *Report) Markdown(chart string) string {
 			fmt.Fprintf(&b, "\n![top-10 next-token probabilities](%s)\n", chart)
 		}
 	}
+	layers := ""
+	if chart != "" {
+		layers = layersChart
+	}
+	b.WriteString(quantE2EMarkdown(r.Gates.QuantE2E, layers))
 	b.WriteString(r.Reference.markdown())
 	b.WriteString("\n## Stages\n\n| Stage | Status | Seconds |\n|---|---|---|\n")
 	for _, st := range r.Stages {

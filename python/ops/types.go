@@ -200,6 +200,9 @@ type QuantE2EArgs struct {
 	Source        string `json:"source"`
 	ReferenceDir  string `json:"reference_dir"`
 	NLayers       int    `json:"n_layers"`
+	// Rule is the format's quantization rule, for the twin (the
+	// reference's own projections through it and back).
+	Rule quant.Bound `json:"rule"`
 }
 
 // BaselineResult is what the baseline prefill reports (facts; Go judges).

@@ -228,7 +228,7 @@ type quantGate2 struct {
 // the canonical prompt and the calibration passage; Go judges both.
 func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, error) {
 	q, cfg := st.facts.quant, st.facts.analysis.Config
-	e2eArgs := ops.QuantE2EArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers}
+	e2eArgs := ops.QuantE2EArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers, Rule: q.Format.Bound()}
 	notRun := q.E2ENotRun(st.sections.quantWeights) // the bundle's fault is gate 1's, never the reference's
 	if rec, _ := bf16Record(st); rec != nil && rec.Gates.HFBaseline != nil && len(rec.Gates.HFBaseline.Tokens) > 0 {
 		// Gate 2 is the reference's own baseline, recorded as a PASS on
@@ -248,6 +248,7 @@ func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, er
 			out.e2e = quant.E2ERaised(q.Format, "quant_e2e raised: "+st.explain("quant_baseline", err))
 		} else {
 			out.e2e = quant.JudgeE2E(q.Format, &facts, cfg.NLayers)
+			out.e2e.AgainstGate1(st.sections.quantWeights)
 		}
 		return out, outcome{status: verdict.Worst(b.Status, out.e2e.Status), detail: "bf16: " + b.Summary + "; quantized: " + out.e2e.Summary}, nil
 	}
@@ -290,6 +291,7 @@ func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, er
 		return out, outcome{}, fmt.Errorf("%w: op baseline was asked for quantized gate 2 (quant) and returned no quant facts", ops.ErrContract)
 	default:
 		out.e2e = quant.JudgeE2E(q.Format, res.Quant, cfg.NLayers)
+		out.e2e.AgainstGate1(st.sections.quantWeights)
 		status = verdict.Worst(status, out.e2e.Status)
 	}
 	detail = "bf16: " + detail + "; quantized: " + out.e2e.Summary

@@ -1,12 +1,15 @@
 """Bench child for quantized gate 1: one measurement per process, so each peak RSS is its own.
 
-    python -m phase0_benchmodels.quant_bench loader|gate|model MODULE SOURCE REFERENCE N_LAYERS
+    python -m phase0_benchmodels.quant_bench loader|gate|model|e2e|e2e-notwin MODULE SOURCE REFERENCE N_LAYERS [FACTS_OUT]
 
 ``loader`` runs the folder's own loader alone (every tensor of every layer,
 one layer at a time, as quantized gate 1 reads it); ``gate`` runs quantized
 gate 1's facts (the loader plus every statistic); ``model`` loads the bf16
-reference in transformers and prefills 16 tokens, as the baseline's stage does. Prints one JSON object:
-wall seconds and the process's peak RSS.
+reference in transformers and prefills 16 tokens, as the baseline's stage does; ``e2e`` loads it
+and runs quantized gate 2's facts (bf16, the Q4NX twin, the folder's tensors, in one model) on a
+16-token prompt and a 40-token passage, ``e2e-notwin`` the same without the twin (a rule phase0
+does not know, so the worker skips it: today's stage before the twin). Prints one JSON object:
+wall seconds and the process's peak RSS (and writes gate 2's facts to FACTS_OUT when given).
 """
 
 from __future__ import annotations
@@ -58,8 +61,23 @@ def main(argv: list[str]) -> int:
         tensors = sum(1 for _ in model.parameters())
         with torch.inference_mode():  # a prefill touches every weight, as the baseline's does
             model(torch.arange(16, dtype=torch.long)[None], use_cache=False)
+    elif mode in ("e2e", "e2e-notwin"):
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        from phase0_shim.quant.end_to_end import e2e_facts
+
+        model = AutoModelForCausalLM.from_pretrained(str(reference), dtype=torch.bfloat16, low_cpu_mem_usage=True)
+        # The real-shaped checkpoints have no tokenizer: 40 ids spread over the vocabulary stand for the passage.
+        passage = [(7919 * i) % int(model.config.vocab_size) for i in range(1, 41)]
+        rule = {"group": 32, "levels": 15 if mode == "e2e" else 0, "symmetric": False, "slack": 1.0 / 128}
+        args = {"weights_module": str(module), "source": source, "reference_dir": str(reference), "n_layers": n_layers, "rule": rule}
+        e2e = e2e_facts(model, list(range(1, 17)), passage, args)  # type: ignore[arg-type]
+        tensors = e2e["patched"] + e2e["twin_quantized"]
+        if len(argv) > 5:
+            Path(argv[5]).write_text(json.dumps(e2e) + "\n")
     else:
-        raise SystemExit(f"unknown mode {mode!r}: loader, gate or model")
+        raise SystemExit(f"unknown mode {mode!r}: loader, gate, model, e2e or e2e-notwin")
     seconds = time.perf_counter() - start
     print(json.dumps({"seconds": seconds, "tensors": tensors, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
     return 0

@@ -179,6 +179,7 @@ class QuantE2EArgs(TypedDict):
     source: str
     reference_dir: str
     n_layers: int
+    rule: QuantBound  # the format's rule, for the twin
 
 
 class QuantE2EFacts(TypedDict):
@@ -199,6 +200,21 @@ class QuantE2EFacts(TypedDict):
     quantized_nll: list[float]
     reference_argmax: list[int]
     quantized_argmax: list[int]
+    dp_passage: list[float]  # per position: p_bf16(bf16's top-1) - p_quantized(it)
+    hidden_cosine: list[float]  # per decoder layer, on the prompt
+    # The twin: the reference's own projections through the format's rule and back.
+    twin_rule: str
+    twin_error: str  # why no twin was built ("" when it was)
+    twin_quantized: int
+    twin_head: bool
+    twin_top: list[int]
+    twin_top_logprobs: list[float]
+    kl_prompt_twin: float
+    kl_passage_twin: list[float]
+    twin_nll: list[float]
+    twin_argmax: list[int]
+    dp_passage_twin: list[float]
+    hidden_cosine_twin: list[float]
 
 
 class BaselineArgs(_BaselineArgsRequired, total=False):

@@ -66,8 +66,17 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_quant_model(tmp_path_factory.mktemp("e2e") / "llama", "llama")
 
 
+Q4NX_RULE = {"group": 32, "levels": 15, "symmetric": False, "slack": 1.0 / 128}
+
+
 def _run(
-    checkpoint: Path, tmp_path: Path, dtype: str, skip: tuple[tuple[int, str], ...] = (), keep: bool = False
+    checkpoint: Path,
+    tmp_path: Path,
+    dtype: str,
+    skip: tuple[tuple[int, str], ...] = (),
+    keep: bool = False,
+    rule: dict[str, Any] | None = None,
+    reference: Path | None = None,
 ) -> tuple[Any, Any, dict[str, Any]]:
     import torch
     from transformers import AutoModelForCausalLM
@@ -87,7 +96,13 @@ def _run(
         model,
         [1, 5, 9, 13, 17, 21],
         list(range(2, 40)),
-        {"weights_module": str(path), "source": str(checkpoint), "reference_dir": str(checkpoint), "n_layers": n_layers},
+        {
+            "weights_module": str(path),
+            "source": str(checkpoint),
+            "reference_dir": str(reference or checkpoint),
+            "n_layers": n_layers,
+            "rule": rule or Q4NX_RULE,  # type: ignore[typeddict-item]
+        },
     )
     # e2e_facts imports the module under its own name; find the loader's arrays through sys.modules.
     import sys
@@ -105,6 +120,13 @@ def test_the_reference_weights_patched_in_give_the_reference(checkpoint: Path, t
     assert facts["from_gate_1"] is False  # nothing kept: the loader ran here
     assert facts["quantized_top"] == facts["reference_top"]
     assert facts["kl_prompt"] < 1e-4 and max(facts["kl_passage"]) < 1e-4
+    # The twin stood beside it: every projection through 4 bits and back, which costs something.
+    assert facts["twin_error"] == "" and facts["twin_quantized"] == n * len(PROJECTIONS)
+    assert facts["twin_rule"] == "affine 4-bit g32 (16 levels), bf16 scale and min"
+    assert 1e-4 < sum(facts["kl_passage_twin"]) / len(facts["kl_passage_twin"]) < 0.5
+    assert len(facts["kl_passage_twin"]) == len(facts["twin_nll"]) == len(facts["dp_passage_twin"]) == len(facts["kl_passage"])
+    assert len(facts["hidden_cosine"]) == len(facts["hidden_cosine_twin"]) == n
+    assert min(facts["hidden_cosine"]) > 0.9999 and 0.9 < min(facts["hidden_cosine_twin"]) < 0.9999
     if dtype == "bf16":
         # No second copy: each projection is a view of the loader's own array.
         for k, layer in enumerate(module.LAST["layers"]):
@@ -133,3 +155,51 @@ def test_gate_2_takes_what_gate_1_kept_and_runs_the_loader_once(checkpoint: Path
     from phase0_shim.quant import weights
 
     assert weights._kept is None
+
+
+def test_the_twin_is_the_formats_rule(checkpoint: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The twin's round trip is our packers' (the tests' stand-in for each
+    format's own quantizer): Q4NX's min/max with bf16 scale and min, Q4_0's
+    symmetric absmax/8, to the bf16 rounding of the result."""
+    import torch
+
+    from phase0_shim.quant import twin
+    from phase0_testmodels.quant import q4_0, q4nx
+    from phase0_testmodels.quant.st import Checkpoint
+
+    w = Checkpoint(checkpoint).f32("model.layers.0.mlp.down_proj.weight")
+    got = twin.round_trip(torch.from_numpy(w), Q4NX_RULE).to(torch.float32).numpy()  # type: ignore[arg-type]
+    want = q4nx.quantize(w).dequant()
+    assert np.abs(got - want).max() <= np.abs(want).max() / 128
+    sym = {"group": 32, "levels": 8, "symmetric": True, "slack": 1.0 / 128}
+    got = twin.round_trip(torch.from_numpy(w), sym).to(torch.float32).numpy()  # type: ignore[arg-type]
+    want = q4_0.round_trip(w)
+    assert np.abs(got - want).max() <= np.abs(want).max() / 128
+    # A last group narrower than the rule's (576 columns in groups of 128) is its own group.
+    odd = torch.from_numpy(w[:, :96].copy())
+    g128 = {"group": 128, "levels": 15, "symmetric": False, "slack": 1.0 / 128}
+    got = twin.round_trip(odd, g128).to(torch.float32).numpy()  # type: ignore[arg-type]
+    lo, hi = w[:, :96].min(axis=1), w[:, :96].max(axis=1)
+    assert got.shape == (w.shape[0], 96) and np.all(got.min(axis=1) >= lo - (hi - lo) / 30) and np.all(got.max(axis=1) <= hi + (hi - lo) / 30)
+    # A chunk of rows at a time (bounded temporaries) is the same round trip as the whole tensor at once.
+    whole = twin.round_trip(torch.from_numpy(w), Q4NX_RULE)  # type: ignore[arg-type]
+    monkeypatch.setattr(twin, "CHUNK_ELEMENTS", 3 * w.shape[1] + 1)
+    assert torch.equal(twin.round_trip(torch.from_numpy(w), Q4NX_RULE), whole)  # type: ignore[arg-type]
+
+
+def test_no_twin_says_why(checkpoint: Path, tmp_path: Path) -> None:
+    """A rule phase0 does not know, or a reference missing a projection the
+    twin needs, is a twin_error naming it; the bundle's facts still come."""
+    model, _, facts = _run(checkpoint, tmp_path, "bf16", rule={"group": 32, "levels": 3, "symmetric": False, "slack": 0.0})
+    assert facts["twin_error"].startswith("the twin's rule (affine, group 32, levels 3) is not one phase0 knows")
+    assert facts["twin_quantized"] == 0 and facts["kl_passage_twin"] == [] and len(facts["kl_passage"]) > 0
+    # The reference as a folder whose checkpoint lacks layer 1's up projection.
+    from safetensors.numpy import load_file, save_file
+
+    lacking = tmp_path / "lacking"
+    lacking.mkdir()
+    sd = {k: v for k, v in load_file(str(checkpoint / "model.safetensors")).items() if k != "model.layers.1.mlp.up_proj.weight"}
+    save_file(sd, str(lacking / "model.safetensors"))
+    model, _, facts = _run(checkpoint, tmp_path, "bf16", reference=lacking)
+    assert facts["twin_error"] == f"the reference {lacking} lacks model.layers.1.mlp.up_proj.weight, which the twin needs"
+    assert facts["twin_quantized"] == 0 and facts["patched"] == model.config.num_hidden_layers * len(PROJECTIONS)

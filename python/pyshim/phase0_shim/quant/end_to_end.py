@@ -14,6 +14,7 @@ import numpy as np
 from phase0_shim import progress
 from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantE2EArgs, QuantE2EFacts, QuantE2EOnlyArgs
+from phase0_shim.quant import twin
 from phase0_shim.quant.discovery import _import, find_loader
 from phase0_shim.quant.reading import Reference
 from phase0_shim.quant.families import FamilyReference, detect_family, fused_slot
@@ -99,14 +100,68 @@ def _side(logits: Any) -> tuple[list[int], list[float]]:
     return [int(i) for i in top.indices.tolist()], [float(v) for v in top.values.tolist()]
 
 
+def _prefill(model: Any, prompt_ids: list[int], passage_ids: list[int]) -> tuple[Any, Any, list[Any]]:
+    """The next-token logits at the prompt's last position, the passage's
+    logits (each position but the last) and every decoder layer's output
+    hidden states on the prompt ([seq, hidden] float32 each)."""
+    import torch
+
+    with torch.inference_mode():
+        out = model(torch.tensor([prompt_ids], dtype=torch.long), use_cache=False, output_hidden_states=True, return_dict=True)
+    prompt = out.logits[0, -1].to(torch.float32)
+    hidden = [h[0].to(torch.float32) for h in out.hidden_states[1:]]
+    del out
+    return prompt, _last_logits(model, passage_ids)[:-1], hidden
+
+
+def _per_token(ref_lp: Any, logits: Any, target: Any) -> tuple[list[float], list[float], list[int], list[float]]:
+    """Per passage position, against the reference's log-probabilities
+    ``ref_lp``: KL(bf16 || x), x's NLL of the next token, x's argmax, and
+    the drop of the reference's top-1 probability (p_bf16 - p_x)."""
+    import torch
+
+    lx = torch.log_softmax(logits, dim=-1)
+    kl = (ref_lp.exp() * (ref_lp - lx)).sum(-1)
+    nll = -lx.gather(1, target).squeeze(1)
+    top = ref_lp.argmax(-1, keepdim=True)
+    dp = (ref_lp.gather(1, top).exp() - lx.gather(1, top).exp()).squeeze(1)
+    return (
+        [float(x) for x in kl.tolist()],
+        [float(x) for x in nll.tolist()],
+        [int(x) for x in lx.argmax(-1).tolist()],
+        [float(x) for x in dp.tolist()],
+    )
+
+
+def _cosines(ref: list[Any], other: list[Any]) -> list[float]:
+    """Per decoder layer, the mean over the prompt's tokens of the cosine
+    between the reference's hidden state and ``other``'s."""
+    import torch
+
+    return [float(torch.nn.functional.cosine_similarity(a, b, dim=-1).mean()) for a, b in zip(ref, other, strict=True)]
+
+
+def _restore_head(model: Any, ref: Reference) -> None:
+    """The reference's own head back in the model after the twin, from the checkpoint."""
+    import torch
+
+    w = model.get_output_embeddings().weight
+    with torch.no_grad():
+        w.data = _torch_bf16(ref.get("lm_head.weight")).to(w.dtype).clone()
+    ref.release("lm_head.weight")
+
+
 def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: QuantE2EArgs, stage: str = "quant_baseline") -> QuantE2EFacts:
-    """Prefill the prompt and the passage through ``model`` as loaded (bf16),
-    patch every projection the folder's loader dequantizes into it, layer by
-    layer, and prefill both again. Facts only: each side's top-5 (ids and
-    log-probabilities) at the prompt's last position, the KL divergence
-    KL(bf16 || quantized) of the next-token distributions there and at every
-    passage position, each side's per-token NLL of the passage and its
-    argmax per position. The model's weights stay patched: the caller drops it."""
+    """Prefill the prompt and the passage through ``model`` three times, in
+    the same loaded model: as loaded (bf16); as the twin (every projection,
+    and an untied head, put through the format's rule ``args["rule"]`` and
+    back, one at a time in place of its bf16 weight); and with every
+    projection the folder's loader dequantizes patched in, layer by layer.
+    Facts only: each side's top-5 at the prompt's last position and its
+    KL(bf16 || x) there; per passage position each side's KL, NLL, argmax
+    and drop of the reference's top-1 probability; per decoder layer the
+    cosine of each side's hidden states on the prompt with the reference's.
+    The model's weights stay patched: the caller drops it."""
     import torch
 
     module, failure = _import(Path(args["weights_module"]))
@@ -114,18 +169,47 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
         raise ImportError(f"{args['weights_module']}: {failure['message']}")
     base = Reference(Path(args["reference_dir"]))
     ref = FamilyReference(base, detect_family(base))
+    n_layers = int(args["n_layers"])
+    rule = args.get("rule")
+    twin_error = twin.rule_problem(rule)
+    if not twin_error and (lacking := twin.missing(ref, n_layers)):
+        twin_error = f"the reference {args['reference_dir']} lacks {lacking[0]}" + (f" (and {len(lacking) - 1} more)" if len(lacking) > 1 else "") + ", which the twin needs"
+    target = torch.tensor(passage_ids[1:], dtype=torch.long)[:, None]
     with progress.layers(stage, model, "bf16 weights: prompt and passage"):
-        ref_prompt = _last_logits(model, prompt_ids)[-1]
-        ref_passage = _last_logits(model, passage_ids)[:-1]
+        ref_prompt, ref_passage, ref_hidden = _prefill(model, prompt_ids, passage_ids)
+    ref_lp = torch.log_softmax(ref_passage, dim=-1)
+    ref_nll = [float(x) for x in (-ref_lp.gather(1, target).squeeze(1)).tolist()]
+    ref_argmax = [int(x) for x in ref_lp.argmax(-1).tolist()]
+    del ref_passage
+    # Where each projection lives, read before any parameter is dropped (a
+    # fused tensor's rows are sized from o_proj's input width). Every rule
+    # groups within a row, so a fused parameter's twin (once) is each of its
+    # projections' twins.
+    slots = {(k, field): _projection_slot(model, k, field) for k in range(n_layers) for field in PROJECTIONS}
+    params = list({id(p): p for p, _ in slots.values()}.values())
+    twin_facts: dict[str, Any] = {"twin_quantized": 0, "twin_head": False, "twin_top": [], "twin_top_logprobs": [], "kl_prompt_twin": 0.0,
+                                  "kl_passage_twin": [], "twin_nll": [], "twin_argmax": [], "dp_passage_twin": [], "hidden_cosine_twin": []}
+    if not twin_error and rule is not None:
+        head = twin.untied_head(model, ref)
+        with progress.heartbeat(stage, f"the twin: {twin.describe(rule)}, projection by projection"):
+            twin.patch(model, params, rule, head)
+            quantized = len(slots)
+        with progress.layers(stage, model, "the twin: prompt and passage"):
+            t_prompt, t_passage, t_hidden = _prefill(model, prompt_ids, passage_ids)
+        kl_t, nll_t, arg_t, dp_t = _per_token(ref_lp, t_passage, target)
+        t_ids, t_lp = _side(t_prompt)
+        twin_facts = {"twin_quantized": quantized, "twin_head": head, "twin_top": t_ids, "twin_top_logprobs": t_lp,
+                      "kl_prompt_twin": _kl(ref_prompt, t_prompt)[0], "kl_passage_twin": kl_t, "twin_nll": nll_t, "twin_argmax": arg_t,
+                      "dp_passage_twin": dp_t, "hidden_cosine_twin": _cosines(ref_hidden, t_hidden)}
+        del t_passage, t_hidden
+        if head:
+            _restore_head(model, ref)
     # The model's projections are dropped before the loader runs and the
     # loader's arrays become them (a bf16 array without a copy): a loader
     # that returns the whole model at once (upstream's load_*_weights) then
     # costs about one model's memory, not two (at 8 B, 16 GB instead of 32).
-    n_layers = int(args["n_layers"])
+    del params
     shapes = {}
-    # Where each projection goes, read before any parameter is dropped
-    # (a fused tensor's rows are sized from o_proj's input width).
-    slots = {(k, field): _projection_slot(model, k, field) for k in range(n_layers) for field in PROJECTIONS}
     for k in range(n_layers):
         for field in PROJECTIONS:
             param, rows = slots[k, field]
@@ -163,19 +247,9 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
             _put(slots[layer, field], _as_weight(np.asarray(ref.get(hf)).T))
             ref.release(hf)
     with progress.layers(stage, model, "dequantized weights: prompt and passage"):
-        q_prompt = _last_logits(model, prompt_ids)[-1]
-        q_passage = _last_logits(model, passage_ids)[:-1]
-
-    def kl(p_logits: Any, q_logits: Any) -> list[float]:
-        lp, lq = torch.log_softmax(p_logits, dim=-1), torch.log_softmax(q_logits, dim=-1)
-        return [float(x) for x in (lp.exp() * (lp - lq)).sum(-1).reshape(-1).tolist()]
-
-    target = torch.tensor(passage_ids[1:], dtype=torch.long)[:, None]
-
-    def nll(logits: Any) -> list[float]:
-        return [float(x) for x in (-torch.log_softmax(logits, dim=-1).gather(1, target).squeeze(1)).tolist()]
-
-    ref_ids, ref_lp = _side(ref_prompt)
+        q_prompt, q_passage, q_hidden = _prefill(model, prompt_ids, passage_ids)
+    kl_q, nll_q, arg_q, dp_q = _per_token(ref_lp, q_passage, target)
+    ref_ids, ref_top_lp = _side(ref_prompt)
     q_ids, q_lp = _side(q_prompt)
     return {
         "loader": loader,
@@ -183,18 +257,29 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
         "head_patched": head_patched,
         "from_gate_1": from_gate_1,
         "reference_top": ref_ids,
-        "reference_top_logprobs": ref_lp,
+        "reference_top_logprobs": ref_top_lp,
         "quantized_top": q_ids,
         "quantized_top_logprobs": q_lp,
-        "kl_prompt": kl(ref_prompt, q_prompt)[0],
+        "kl_prompt": _kl(ref_prompt, q_prompt)[0],
         "passage_tokens": len(passage_ids),
-        "kl_passage": kl(ref_passage, q_passage),
-        "reference_nll": nll(ref_passage),
-        "quantized_nll": nll(q_passage),
-        "reference_argmax": [int(x) for x in ref_passage.argmax(-1).tolist()],
-        "quantized_argmax": [int(x) for x in q_passage.argmax(-1).tolist()],
+        "kl_passage": kl_q,
+        "reference_nll": ref_nll,
+        "quantized_nll": nll_q,
+        "reference_argmax": ref_argmax,
+        "quantized_argmax": arg_q,
+        "dp_passage": dp_q,
+        "hidden_cosine": _cosines(ref_hidden, q_hidden),
+        "twin_rule": twin.describe(rule) if rule is not None and not twin.rule_problem(rule) else "",
+        "twin_error": twin_error,
+        **twin_facts,  # type: ignore[typeddict-item]
     }
 
+
+def _kl(p_logits: Any, q_logits: Any) -> list[float]:
+    import torch
+
+    lp, lq = torch.log_softmax(p_logits, dim=-1), torch.log_softmax(q_logits, dim=-1)
+    return [float(x) for x in (lp.exp() * (lp - lq)).sum(-1).reshape(-1).tolist()]
 
 
 @op("quant_e2e", QuantE2EOnlyArgs, QuantE2EFacts, nonempty=("weights_module", "source", "reference_dir", "model_dir"))
