@@ -16,7 +16,6 @@ import (
 	"phase0/output/report"
 	"phase0/output/scaffold"
 	"phase0/python/ops"
-	"phase0/read/fingerprint"
 	"phase0/read/hfcache"
 	"phase0/read/llmstree"
 	"phase0/run/reuse"
@@ -61,7 +60,7 @@ func quantFolderStage(_ context.Context, st *state) (quantResult, outcome, error
 	if err != nil {
 		return quantResult{}, outcome{}, err
 	}
-	if err := familyMismatch(u, st.facts.analysis); err != nil {
+	if err := quant.FamilyMismatch(u, st.facts.analysis); err != nil {
 		return quantResult{}, outcome{}, err
 	}
 	q, warnings, err := quantfolder.Open(llms, *u, st.facts.model.Dir, hfcache.CacheDir(s.getenv), s.getenv(quantfolder.SourceVar))
@@ -365,28 +364,10 @@ func (st *state) quantReusable(stamped **reuse.Inputs) (*report.Report, string) 
 }
 
 // quantInputs stamps what the key's verdict depends on besides a bf16
-// run's inputs (reuse.QuantInputs).
+// run's inputs (reuse.StampQuant), the reference's own bf16 record where
+// bf16Record looks for it.
 func (st *state) quantInputs() (*reuse.QuantInputs, error) {
 	s, q, ref := st.in.s, st.facts.quant, st.facts.model
-	in := &reuse.QuantInputs{Folder: q.Use.Folder, Key: q.Use.Key, Choice: q.Use, Bundle: []fingerprint.File{},
-		Candidates: map[string][]fingerprint.File{}, Env: map[string]string{}}
-	for _, name := range quantEnv {
-		if v, ok := s.lookupEnv(name); ok {
-			in.Env[name] = v
-		}
-	}
-	var err error
-	if q.Use.Bundle != "" {
-		if in.Bundle, err = fingerprint.Tree(q.Source, fingerprint.TreeOptions{}); err != nil {
-			return nil, fmt.Errorf("bundle %s: %w", q.Source, err)
-		}
-	}
-	for _, c := range q.Candidates {
-		if in.Candidates[c.ID], err = fingerprint.Tree(c.Dir, fingerprint.TreeOptions{}); err != nil {
-			return nil, fmt.Errorf("pairing candidate %s: %w", c.ID, err)
-		}
-	}
-	// The reference's own bf16 record, where bf16Record looks for it.
 	bf16 := *s
 	bf16.Name = ""
 	ws, err := bf16.places().Workspace(ref.ID)
@@ -397,15 +378,12 @@ func (st *state) quantInputs() (*reuse.QuantInputs, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range []string{"report.json", reuse.FileName} {
-		in.ReferenceRecord = append(in.ReferenceRecord, fingerprint.Stat(filepath.Join(reports, name), name, reuse.MaxRecordFile))
+	candidates := map[string]string{}
+	for _, c := range q.Candidates {
+		candidates[c.ID] = c.Dir
 	}
-	return in, nil
+	return reuse.StampQuant(q.Use, q.Source, candidates, s.lookupEnv, reports)
 }
-
-// quantEnv are the environment variables a quantized folder's own code
-// reads (upstream's loaders take the bundle from Q4NX_MODEL_SOURCE).
-var quantEnv = []string{"Q4NX_MODEL_SOURCE"}
 
 // deployedFamily is the reference's deployed family (Gemma 3, Phi-3) and
 // its embedding scale, as quantized gate 1 reads it; "" for the supported

@@ -12,10 +12,14 @@ import (
 )
 
 // maxLines bounds the package's non-test source: the stage engine and the
-// stages live here; list runs (listrun/), reuse (reuse/), the record
-// (record/), warm sessions (warm/), the workspace's decisions (wsfolder/)
-// and every rendering (report/) have packages of their own.
-const maxLines = 2500
+// stages live here; list runs (run/listrun), reuse (run/reuse), the record
+// (output/record), starting Python (python/launch), warm sessions
+// (python/warm), the workspace's decisions (run/wsfolder) and every
+// rendering (output/report) have packages of their own. 2,600 since the
+// quantized key's chain gained its reuse stage and two deployed families'
+// hooks (2,482 lines before them; python/launch, reuse.StampQuant and
+// quant.FamilyMismatch moved out meanwhile).
+const maxLines = 2600
 
 // TestPackageStaysTheStageEngine keeps orchestrator from growing back into
 // the god package: at most maxLines non-test lines, and no text/tabwriter

@@ -213,3 +213,37 @@ func Stamp(in *Inputs, w Where) error {
 	in.Workspace, err = StampWorkspace(w.Workspace)
 	return err
 }
+
+// QuantEnv are the environment variables a quantized folder's own code
+// reads (upstream's loaders take the bundle from Q4NX_MODEL_SOURCE).
+var QuantEnv = []string{"Q4NX_MODEL_SOURCE"}
+
+// StampQuant stamps what a quantized key's verdict depends on besides a
+// bf16 run's inputs: the key's MODEL_CHOICES entry, the bundle it loads
+// (source: its folder, "" when the key names none), the checkpoints the
+// pairing measured (id → folder), the variables of QuantEnv that lookup
+// finds, and the reference's own bf16 record in referenceReports.
+func StampQuant(use llmstree.Use, source string, candidates map[string]string, lookup func(string) (string, bool), referenceReports string) (*QuantInputs, error) {
+	in := &QuantInputs{Folder: use.Folder, Key: use.Key, Choice: use, Bundle: []fingerprint.File{},
+		Candidates: map[string][]fingerprint.File{}, Env: map[string]string{}}
+	for _, name := range QuantEnv {
+		if v, ok := lookup(name); ok {
+			in.Env[name] = v
+		}
+	}
+	var err error
+	if use.Bundle != "" {
+		if in.Bundle, err = fingerprint.Tree(source, fingerprint.TreeOptions{}); err != nil {
+			return nil, fmt.Errorf("bundle %s: %w", source, err)
+		}
+	}
+	for id, dir := range candidates {
+		if in.Candidates[id], err = fingerprint.Tree(dir, fingerprint.TreeOptions{}); err != nil {
+			return nil, fmt.Errorf("pairing candidate %s: %w", id, err)
+		}
+	}
+	for _, name := range []string{"report.json", FileName} {
+		in.ReferenceRecord = append(in.ReferenceRecord, fingerprint.Stat(filepath.Join(referenceReports, name), name, MaxRecordFile))
+	}
+	return in, nil
+}

@@ -1,4 +1,4 @@
-package orchestrator
+package quant
 
 import (
 	"os"
@@ -42,7 +42,7 @@ func TestFamilyMismatch(t *testing.T) {
 		{use("phi4_mini_q4nx", "meta-llama/Llama-3.2-1B"), llama, "phi4_mini_q4nx deploys Phi3ForCausalLM, but key \"instruct\"'s reference meta-llama/Llama-3.2-1B is LlamaForCausalLM"},
 		{use("llama32_1b_q4nx", "unsloth/gemma-3-4b-it"), gemma, "a Gemma3ForConditionalGeneration reference, which only the tree's gemma3_4b_q4nx folder deploys"},
 	} {
-		err := familyMismatch(c.u, c.a)
+		err := FamilyMismatch(c.u, c.a)
 		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
 			t.Errorf("%s with %s: %v, want %q", c.u.Folder, c.u.Reference, err, c.want)
 		}

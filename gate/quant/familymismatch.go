@@ -1,4 +1,4 @@
-package orchestrator
+package quant
 
 import (
 	"fmt"
@@ -7,12 +7,12 @@ import (
 	"phase0/read/model"
 )
 
-// familyMismatch says why u's folder cannot be judged against its
+// FamilyMismatch says why u's folder cannot be judged against its
 // reference when one of them is a deployed family's (Gemma 3, Phi-3) and
 // the other is not the same family: a Gemma bundle paired with a Phi
 // reference would only fail tensor by tensor, for a reason the pairing
 // says at once.
-func familyMismatch(u *llmstree.Use, a *model.Analysis) error {
+func FamilyMismatch(u *llmstree.Use, a *model.Analysis) error {
 	if a == nil || u == nil {
 		return nil
 	}
