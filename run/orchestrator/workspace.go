@@ -91,27 +91,49 @@ func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) 
 			return nil, outcome{}, fmt.Errorf("%s holds no %s and no phase0 manifest; phase0 does not write into it — pass --name to pick another name", ws, module)
 		}
 	default:
-		// A record commit a kill cut short is finished before the sweep:
-		// the temporaries of the documents it updates are its journal's.
-		if dir, err := st.in.s.places().Reports(ws, st.recordID()); err == nil {
-			done, err := record.Recover(dir)
-			swept = append(swept, done...)
-			if err != nil {
-				warnings = append(warnings, err.Error())
-			}
-		}
-		more, err := wsfolder.Sweep(st.in.s.ReportDir, ws, lock.Acquired)
-		if swept = append(swept, more...); err != nil {
-			warnings = append(warnings, err.Error())
-		}
-		if mode == report.ModeValidatedExisting {
-			files = wsfolder.DocumentsOnly(files)
-		}
-		if res, err = scaffold.Write(ws, files); err != nil {
+		var more []string
+		res, swept, more, err = st.updateWorkspace(ws, mode, files, lock)
+		if warnings = append(warnings, more...); err != nil {
 			// The sweep's warning stands in the report of the failed run.
 			return nil, outcome{warnings: warnings}, err
 		}
 	}
+	w, detail, err := st.generatedReport(ws, spec, mode, foreign, res, swept)
+	if err != nil {
+		return nil, outcome{}, err
+	}
+	return &workspace{dir: ws, spec: spec, report: w, foreign: foreign}, outcome{status: verdict.Pass, detail: detail, warnings: warnings}, nil
+}
+
+// updateWorkspace is generate's work in a workspace phase0 made before,
+// under its lock: a record commit a kill cut short is finished before the
+// sweep (the temporaries of the documents it updates are its journal's),
+// stale temporaries are swept, and the files are written (the documents
+// only, when an existing module is validated). It returns what was
+// written, what was swept and the warnings.
+func (st *state) updateWorkspace(ws string, mode string, files []scaffold.File, lock *wslock.Lock) (res scaffold.Result, swept, warnings []string, err error) {
+	if dir, err := st.in.s.places().Reports(ws, st.recordID()); err == nil {
+		done, err := record.Recover(dir)
+		swept = append(swept, done...)
+		if err != nil {
+			warnings = append(warnings, err.Error())
+		}
+	}
+	more, err := wsfolder.Sweep(st.in.s.ReportDir, ws, lock.Acquired)
+	if swept = append(swept, more...); err != nil {
+		warnings = append(warnings, err.Error())
+	}
+	if mode == report.ModeValidatedExisting {
+		files = wsfolder.DocumentsOnly(files)
+	}
+	res, err = scaffold.Write(ws, files)
+	return res, swept, warnings, err
+}
+
+// generatedReport is the workspace's part of the report, and the stage's
+// one-line detail.
+func (st *state) generatedReport(ws string, spec scaffold.Spec, mode string, foreign bool, res scaffold.Result, swept []string) (*report.Workspace, string, error) {
+	module := spec.Name + "_weights.py"
 	// The record stage rewrites Phase 0's part of these documents, so they
 	// are not "kept as they were" even when generate left them alone.
 	kept := slices.DeleteFunc(nonNil(res.Kept), func(f string) bool {
@@ -134,7 +156,7 @@ func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) 
 	if foreign {
 		out, err := st.in.s.places().OutsideRecord(ws, st.facts.model.ID)
 		if err != nil {
-			return nil, outcome{}, err
+			return nil, "", err
 		}
 		w.RecordDir = out
 		detail = fmt.Sprintf("%s: validating the existing %s (not phase0's); the folder is left as it is, the record goes to %s", ws, module, out)
@@ -145,7 +167,7 @@ func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) 
 	if len(swept) > 0 {
 		detail += fmt.Sprintf(", %d stale temporary file(s) removed", len(swept))
 	}
-	return &workspace{dir: ws, spec: spec, report: w, foreign: foreign}, outcome{status: verdict.Pass, detail: detail, warnings: warnings}, nil
+	return w, detail, nil
 }
 
 // checkLocalModel refuses to validate someone else's module against a local
