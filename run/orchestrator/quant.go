@@ -172,35 +172,44 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 		from = rt.JudgedFrom(q.Module, rope.RopeLUT, rope.RopeModule)
 	}
 	if rope != nil && (rope.RopeLUT || from != "") {
-		// The RoPE table judged by behaviour, as for a bf16 module, built
-		// for the module's own config (its *_config(), else LlamaConfig()),
-		// or the table and config of the module the prefill takes it from.
-		fn := ""
-		for name := range rope.Configs {
-			if fn == "" || name < fn {
-				fn = name
-			}
-		}
-		args := ops.BehaviourArgs{WeightsModule: q.Module, ModelDir: st.facts.model.Dir, MaxSeq: st.in.s.MaxSeq, ConfigFunction: fn}
-		if from != "" {
-			args.WeightsModule, args.ConfigFunction = from, ""
-			c.RopeFrom = from
-		} else if rope.RMSNorm {
-			args.HelpersModule = q.Module // its norms are the module's own
-		}
-		b, err := st.py().BehaviourFacts(ctx, args)
-		if err != nil {
-			if stop := workerFailure(err); stop != nil {
-				return nil, outcome{}, stop
-			}
-			c.FailWith("behaviour facts of %s: %s", q.Use.Module, st.explain("quant_config", err))
-		} else {
-			c.JudgeBehaviour(st.facts.analysis.Config, b, rope.RMSNorm && from == "")
+		if err := st.quantRopeBehaviour(ctx, c, rope, from); err != nil {
+			return nil, outcome{}, err
 		}
 	}
 	rt.Warn(c, c.Behaviour != nil)
 	c.Conclude()
 	return c, outcome{status: c.Status, detail: c.Summary}, nil
+}
+
+// quantRopeBehaviour judges the RoPE table the folder uses by behaviour, as
+// for a bf16 module: the module's own (built for its *_config(), else
+// LlamaConfig()), or the table and config of the module its prefill takes
+// it from (from). A worker failure that is not the module's is returned.
+func (st *state) quantRopeBehaviour(ctx context.Context, c *quant.Constants, rope *ops.QuantModuleFacts, from string) error {
+	q := st.facts.quant
+	fn := ""
+	for name := range rope.Configs {
+		if fn == "" || name < fn {
+			fn = name
+		}
+	}
+	args := ops.BehaviourArgs{WeightsModule: q.Module, ModelDir: st.facts.model.Dir, MaxSeq: st.in.s.MaxSeq, ConfigFunction: fn}
+	if from != "" {
+		args.WeightsModule, args.ConfigFunction = from, ""
+		c.RopeFrom = from
+	} else if rope.RMSNorm {
+		args.HelpersModule = q.Module // its norms are the module's own
+	}
+	b, err := st.py().BehaviourFacts(ctx, args)
+	if err != nil {
+		if stop := workerFailure(err); stop != nil {
+			return stop
+		}
+		c.FailWith("behaviour facts of %s: %s", q.Use.Module, st.explain("quant_config", err))
+	} else {
+		c.JudgeBehaviour(st.facts.analysis.Config, b, rope.RMSNorm && from == "")
+	}
+	return nil
 }
 
 // pairingStage checks the key's reference against the bundle's declared source.
