@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"phase0/gate/reference"
 	"phase0/gate/verdict"
 )
 
@@ -60,4 +61,13 @@ func (r *Reference) markdown() string {
 	}
 	fmt.Fprintf(&b, "\nJudge any runner against it: record a candidate in the same format (`phase0_shim.reference.record_candidate`), then `phase0 compare %s CANDIDATE`.\n", r.Dir)
 	return b.String()
+}
+
+// Fill takes what a recording says about itself: its runner, dtype, size
+// and timings.
+func (r *Reference) Fill(rec *reference.Recording) {
+	m := rec.Meta
+	r.Runner, r.Dtype, r.Prompts, r.Steps, r.TopK, r.Probes, r.Bytes = m.Runner, m.Dtype, len(rec.Prompts), m.DecodeSteps, m.TopK, len(rec.Probes), rec.Bytes
+	r.SecondsLoad, r.SecondsDecode, r.SecondsDiagnosis = m.Seconds["load"], m.Seconds["decode"], m.Seconds["diagnosis"]
+	r.TorchThreads = m.TorchThreads
 }

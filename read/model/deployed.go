@@ -194,3 +194,13 @@ func deployedNote(arch string) string {
 	}
 	return fmt.Sprintf(" (a new %s bring-up cannot be scaffolded; an existing deployment is validated through the tree's %s folder: phase0 run <its bundle or reference> --llms-dir <llms>)", strings.TrimSpace(d.Title()), d.Folder())
 }
+
+// DeployedFamily is the family of a reference the tree deploys but the
+// skill cannot bring up (Gemma 3, Phi-3) and its embedding scale, as
+// quantized gate 1 reads it; "" for the supported families (or a nil a).
+func (a *Analysis) DeployedFamily() (string, float64) {
+	if a == nil || a.Deployed == nil {
+		return "", 0
+	}
+	return a.Family.Name(), a.Deployed.EmbedScale
+}

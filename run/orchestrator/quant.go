@@ -100,7 +100,7 @@ func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome,
 	}
 	// The dequantized tensors stay in the worker for quantized gate 2 (the
 	// quant_baseline stage, same session): the folder's loader runs once.
-	family, embedScale := deployedFamily(st)
+	family, embedScale := st.facts.analysis.DeployedFamily()
 	facts, err := st.py().QuantFacts(ctx, ops.QuantArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers, Bound: q.Format.Bound(),
 		CandidateDirs: q.CandidateDirs(), Keep: true, Family: family, EmbedScale: embedScale})
 	if err != nil {
@@ -151,7 +151,7 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 	for _, n := range notes {
 		c.FailWith("%s", n)
 	}
-	family, _ := deployedFamily(st)
+	family, _ := st.facts.analysis.DeployedFamily()
 	if family != "" && rope != nil {
 		// A deployed family's module builds its RoPE table its own way
 		// (Gemma per layer kind, Phi from the bundle's LongRoPE factors):
@@ -392,15 +392,4 @@ func (st *state) quantInputs() (*reuse.QuantInputs, error) {
 		candidates[c.ID] = c.Dir
 	}
 	return reuse.StampQuant(q.Use, q.Source, candidates, s.lookupEnv, reports)
-}
-
-// deployedFamily is the reference's deployed family (Gemma 3, Phi-3) and
-// its embedding scale, as quantized gate 1 reads it; "" for the supported
-// families.
-func deployedFamily(st *state) (string, float64) {
-	a := st.facts.analysis
-	if a == nil || a.Deployed == nil {
-		return "", 0
-	}
-	return a.Family.Name(), a.Deployed.EmbedScale
 }

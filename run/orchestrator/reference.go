@@ -151,7 +151,7 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 		rec, why := reference.Reusable(dir, key, r.KeySHA256)
 		if rec != nil {
 			r.Reused = true
-			fillReference(r, rec)
+			r.Fill(rec)
 			r.Summary = fmt.Sprintf("reused %s (key %s matches): %s", dir, r.KeySHA256[:12], r.Describe())
 			return r, nil
 		}
@@ -173,7 +173,7 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 	if err := st.recordSources(ctx, dir); err != nil {
 		return r, err
 	}
-	fillReference(r, got)
+	r.Fill(got)
 	for _, f := range reference.Findings(got, r.KeySHA256) {
 		r.FailWith("%s", f)
 	}
@@ -212,13 +212,6 @@ func (st *state) interpreterDigest() (string, error) {
 		return "", err
 	}
 	return in.Digest(), nil
-}
-
-func fillReference(r *report.Reference, rec *reference.Recording) {
-	m := rec.Meta
-	r.Runner, r.Dtype, r.Prompts, r.Steps, r.TopK, r.Probes, r.Bytes = m.Runner, m.Dtype, len(rec.Prompts), m.DecodeSteps, m.TopK, len(rec.Probes), rec.Bytes
-	r.SecondsLoad, r.SecondsDecode, r.SecondsDiagnosis = m.Seconds["load"], m.Seconds["decode"], m.Seconds["diagnosis"]
-	r.TorchThreads = m.TorchThreads
 }
 
 // ReferenceRun records (or reuses) the reference of one model without the
