@@ -13,7 +13,7 @@ import numpy as np
 
 from phase0_shim import progress
 from phase0_shim.opargs import op
-from phase0_shim.optypes import QuantE2EArgs, QuantE2EFacts, QuantE2EOnlyArgs
+from phase0_shim.optypes import QuantBound, QuantE2EArgs, QuantE2EFacts, QuantE2EOnlyArgs
 from phase0_shim.quant import twin
 from phase0_shim.quant.discovery import _import, find_loader
 from phase0_shim.quant.reading import Reference
@@ -187,28 +187,115 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
     # projections' twins.
     slots = {(k, field): _projection_slot(model, k, field) for k in range(n_layers) for field in PROJECTIONS}
     params = list({id(p): p for p, _ in slots.values()}.values())
-    twin_facts: dict[str, Any] = {"twin_quantized": 0, "twin_head": False, "twin_top": [], "twin_top_logprobs": [], "kl_prompt_twin": 0.0,
-                                  "kl_passage_twin": [], "twin_nll": [], "twin_argmax": [], "dp_passage_twin": [], "hidden_cosine_twin": []}
+    twin_facts = _NO_TWIN
     if not twin_error and rule is not None:
-        head = twin.untied_head(model, ref)
-        with progress.heartbeat(stage, f"the twin: {twin.describe(rule)}, projection by projection"):
-            twin.patch(model, params, rule, head)
-            quantized = len(slots)
-        with progress.layers(stage, model, "the twin: prompt and passage"):
-            t_prompt, t_passage, t_hidden = _prefill(model, prompt_ids, passage_ids)
-        kl_t, nll_t, arg_t, dp_t = _per_token(ref_lp, t_passage, target)
-        t_ids, t_lp = _side(t_prompt)
-        twin_facts = {"twin_quantized": quantized, "twin_head": head, "twin_top": t_ids, "twin_top_logprobs": t_lp,
-                      "kl_prompt_twin": _kl(ref_prompt, t_prompt)[0], "kl_passage_twin": kl_t, "twin_nll": nll_t, "twin_argmax": arg_t,
-                      "dp_passage_twin": dp_t, "hidden_cosine_twin": _cosines(ref_hidden, t_hidden)}
-        del t_passage, t_hidden
-        if head:
-            _restore_head(model, ref)
+        twin_facts = _twin_side(
+            model, ref, params, rule, len(slots), ref_prompt, ref_lp, ref_hidden, prompt_ids, passage_ids, target, stage
+        )
     # The model's projections are dropped before the loader runs and the
     # loader's arrays become them (a bf16 array without a copy): a loader
     # that returns the whole model at once (upstream's load_*_weights) then
     # costs about one model's memory, not two (at 8 B, 16 GB instead of 32).
     del params
+    loader, patched, head_patched, from_gate_1 = _patch_bundle(model, module, ref, slots, args, stage)
+    with progress.layers(stage, model, "dequantized weights: prompt and passage"):
+        q_prompt, q_passage, q_hidden = _prefill(model, prompt_ids, passage_ids)
+    kl_q, nll_q, arg_q, dp_q = _per_token(ref_lp, q_passage, target)
+    ref_ids, ref_top_lp = _side(ref_prompt)
+    q_ids, q_lp = _side(q_prompt)
+    return {
+        "loader": loader,
+        "patched": patched,
+        "head_patched": head_patched,
+        "from_gate_1": from_gate_1,
+        "reference_top": ref_ids,
+        "reference_top_logprobs": ref_top_lp,
+        "quantized_top": q_ids,
+        "quantized_top_logprobs": q_lp,
+        "kl_prompt": _kl(ref_prompt, q_prompt)[0],
+        "passage_tokens": len(passage_ids),
+        "kl_passage": kl_q,
+        "reference_nll": ref_nll,
+        "quantized_nll": nll_q,
+        "reference_argmax": ref_argmax,
+        "quantized_argmax": arg_q,
+        "dp_passage": dp_q,
+        "hidden_cosine": _cosines(ref_hidden, q_hidden),
+        "twin_rule": twin.describe(rule) if rule is not None and not twin.rule_problem(rule) else "",
+        "twin_error": twin_error,
+        **twin_facts,  # type: ignore[typeddict-item]
+    }
+
+
+# A twin that was not made (no rule, or one the reference cannot take):
+# its facts are empty and twin_error says why.
+_NO_TWIN: dict[str, Any] = {
+    "twin_quantized": 0,
+    "twin_head": False,
+    "twin_top": [],
+    "twin_top_logprobs": [],
+    "kl_prompt_twin": 0.0,
+    "kl_passage_twin": [],
+    "twin_nll": [],
+    "twin_argmax": [],
+    "dp_passage_twin": [],
+    "hidden_cosine_twin": [],
+}
+
+
+def _twin_side(
+    model: Any,
+    ref: Reference,
+    params: list[Any],
+    rule: QuantBound,
+    projections: int,
+    ref_prompt: Any,
+    ref_lp: Any,
+    ref_hidden: list[Any],
+    prompt_ids: list[int],
+    passage_ids: list[int],
+    target: Any,
+    stage: str,
+) -> dict[str, Any]:
+    """The twin's facts: every projection parameter (and an untied head)
+    put through ``rule`` and back in place, the prompt and the passage
+    prefilled, each figure against the reference's; the head is put back
+    from the checkpoint afterwards (a bundle brings its own)."""
+    head = twin.untied_head(model, ref)
+    with progress.heartbeat(stage, f"the twin: {twin.describe(rule)}, projection by projection"):
+        twin.patch(model, params, rule, head)
+    with progress.layers(stage, model, "the twin: prompt and passage"):
+        t_prompt, t_passage, t_hidden = _prefill(model, prompt_ids, passage_ids)
+    kl_t, nll_t, arg_t, dp_t = _per_token(ref_lp, t_passage, target)
+    t_ids, t_lp = _side(t_prompt)
+    facts = {
+        "twin_quantized": projections,
+        "twin_head": head,
+        "twin_top": t_ids,
+        "twin_top_logprobs": t_lp,
+        "kl_prompt_twin": _kl(ref_prompt, t_prompt)[0],
+        "kl_passage_twin": kl_t,
+        "twin_nll": nll_t,
+        "twin_argmax": arg_t,
+        "dp_passage_twin": dp_t,
+        "hidden_cosine_twin": _cosines(ref_hidden, t_hidden),
+    }
+    if head:
+        _restore_head(model, ref)
+    return facts
+
+
+def _patch_bundle(
+    model: Any, module: Any, ref: Reference, slots: dict[tuple[int, str], tuple[Any, slice | None]], args: QuantE2EArgs, stage: str
+) -> tuple[str, int, bool, bool]:
+    """Drop the model's projections, then patch in every one the folder's
+    loader dequantizes (or gate 1 kept), layer by layer; what the loader did
+    not give keeps the reference's weights, so the prefill runs and Go
+    judges the count. Returns the loader, the projections patched, whether
+    the head was, and whether the tensors came from gate 1."""
+    import torch
+
+    n_layers = int(args["n_layers"])
     shapes = {}
     for k in range(n_layers):
         for field in PROJECTIONS:
@@ -240,39 +327,11 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
                 raise ValueError(f"layer {layer} {field}: the loader's {list(np.shape(value))} does not fit {list(want)} transposed")
             _put(slots[layer, field], _as_weight(value))
             patched += 1
-        # What the loader did not give keeps the reference's weights, so
-        # the prefill runs and Go judges the count.
         for (layer, field), want in shapes.items():
             hf = f"model.layers.{layer}.{PROJECTIONS[field][1]}.weight"
             _put(slots[layer, field], _as_weight(np.asarray(ref.get(hf)).T))
             ref.release(hf)
-    with progress.layers(stage, model, "dequantized weights: prompt and passage"):
-        q_prompt, q_passage, q_hidden = _prefill(model, prompt_ids, passage_ids)
-    kl_q, nll_q, arg_q, dp_q = _per_token(ref_lp, q_passage, target)
-    ref_ids, ref_top_lp = _side(ref_prompt)
-    q_ids, q_lp = _side(q_prompt)
-    return {
-        "loader": loader,
-        "patched": patched,
-        "head_patched": head_patched,
-        "from_gate_1": from_gate_1,
-        "reference_top": ref_ids,
-        "reference_top_logprobs": ref_top_lp,
-        "quantized_top": q_ids,
-        "quantized_top_logprobs": q_lp,
-        "kl_prompt": _kl(ref_prompt, q_prompt)[0],
-        "passage_tokens": len(passage_ids),
-        "kl_passage": kl_q,
-        "reference_nll": ref_nll,
-        "quantized_nll": nll_q,
-        "reference_argmax": ref_argmax,
-        "quantized_argmax": arg_q,
-        "dp_passage": dp_q,
-        "hidden_cosine": _cosines(ref_hidden, q_hidden),
-        "twin_rule": twin.describe(rule) if rule is not None and not twin.rule_problem(rule) else "",
-        "twin_error": twin_error,
-        **twin_facts,  # type: ignore[typeddict-item]
-    }
+    return loader, patched, head_patched, from_gate_1
 
 
 def _kl(p_logits: Any, q_logits: Any) -> list[float]:
