@@ -14,7 +14,7 @@ import numpy as np
 
 from phase0_shim import heap, progress
 from phase0_shim.opargs import op
-from phase0_shim.optypes import QuantArgs, QuantCandidate, QuantFactsResult, QuantTensor
+from phase0_shim.optypes import QuantArgs, QuantBound, QuantCandidate, QuantFactsResult, QuantTensor
 from phase0_shim.quant.discovery import _import, find_loader
 from phase0_shim.quant.families import FamilyReference, convention_facts, kept_hf
 from phase0_shim.quant.reading import Reference, release_mapped
@@ -74,41 +74,7 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
         (FamilyReference(Reference(Path(d)), family), {"reference_dir": d, "fields": [], "stats": []}) for d in args.get("candidate_dirs") or []
     ]
 
-    def facts_of(layer: int, field: str, value: Any) -> QuantTensor | None:
-        if layer < 0:
-            hf = GLOBALS[field]
-            if field == "lm_head" and not ref.has(hf):
-                hf = GLOBALS["embed_table"]  # tied: the head is the embedding
-            if convention := ref.stored(field):
-                fact = convention_facts(layer, field, value, ref, hf, convention)
-                ref.release(hf)
-                return fact
-            # A quantized copy of the head is judged as a projection; its
-            # statistics are computed there, once.
-            fact = kept_facts(layer, field, value, ref, hf, stats=field != "lm_head")
-            if field == "lm_head" and fact.get("differing"):
-                fact = projection_facts(layer, field, np.asarray(value).T, ref, hf, None, bound)
-            fact["reference"] = ref.describe(hf)
-            ref.release(hf)
-            return fact
-        if field in PROJECTIONS:
-            prefix = f"model.layers.{layer}."
-            partner = PARTNERS.get(field)
-            hf = prefix + PROJECTIONS[field][1] + ".weight"
-            fact = projection_facts(layer, field, value, ref, hf, prefix + PROJECTIONS[partner][1] + ".weight" if partner else None, bound)
-            fact["reference"] = ref.describe(hf)
-            if layer == 0:
-                _candidate_stats(candidates, field, value, hf)
-            ref.release(hf)
-            return fact
-        if field in KEPT or field in family_kept:
-            hf = f"model.layers.{layer}.{KEPT.get(field) or family_kept[field]}"
-            if convention := ref.stored(field):
-                return convention_facts(layer, field, value, ref, hf, convention)
-            fact = kept_facts(layer, field, value, ref, hf)
-            fact["reference"] = ref.describe(hf)
-            return fact
-        return None
+    facts_of = _TensorFacts(ref, bound, family_kept, candidates).of
 
     # The statistics of one tensor run on a second thread while the loader
     # dequantizes the next (NumPy releases the GIL): the gate then costs
@@ -167,6 +133,65 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
     if candidates:
         result["candidates"] = [c for _, c in candidates]
     return result
+
+
+class _TensorFacts:
+    """One tensor's facts against the reference, on the statistics thread:
+    a whole-model tensor, a projection (layer 0's also against each pairing
+    candidate) or a tensor kept in bf16, each by its family's convention."""
+
+    def __init__(
+        self, ref: FamilyReference, bound: QuantBound, family_kept: dict[str, str], candidates: list[tuple[Reference, QuantCandidate]]
+    ) -> None:
+        self.ref, self.bound, self.family_kept, self.candidates = ref, bound, family_kept, candidates
+
+    def of(self, layer: int, field: str, value: Any) -> QuantTensor | None:
+        if layer < 0:
+            return self._global(layer, field, value)
+        if field in PROJECTIONS:
+            return self._projection(layer, field, value)
+        if field in KEPT or field in self.family_kept:
+            return self._kept(layer, field, value)
+        return None
+
+    def _global(self, layer: int, field: str, value: Any) -> QuantTensor:
+        ref = self.ref
+        hf = GLOBALS[field]
+        if field == "lm_head" and not ref.has(hf):
+            hf = GLOBALS["embed_table"]  # tied: the head is the embedding
+        if convention := ref.stored(field):
+            fact = convention_facts(layer, field, value, ref, hf, convention)
+            ref.release(hf)
+            return fact
+        # A quantized copy of the head is judged as a projection; its
+        # statistics are computed there, once.
+        fact = kept_facts(layer, field, value, ref, hf, stats=field != "lm_head")
+        if field == "lm_head" and fact.get("differing"):
+            fact = projection_facts(layer, field, np.asarray(value).T, ref, hf, None, self.bound)
+        fact["reference"] = ref.describe(hf)
+        ref.release(hf)
+        return fact
+
+    def _projection(self, layer: int, field: str, value: Any) -> QuantTensor:
+        ref = self.ref
+        prefix = f"model.layers.{layer}."
+        partner = PARTNERS.get(field)
+        hf = prefix + PROJECTIONS[field][1] + ".weight"
+        fact = projection_facts(layer, field, value, ref, hf, prefix + PROJECTIONS[partner][1] + ".weight" if partner else None, self.bound)
+        fact["reference"] = ref.describe(hf)
+        if layer == 0:
+            _candidate_stats(self.candidates, field, value, hf)
+        ref.release(hf)
+        return fact
+
+    def _kept(self, layer: int, field: str, value: Any) -> QuantTensor:
+        ref = self.ref
+        hf = f"model.layers.{layer}.{KEPT.get(field) or self.family_kept[field]}"
+        if convention := ref.stored(field):
+            return convention_facts(layer, field, value, ref, hf, convention)
+        fact = kept_facts(layer, field, value, ref, hf)
+        fact["reference"] = ref.describe(hf)
+        return fact
 
 
 def _candidate_stats(candidates: list[tuple[Reference, QuantCandidate]], field: str, value: Any, hf: str) -> None:
