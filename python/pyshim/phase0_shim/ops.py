@@ -13,7 +13,7 @@ from __future__ import annotations
 import platform
 import time
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -91,21 +91,9 @@ def baseline(args: BaselineArgs) -> tuple[BaselineResult, np.ndarray]:
         raise ValueError(f"decode_n must be >= 0, got {decode_n}")
 
     resolved = resolve_runner(args.get("llms_dir"))
-    style = args.get("prompt_style") or style_from_model_id(model_id)
-    prompt = args.get("prompt") or canonical_prompt(resolved.prompts_dir, cast(PromptStyle, style))
-
-    tokenizer = load_tokenizer(model_dir)
-    tokens = [int(t) for t in tokenizer.encode(prompt)]
-    if len(tokens) + max(decode_n - 1, 0) > max_seq:
-        raise ValueError(
-            f"prompt ({len(tokens)} tokens) plus {decode_n} decoded tokens does not fit max_seq {max_seq}"
-        )
-
+    style, prompt, tokenizer, tokens = _prompt(args, resolved.prompts_dir, model_id, max_seq, decode_n)
     weights_module = args.get("weights_module")
-    if weights_module:
-        config = generated_config(weights_module)
-    else:
-        config = runner_config(args.get("config") or {})
+    config = generated_config(weights_module) if weights_module else runner_config(args.get("config") or {})
 
     # A quantized key's baseline is Go's quant_baseline stage: its lines say so.
     stage = "quant_baseline" if args.get("quant") else STAGE_BASELINE
@@ -120,16 +108,7 @@ def baseline(args: BaselineArgs) -> tuple[BaselineResult, np.ndarray]:
     seconds_prefill = time.perf_counter() - start
     logits = np.ascontiguousarray(np.asarray(record.logits_at_pred, dtype=np.float32).reshape(-1))
 
-    decode: Decode | None = None
-    seconds_decode: float | None = None
-    if decode_n > 0:
-        start = time.perf_counter()
-        ids = [int(record.top1_token)]
-        for step in range(decode_n - 1):
-            out = runner.decode_step(ids[-1], len(tokens) + step)
-            ids.append(int(out.top1_token))
-        seconds_decode = time.perf_counter() - start
-        decode = {"ids": ids, "text": tokenizer.decode(ids)}
+    decode, seconds_decode = _decode(runner, tokenizer, record, len(tokens), decode_n)
     # Perplexity facts on the fixed passage, through the very model the runner loaded.
     model = getattr(runner, "model", None)
     if model is None:
@@ -169,6 +148,32 @@ def baseline(args: BaselineArgs) -> tuple[BaselineResult, np.ndarray]:
     if quant_facts is not None:
         result["quant"] = quant_facts
     return result, logits
+
+
+def _prompt(args: BaselineArgs, prompts_dir: Path, model_id: str, max_seq: int, decode_n: int) -> tuple[str, str, Any, list[int]]:
+    """The prompt style, the prompt (the one given, else the canonical prompt
+    of the style), the model's tokenizer and the prompt's tokens, which with
+    the decoded ones must fit ``max_seq``."""
+    style = args.get("prompt_style") or style_from_model_id(model_id)
+    prompt = args.get("prompt") or canonical_prompt(prompts_dir, cast(PromptStyle, style))
+    tokenizer = load_tokenizer(str(args["model_dir"]))
+    tokens = [int(t) for t in tokenizer.encode(prompt)]
+    if len(tokens) + max(decode_n - 1, 0) > max_seq:
+        raise ValueError(f"prompt ({len(tokens)} tokens) plus {decode_n} decoded tokens does not fit max_seq {max_seq}")
+    return style, prompt, tokenizer, tokens
+
+
+def _decode(runner: Any, tokenizer: Any, record: Any, n_prompt: int, decode_n: int) -> tuple[Decode | None, float | None]:
+    """Greedy-decode ``decode_n`` tokens after the prefill ``record`` of an
+    ``n_prompt``-token prompt (none when 0), and the seconds it took."""
+    if decode_n <= 0:
+        return None, None
+    start = time.perf_counter()
+    ids = [int(record.top1_token)]
+    for step in range(decode_n - 1):
+        out = runner.decode_step(ids[-1], n_prompt + step)
+        ids.append(int(out.top1_token))
+    return {"ids": ids, "text": tokenizer.decode(ids)}, time.perf_counter() - start
 
 
 @op("loader_facts", ModuleArgs, LoaderFactsResult, nonempty=("weights_module", "model_dir"))
