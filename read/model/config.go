@@ -123,9 +123,32 @@ func (a *Analysis) extract(r *Raw) (*Config, error) {
 		}
 	}
 
+	if err := a.extractHeads(r, c, def); err != nil {
+		return nil, err
+	}
+	if err := a.extractRope(r, c, def); err != nil {
+		return nil, err
+	}
+
+	if err := a.extractDefaulted(r, c, def); err != nil {
+		return nil, err
+	}
+	for _, key := range []string{"dtype", "torch_dtype"} {
+		if v, ok, err := r.String(key); err == nil && ok {
+			c.DType = v
+			break
+		}
+	}
+	return c, nil
+}
+
+// extractHeads reads the attention's KV heads and head size, each from
+// config.json, else what transformers assumes.
+func (a *Analysis) extractHeads(r *Raw, c *Config, def ClassDefaults) error {
+	fam := a.Family
 	kv, ok, err := r.Int("num_key_value_heads")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if ok {
 		c.NKVHeads = kv
@@ -136,7 +159,7 @@ func (a *Analysis) extract(r *Raw) (*Config, error) {
 
 	hd, ok, err := r.Int("head_dim")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	switch {
 	case ok:
@@ -146,19 +169,21 @@ func (a *Analysis) extract(r *Raw) (*Config, error) {
 		a.defaulted("head_dim", "head_dim", def.HeadDim, fam.Architecture()+" class default")
 	default:
 		if c.NHeads <= 0 || c.EmbDim%c.NHeads != 0 {
-			return nil, fmt.Errorf("config.json: head_dim is absent and hidden_size %d is not divisible by num_attention_heads %d", c.EmbDim, c.NHeads)
+			return fmt.Errorf("config.json: head_dim is absent and hidden_size %d is not divisible by num_attention_heads %d", c.EmbDim, c.NHeads)
 		}
 		c.HeadDim = c.EmbDim / c.NHeads
 		a.defaulted("head_dim", "head_dim", c.HeadDim, "hidden_size / num_attention_heads")
 	}
+	return nil
+}
 
-	if err := a.extractRope(r, c, def); err != nil {
-		return nil, err
-	}
-
+// extractDefaulted reads the settings a family's class has a default for:
+// the tie, the norm's eps, the activation and the QKV bias.
+func (a *Analysis) extractDefaulted(r *Raw, c *Config, def ClassDefaults) error {
+	fam := a.Family
 	tie, ok, err := r.Bool("tie_word_embeddings")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if ok {
 		c.TieWordEmbeddings = tie
@@ -169,7 +194,7 @@ func (a *Analysis) extract(r *Raw) (*Config, error) {
 
 	eps, ok, err := r.Float("rms_norm_eps")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if ok {
 		c.RMSNormEps = eps
@@ -180,7 +205,7 @@ func (a *Analysis) extract(r *Raw) (*Config, error) {
 
 	act, ok, err := r.String("hidden_act")
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if ok {
 		c.HiddenAct = act
@@ -191,7 +216,7 @@ func (a *Analysis) extract(r *Raw) (*Config, error) {
 
 	bias, note, err := fam.QKVBias(r)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.QKVBias = bias
 	if note != "" {
@@ -201,14 +226,7 @@ func (a *Analysis) extract(r *Raw) (*Config, error) {
 			a.Warnings = append(a.Warnings, note)
 		}
 	}
-
-	for _, key := range []string{"dtype", "torch_dtype"} {
-		if v, ok, err := r.String(key); err == nil && ok {
-			c.DType = v
-			break
-		}
-	}
-	return c, nil
+	return nil
 }
 
 // extractRope reads rope_theta and scaling from either layout: transformers 4
