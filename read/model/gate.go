@@ -42,10 +42,23 @@ var mlaKeys = []string{"kv_lora_rank", "q_lora_rank", "qk_rope_head_dim"}
 // gate applies the architecture rules and sets a.Architecture and a.Family.
 // It reports every reason that applies, not just the first.
 func gate(r *Raw, a *Analysis) []Rejection {
-	var out []Rejection
-	add := func(code, format string, args ...any) {
-		out = append(out, Rejection{Code: code, Message: fmt.Sprintf(format, args...)})
-	}
+	var out rejections
+	out.architecture(r, a)
+	out.packaging(r)
+	out.kernels(r, a)
+	return out
+}
+
+// rejections collects every reason that applies.
+type rejections []Rejection
+
+func (o *rejections) add(code, format string, args ...any) {
+	*o = append(*o, Rejection{Code: code, Message: fmt.Sprintf(format, args...)})
+}
+
+// architecture: one transformers class of a supported family.
+func (o *rejections) architecture(r *Raw, a *Analysis) {
+	add := o.add
 	supported := strings.Join(SupportedArchitectures(), ", ")
 
 	archs, named, err := r.Strings("architectures")
@@ -66,7 +79,12 @@ func gate(r *Raw, a *Analysis) []Rejection {
 			add(CodeUnsupportedArchitecture, "architecture %s is not supported%s; supported: %s", archs[0], deployedNote(archs[0]), supported)
 		}
 	}
+}
 
+// packaging: what the checkpoint is, beside its class (remote code, a
+// quantized packaging, an encoder-decoder, experts, latent attention).
+func (o *rejections) packaging(r *Raw) {
+	add := o.add
 	if r.Set("auto_map") {
 		add(CodeCustomCode, "config.json has auto_map: the model needs custom code from the hub, and phase0 never runs remote code (trust_remote_code)")
 	}
@@ -90,6 +108,12 @@ func gate(r *Raw, a *Analysis) []Rejection {
 			break
 		}
 	}
+}
+
+// kernels: what the NPU's kernels implement (full attention, silu, no MLP
+// or output bias, whole-head RoPE of a supported scaling).
+func (o *rejections) kernels(r *Raw, a *Analysis) {
+	add := o.add
 	if a.Family != nil {
 		if sw, why := a.Family.SlidingWindow(r); sw {
 			add(CodeSlidingWindow, "%s: sliding-window attention is not supported (%s)", a.Family.Name(), why)
@@ -130,7 +154,6 @@ func gate(r *Raw, a *Analysis) []Rejection {
 			}
 		}
 	}
-	return out
 }
 
 // quantMethod names a quantization_config's method (AWQ, GPTQ, fp8 …) for
