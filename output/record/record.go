@@ -98,17 +98,9 @@ func Commit(r *report.Report, dir string, docs []report.File, inputs string, enc
 	if _, err := Recover(real); err != nil {
 		return fmt.Errorf("recording the result (nothing was written): %w", err)
 	}
-	own := map[string][]byte{}
-	var docsBatch atomicfile.Batch
-	for _, f := range files {
-		if filepath.Dir(f.Path) == dir && slices.Contains(recordNames(inputs), filepath.Base(f.Path)) {
-			own[filepath.Base(f.Path)] = f.Data
-			continue
-		}
-		sweepTemps(f.Path)
-		if err := docsBatch.Add(f.Path, f.Data); err != nil {
-			return fmt.Errorf("recording the result (nothing was written): %w", err)
-		}
+	own, docsBatch, err := split(files, dir, inputs)
+	if err != nil {
+		return fmt.Errorf("recording the result (nothing was written): %w", err)
 	}
 	fail := func(err error) error {
 		// Committed, but not completed or without its inputs: the report
@@ -165,6 +157,26 @@ func Commit(r *report.Report, dir string, docs []report.File, inputs string, enc
 		}
 	}
 	return nil
+}
+
+// split sorts the files into the record folder's own (report files by
+// name, staged in the folder that is swapped in) and the documents beside
+// it (a batch of temporaries beside their paths, stray temporaries of a
+// killed run swept first).
+func split(files []report.File, dir, inputs string) (map[string][]byte, *atomicfile.Batch, error) {
+	own := map[string][]byte{}
+	docsBatch := &atomicfile.Batch{}
+	for _, f := range files {
+		if filepath.Dir(f.Path) == dir && slices.Contains(recordNames(inputs), filepath.Base(f.Path)) {
+			own[filepath.Base(f.Path)] = f.Data
+			continue
+		}
+		sweepTemps(f.Path)
+		if err := docsBatch.Add(f.Path, f.Data); err != nil {
+			return nil, nil, err
+		}
+	}
+	return own, docsBatch, nil
 }
 
 func paths(files []report.File) []string {
