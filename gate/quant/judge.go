@@ -77,23 +77,8 @@ func Judge(f Format, facts *Facts, want Expect) *Weights {
 			w.Judged++
 			m := Of(*t.Stats)
 			row.Metrics = &m
-			for _, c := range []struct {
-				metric string
-				value  float64
-				bad    bool
-				limit  string
-			}{
-				{"cosine", m.Cosine, m.Cosine < lim.MinCosine, fmt.Sprintf("≥ %g", lim.MinCosine)},
-				{"relative L2", m.RelL2, m.RelL2 > lim.MaxRelL2, fmt.Sprintf("≤ %g", lim.MaxRelL2)},
-				{"std ratio", m.StdRatio, m.StdRatio < lim.MinStdRatio || m.StdRatio > lim.MaxStdRatio, fmt.Sprintf("in [%g, %g]", lim.MinStdRatio, lim.MaxStdRatio)},
-				{"fraction beyond the " + f.Name() + " error bound", m.BeyondBound, m.BeyondBound > lim.MaxBeyond, fmt.Sprintf("≤ %g", lim.MaxBeyond)},
-				{"worst element's error in units of the " + f.Name() + " bound (max |error| " + fmt.Sprintf("%.4g", m.MaxAbsDiff) + ")", m.WorstExcess,
-					lim.MaxExcess > 0 && m.WorstExcess > lim.MaxExcess, fmt.Sprintf("≤ %g", lim.MaxExcess)},
-			} {
-				if c.bad {
-					fail("%s %.4f, limit %s%s", c.metric, c.value, c.limit, cause(t, m, lim, want.Family))
-					break
-				}
+			if metric, value, limit, broken := beyondLimits(f, m, lim); broken {
+				fail("%s %.4f, limit %s%s", metric, value, limit, cause(t, m, lim, want.Family))
 			}
 			if w.Weakest == nil || m.Cosine < w.Weakest.Metrics.Cosine {
 				r := row
@@ -131,6 +116,29 @@ func Judge(f Format, facts *Facts, want Expect) *Weights {
 		w.Summary += fmt.Sprintf("; weakest %s cosine %.4f, rel L2 %.4f (limits %g, %g)", tensorName(w.Weakest.Layer, w.Weakest.Tensor), m.Cosine, m.RelL2, lim.MinCosine, lim.MaxRelL2)
 	}
 	return w
+}
+
+// beyondLimits is the first of a quantized tensor's metrics outside the
+// format's limits, with its value and the limit, if any is.
+func beyondLimits(f Format, m Metrics, lim Limits) (metric string, value float64, limit string, broken bool) {
+	for _, c := range []struct {
+		metric string
+		value  float64
+		bad    bool
+		limit  string
+	}{
+		{"cosine", m.Cosine, m.Cosine < lim.MinCosine, fmt.Sprintf("≥ %g", lim.MinCosine)},
+		{"relative L2", m.RelL2, m.RelL2 > lim.MaxRelL2, fmt.Sprintf("≤ %g", lim.MaxRelL2)},
+		{"std ratio", m.StdRatio, m.StdRatio < lim.MinStdRatio || m.StdRatio > lim.MaxStdRatio, fmt.Sprintf("in [%g, %g]", lim.MinStdRatio, lim.MaxStdRatio)},
+		{"fraction beyond the " + f.Name() + " error bound", m.BeyondBound, m.BeyondBound > lim.MaxBeyond, fmt.Sprintf("≤ %g", lim.MaxBeyond)},
+		{"worst element's error in units of the " + f.Name() + " bound (max |error| " + fmt.Sprintf("%.4g", m.MaxAbsDiff) + ")", m.WorstExcess,
+			lim.MaxExcess > 0 && m.WorstExcess > lim.MaxExcess, fmt.Sprintf("≤ %g", lim.MaxExcess)},
+	} {
+		if c.bad {
+			return c.metric, c.value, c.limit, true
+		}
+	}
+	return "", 0, "", false
 }
 
 // cause is what the numbers say went wrong, or "".
