@@ -124,16 +124,9 @@ func Commit(r *report.Report, dir string, docs []report.File, inputs string, enc
 			docsBatch.Abort()
 			return fmt.Errorf("recording the result (nothing was written): %w", err)
 		}
-		// A filesystem that cannot swap two names or link, or a folder
-		// shared with a person's folders: file by file, each file whole,
-		// the old inputs.json removed with them.
-		for name, data := range own {
-			if err := docsBatch.Add(filepath.Join(dir, name), data); err != nil {
-				return fmt.Errorf("recording the result (nothing was written): %w", err)
-			}
-		}
-		docsBatch.Remove(inputs)
-		if err := docsBatch.Commit(); err != nil {
+		if staged, err := fileByFile(docsBatch, dir, own, inputs); err != nil && !staged {
+			return fmt.Errorf("recording the result (nothing was written): %w", err)
+		} else if err != nil {
 			return fail(err)
 		}
 	} else {
@@ -157,6 +150,21 @@ func Commit(r *report.Report, dir string, docs []report.File, inputs string, enc
 		}
 	}
 	return nil
+}
+
+// fileByFile commits the record where its folder cannot be exchanged (a
+// filesystem that cannot swap two names or link, or a folder shared with a
+// person's folders): file by file, each file whole, with the documents,
+// the old inputs.json removed with them. staged says whether the error
+// came after every file was staged (nothing is written before).
+func fileByFile(docs *atomicfile.Batch, dir string, own map[string][]byte, inputs string) (staged bool, err error) {
+	for name, data := range own {
+		if err := docs.Add(filepath.Join(dir, name), data); err != nil {
+			return false, err
+		}
+	}
+	docs.Remove(inputs)
+	return true, docs.Commit()
 }
 
 // split sorts the files into the record folder's own (report files by
