@@ -437,6 +437,40 @@ func (p *headerParser) intArray(name, field string, add func(int64)) error {
 	}
 }
 
+// checkSize checks that t's data_offsets span exactly what its shape and
+// dtype need (a dtype of extra sized by its own rule), at the header
+// offset at.
+func checkSize(t *Tensor, at int64, file string, extra ExtraDTypes) error {
+	bad := func(format string, args ...any) error {
+		return &FormatError{File: file, Offset: at, Reason: fmt.Sprintf("tensor %q: ", t.Name) + fmt.Sprintf(format, args...)}
+	}
+	if t.Begin > t.End {
+		return bad("data_offsets [%d, %d]: begin is after end", t.Begin, t.End)
+	}
+	elems, ok := stformat.ElementCount(t.Shape)
+	if !ok {
+		return bad("shape %v: element count overflows", t.Shape)
+	}
+	var nbytes uint64
+	if esize, known := DTypeSize(t.DType); known {
+		var hi uint64
+		hi, nbytes = bits.Mul64(elems, uint64(esize))
+		if hi != 0 || nbytes > math.MaxInt64 {
+			return bad("shape %v of %s: byte size overflows", t.Shape, t.DType)
+		}
+	} else {
+		n, ok := extra[t.DType](t.Shape)
+		if !ok || n < 0 {
+			return bad("shape %v cannot hold %s data", t.Shape, t.DType)
+		}
+		nbytes = uint64(n)
+	}
+	if span := t.End - t.Begin; uint64(span) != nbytes {
+		return bad("shape %v of %s needs %d bytes but data_offsets [%d, %d] span %d", t.Shape, t.DType, nbytes, t.Begin, t.End, span)
+	}
+	return nil
+}
+
 // layout checks each tensor's size against its shape and dtype, checks that
 // the data regions tile the data section exactly, and returns the tensors with
 // absolute offsets, sorted by Begin, and (when that is not the header's key
@@ -444,33 +478,8 @@ func (p *headerParser) intArray(name, field string, add func(int64)) error {
 func layout(ts []Tensor, ats []int64, file string, size, dataStart int64, extra ExtraDTypes) ([]Tensor, []int32, error) {
 	dataLen := size - dataStart
 	for i := range ts {
-		t := &ts[i]
-		bad := func(format string, args ...any) error {
-			return &FormatError{File: file, Offset: ats[i], Reason: fmt.Sprintf("tensor %q: ", t.Name) + fmt.Sprintf(format, args...)}
-		}
-		if t.Begin > t.End {
-			return nil, nil, bad("data_offsets [%d, %d]: begin is after end", t.Begin, t.End)
-		}
-		elems, ok := stformat.ElementCount(t.Shape)
-		if !ok {
-			return nil, nil, bad("shape %v: element count overflows", t.Shape)
-		}
-		var nbytes uint64
-		if esize, known := DTypeSize(t.DType); known {
-			var hi uint64
-			hi, nbytes = bits.Mul64(elems, uint64(esize))
-			if hi != 0 || nbytes > math.MaxInt64 {
-				return nil, nil, bad("shape %v of %s: byte size overflows", t.Shape, t.DType)
-			}
-		} else {
-			n, ok := extra[t.DType](t.Shape)
-			if !ok || n < 0 {
-				return nil, nil, bad("shape %v cannot hold %s data", t.Shape, t.DType)
-			}
-			nbytes = uint64(n)
-		}
-		if span := t.End - t.Begin; uint64(span) != nbytes {
-			return nil, nil, bad("shape %v of %s needs %d bytes but data_offsets [%d, %d] span %d", t.Shape, t.DType, nbytes, t.Begin, t.End, span)
+		if err := checkSize(&ts[i], ats[i], file, extra); err != nil {
+			return nil, nil, err
 		}
 	}
 	byOffset := func(a, b *Tensor) int {
