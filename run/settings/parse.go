@@ -194,6 +194,13 @@ func (s Setting) Parse(v Value) (any, error) {
 		}
 		return d, nil
 	}
+	return s.parseText(v, bad)
+}
+
+// parseText reads v as a Text, Path or Lines setting's value: a YAML
+// string, without a NUL, a path no longer than any path, one of the
+// choices when the setting has them.
+func (s Setting) parseText(v Value, bad *ValueError) (any, error) {
 	if v.Form != FormText {
 		return nil, &ValueError{Value: v, Want: s.Want(), Hint: "in a YAML file, quote it"}
 	}
