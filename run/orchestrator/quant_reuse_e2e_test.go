@@ -134,7 +134,7 @@ import llama32_1b_weights as _borrowed  # noqa: E402,F401
 			env := s.Env
 			s.Env = func(k string) string {
 				if k == "Q4NX_MODEL_SOURCE" {
-					return "/data/exported"
+					return snap // the same bundle, named by the variable: judged, and stamped
 				}
 				return env(k)
 			}
