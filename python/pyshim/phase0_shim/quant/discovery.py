@@ -41,6 +41,12 @@ def _from_function(fn: Any, source: str) -> Iterator[tuple[int, str, Any]]:
             value = getattr(layer, field, None)
             if value is not None:
                 yield k, field, value
+                # Taken: the loader's structure lets go of it, so a caller
+                # that copies it (gate 2's contiguous weights) holds one
+                # copy, not two, of a loader that returned the whole model.
+                with contextlib.suppress(AttributeError, TypeError):
+                    setattr(layer, field, None)
+                del value
 
 
 def _from_class(cls: Any, source: str, n_layers: int, ref: Reference) -> Iterator[tuple[int, str, Any]]:
