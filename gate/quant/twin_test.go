@@ -123,3 +123,23 @@ func TestTwinOnARealShaped1B(t *testing.T) {
 	}
 	t.Logf("%s", e.Summary)
 }
+
+// The clean bundle of the same real-shaped Llama-3.2-1B (the nibbles7
+// case's bundle before its corruption; worker facts pinned): it PASSes
+// against its twin, where the fixed limits alone failed it (issue 37: the
+// reference's flat top-5 reordered by 4-bit noise).
+func TestTwinOnARealShaped1BClean(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "twin-1b", "clean.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f E2EFacts
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	e := JudgeE2E(Q4NX(), &f, 16)
+	if e.Status != verdict.Pass || e.Twin == nil || e.Twin.PartsAt != nil {
+		t.Errorf("%s %q", e.Status, e.Summary)
+	}
+	t.Logf("%s", e.Summary)
+}
