@@ -65,6 +65,21 @@ def test_installed_and_standard_modules_stay() -> None:
         assert name in sys.modules
 
 
+def test_a_kept_name_rebound_to_foreign_code_is_forgotten(tmp_path: Path) -> None:
+    # The first reset judged json the interpreter's own; a run that puts a
+    # foreign module under that name must not ride on that judgement.
+    session.forget_foreign_modules()
+    real = sys.modules["json"]
+    shadow = import_module_from_path(_write(tmp_path / "json.py", "SHADOW = True\n"))
+    sys.modules["json"] = shadow
+    try:
+        assert "json" in session.forget_foreign_modules()
+        assert "json" not in sys.modules
+    finally:
+        sys.modules["json"] = real
+    assert "json" not in session.forget_foreign_modules()
+
+
 def test_torch_defaults_are_restored() -> None:
     torch.set_default_dtype(torch.float64)
     torch.set_grad_enabled(False)

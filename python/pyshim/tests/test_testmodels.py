@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from safetensors import safe_open
 
-from phase0_testmodels import SPECIAL_TOKENS, VOCAB_SIZE, main, make_tiny_model
+from phase0_testmodels import SPECIAL_TOKENS, VOCAB_SIZE, main, make_tiny_model, training
 
 
 def tensor_names(model_dir: Path) -> dict[str, tuple[int, ...]]:
@@ -90,27 +90,33 @@ def test_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_runs_as_a_module(tmp_path: Path) -> None:
-    """``python -m phase0_testmodels`` is how make bench builds its model."""
+    """``python -m phase0_testmodels`` is how make bench builds its model: the
+    module runs as a program (its arguments are checked before torch loads;
+    ``main`` builds the model in the tests below and in the Go tests)."""
     import subprocess
     import sys
 
-    out = tmp_path / "m"
     done = subprocess.run(
-        [sys.executable, "-m", "phase0_testmodels", "--family", "qwen2", "--out", str(out)],
+        [sys.executable, "-m", "phase0_testmodels", "--family", "gpt2", "--out", str(tmp_path / "m")],
         cwd=Path(__file__).resolve().parents[1],
         capture_output=True,
         text=True,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
-    assert (out / "config.json").is_file() and (out / "model.safetensors").is_file()
+    assert done.returncode == 2, done.stderr
+    assert "--family: invalid choice: 'gpt2'" in done.stderr
+    assert not (tmp_path / "m").exists()
 
 
 def test_training_is_deterministic_and_cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A short training (the cache is this test's own): determinism does not
+    # depend on how many steps are taken, and 150 steps twice cost 18 s.
+    monkeypatch.setattr(training, "STEPS", 12)
     monkeypatch.setenv("PHASE0_CACHE", str(tmp_path / "cache"))
     first = make_tiny_model("mistral", tmp_path / "a")
     cached = list((tmp_path / "cache" / "trained-tiny").glob("*.safetensors"))
     assert len(cached) == 1
+    assert digest(make_tiny_model("mistral", tmp_path / "reused")) == digest(first)
     cached[0].unlink()  # train again from scratch: same bytes
     again = make_tiny_model("mistral", tmp_path / "b")
     assert digest(again) == digest(first)
