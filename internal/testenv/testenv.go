@@ -247,13 +247,9 @@ func cachedBuild(py, prefix string, gen generator, spec string, script func(tmp 
 	}
 	h.Write(versions)
 
-	cache := os.Getenv("PHASE0_CACHE")
-	if cache == "" {
-		base, err := os.UserCacheDir()
-		if err != nil {
-			return "", err
-		}
-		cache = filepath.Join(base, "phase0")
+	cache, err := cacheDir()
+	if err != nil {
+		return "", err
 	}
 	dir := filepath.Join(cache, prefix+"-"+hex.EncodeToString(h.Sum(nil))[:12])
 	if _, err := os.Stat(filepath.Join(dir, "complete")); err == nil {
@@ -333,6 +329,33 @@ func QuantFamilyFixtures(t testing.TB) string {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return dir
+}
+
+// cacheDir is phase0's cache folder ($PHASE0_CACHE, else the user cache
+// dir's phase0/), where the tests keep what they build once.
+func cacheDir() (string, error) {
+	if cache := os.Getenv("PHASE0_CACHE"); cache != "" {
+		return cache, nil
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(base, "phase0"), nil
+}
+
+// CacheDir is phase0's cache folder, created if missing; the test fails
+// without one.
+func CacheDir(t testing.TB) string {
+	t.Helper()
+	dir, err := cacheDir()
+	if err == nil {
+		err = os.MkdirAll(dir, 0o755)
+	}
+	if err != nil {
+		t.Fatalf("no cache folder for the tests: %v", err)
 	}
 	return dir
 }

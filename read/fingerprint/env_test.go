@@ -2,6 +2,10 @@ package fingerprint
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -9,8 +13,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
+	"phase0/internal/atomicfile"
 	"phase0/internal/testenv"
 )
 
@@ -50,10 +56,13 @@ func sitePackages(t *testing.T) string {
 
 // envNamesRead scans the installed packages: the names their Python reads,
 // and the library families (with one name each, for the message) their
-// shared libraries mention.
+// shared libraries mention. The scan reads some 2 GB of libraries (13 s);
+// its result is kept in phase0's cache under a key made of every scanned
+// file's path, size, modification time and inode and of the patterns, so
+// any change to an installed file, or to what the scan looks for, scans
+// again.
 func envNamesRead(t *testing.T, site string) (pyNames map[string]string, families map[string]string) {
 	t.Helper()
-	pyNames, families = map[string]string{}, map[string]string{}
 	var roots []string
 	for _, pkg := range scannedPackages {
 		if _, err := os.Stat(filepath.Join(site, pkg)); err == nil {
@@ -65,50 +74,83 @@ func envNamesRead(t *testing.T, site string) (pyNames map[string]string, familie
 	if len(roots) < 5 {
 		t.Fatalf("only %v of %v installed in %s", roots, scannedPackages, site)
 	}
+	var files []string
+	key := sha256.New()
+	fmt.Fprintf(key, "%s\x00%s\x00%q\x00", pyEnvRead, gpuLibrary, libraryFamilies)
 	for _, root := range roots {
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
 			name := d.Name()
-			switch {
-			case strings.HasSuffix(name, ".py"):
-				data, err := os.ReadFile(path)
-				if err != nil {
-					return err
-				}
-				if !bytes.Contains(data, []byte("environ")) && !bytes.Contains(data, []byte("getenv")) && !bytes.Contains(data, []byte("env")) {
-					return nil
-				}
-				for _, m := range pyEnvRead.FindAllSubmatch(data, -1) {
-					for _, g := range m[1:] {
-						if len(g) > 0 {
-							pyNames[string(g)] = path
-						}
-					}
-				}
-			case strings.Contains(name, ".so") && !gpuLibrary.MatchString(name):
-				data, err := os.ReadFile(path)
-				if err != nil {
-					return err
-				}
-				for _, fam := range libraryFamilies {
-					if _, seen := families[fam]; seen {
-						continue
-					}
-					if i := bytes.Index(data, []byte(fam+"_")); i >= 0 {
-						end := i + len(fam) + 1
-						for end < len(data) && end-i < 64 && (data[end] == '_' || data[end] >= 'A' && data[end] <= 'Z' || data[end] >= '0' && data[end] <= '9') {
-							end++
-						}
-						families[fam] = string(data[i:end]) + " in " + path
-					}
-				}
+			if !strings.HasSuffix(name, ".py") && (!strings.Contains(name, ".so") || gpuLibrary.MatchString(name)) {
+				return nil
 			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			st, _ := fi.Sys().(*syscall.Stat_t)
+			var ino uint64
+			if st != nil {
+				ino = st.Ino
+			}
+			fmt.Fprintf(key, "%s\x00%d %d %d\n", path, fi.Size(), fi.ModTime().UnixNano(), ino)
+			files = append(files, path)
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	}
+	cached := filepath.Join(testenv.CacheDir(t), "envscan-"+hex.EncodeToString(key.Sum(nil))[:16]+".json")
+	var scan struct{ Python, Families map[string]string }
+	if b, err := os.ReadFile(cached); err == nil && json.Unmarshal(b, &scan) == nil && scan.Python != nil && scan.Families != nil {
+		return scan.Python, scan.Families
+	}
+	scan.Python, scan.Families = scanFiles(t, files)
+	if b, err := json.Marshal(scan); err == nil {
+		if err := atomicfile.Write(cached, b); err != nil {
+			t.Logf("the scan is not cached: %v", err)
+		}
+	}
+	return scan.Python, scan.Families
+}
+
+// scanFiles reads each file: the names a Python file reads, the library
+// families a shared library mentions.
+func scanFiles(t *testing.T, files []string) (pyNames map[string]string, families map[string]string) {
+	t.Helper()
+	pyNames, families = map[string]string{}, map[string]string{}
+	for _, path := range files {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasSuffix(path, ".py") {
+			if !bytes.Contains(data, []byte("environ")) && !bytes.Contains(data, []byte("getenv")) && !bytes.Contains(data, []byte("env")) {
+				continue
+			}
+			for _, m := range pyEnvRead.FindAllSubmatch(data, -1) {
+				for _, g := range m[1:] {
+					if len(g) > 0 {
+						pyNames[string(g)] = path
+					}
+				}
+			}
+			continue
+		}
+		for _, fam := range libraryFamilies {
+			if _, seen := families[fam]; seen {
+				continue
+			}
+			if i := bytes.Index(data, []byte(fam+"_")); i >= 0 {
+				end := i + len(fam) + 1
+				for end < len(data) && end-i < 64 && (data[end] == '_' || data[end] >= 'A' && data[end] <= 'Z' || data[end] >= '0' && data[end] <= '9') {
+					end++
+				}
+				families[fam] = string(data[i:end]) + " in " + path
+			}
 		}
 	}
 	return pyNames, families

@@ -57,6 +57,7 @@ def test_baseline_and_run_equal_the_cli(tiny_models: Path, torch_python: str, tm
     assert "torch" not in sys.modules
 
 
+@pytest.mark.first_minor  # the crash is the child's; this interpreter's minor plays no part in it
 def test_worker_crash_is_a_fail_result(tiny_models: Path, torch_python: str, fake_verify: Path) -> None:
     (fake_verify / "verify" / "runners" / "hf_runner.py").write_text(
         runner_source("        import ctypes\n        ctypes.string_at(0)"))
