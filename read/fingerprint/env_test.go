@@ -2,8 +2,6 @@ package fingerprint
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -13,7 +11,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"phase0/internal/atomicfile"
@@ -58,7 +55,7 @@ func sitePackages(t *testing.T) string {
 // and the library families (with one name each, for the message) their
 // shared libraries mention. The scan reads some 2 GB of libraries (13 s);
 // its result is kept in phase0's cache under a key made of every scanned
-// file's path, size, modification time and inode and of the patterns, so
+// file's stamp (Files: size, times, inode, device) and of the patterns, so
 // any change to an installed file, or to what the scan looks for, scans
 // again.
 func envNamesRead(t *testing.T, site string) (pyNames map[string]string, families map[string]string) {
@@ -75,35 +72,24 @@ func envNamesRead(t *testing.T, site string) (pyNames map[string]string, familie
 		t.Fatalf("only %v of %v installed in %s", roots, scannedPackages, site)
 	}
 	var files []string
-	key := sha256.New()
-	fmt.Fprintf(key, "%s\x00%s\x00%q\x00", pyEnvRead, gpuLibrary, libraryFamilies)
 	for _, root := range roots {
 		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err
 			}
 			name := d.Name()
-			if !strings.HasSuffix(name, ".py") && (!strings.Contains(name, ".so") || gpuLibrary.MatchString(name)) {
-				return nil
+			if strings.HasSuffix(name, ".py") || strings.Contains(name, ".so") && !gpuLibrary.MatchString(name) {
+				files = append(files, path)
 			}
-			fi, err := d.Info()
-			if err != nil {
-				return err
-			}
-			st, _ := fi.Sys().(*syscall.Stat_t)
-			var ino uint64
-			if st != nil {
-				ino = st.Ino
-			}
-			fmt.Fprintf(key, "%s\x00%d %d %d\n", path, fi.Size(), fi.ModTime().UnixNano(), ino)
-			files = append(files, path)
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	cached := filepath.Join(testenv.CacheDir(t), "envscan-"+hex.EncodeToString(key.Sum(nil))[:16]+".json")
+	patterns := fmt.Sprintf("%s\x00%s\x00%q", pyEnvRead, gpuLibrary, libraryFamilies)
+	key := Digest(append(Files(files, func(string) int64 { return -1 }), File{Name: patterns}))
+	cached := filepath.Join(testenv.CacheDir(t), "envscan-"+key[:16]+".json")
 	var scan struct{ Python, Families map[string]string }
 	if b, err := os.ReadFile(cached); err == nil && json.Unmarshal(b, &scan) == nil && scan.Python != nil && scan.Families != nil {
 		return scan.Python, scan.Families
