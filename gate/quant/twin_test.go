@@ -12,6 +12,20 @@ import (
 	"phase0/gate/verdict"
 )
 
+// pinnedFacts reads worker facts pinned under testdata/DIR/NAME.json.
+func pinnedFacts(t *testing.T, dir, name string) *E2EFacts {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", dir, name+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f E2EFacts
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatalf("testdata/%s/%s.json: %v", dir, name, err)
+	}
+	return &f
+}
+
 // TestTwinOnTheFixtures pins quantized gate 2 on the facts the worker gave
 // for the quantized gate's fixtures (python -m phase0_benchmodels.quant_twin:
 // the tiny 2-layer Llama `ref`, its clean Q4NX bundles and one negative per
@@ -34,15 +48,7 @@ func TestTwinOnTheFixtures(t *testing.T) {
 		{"swapped", verdict.Pass, -1},    // gate 1 only
 		{"transposed", verdict.Pass, -1}, // gate 1 only
 	} {
-		raw, err := os.ReadFile(filepath.Join("testdata", "twin", c.bundle+".json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var f E2EFacts
-		if err := json.Unmarshal(raw, &f); err != nil {
-			t.Fatalf("%s: %v", c.bundle, err)
-		}
-		e := JudgeE2E(Q4NX(), &f, 2)
+		e := JudgeE2E(Q4NX(), pinnedFacts(t, "twin", c.bundle), 2)
 		if e.Status != c.want {
 			t.Errorf("%s: %s, want %s: %s", c.bundle, e.Status, c.want, e.Summary)
 			continue
@@ -80,15 +86,7 @@ func TestTwinOnATrainedModel(t *testing.T) {
 			{"swapped", verdict.Fail},
 			{"transposed", verdict.Pass}, // gate 1 only
 		} {
-			raw, err := os.ReadFile(filepath.Join("testdata", "twin-trained", prefix+"-"+c.corruption+".json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var facts E2EFacts
-			if err := json.Unmarshal(raw, &facts); err != nil {
-				t.Fatal(err)
-			}
-			e := JudgeE2E(f, &facts, 2)
+			e := JudgeE2E(f, pinnedFacts(t, "twin-trained", prefix+"-"+c.corruption), 2)
 			if e.Status != c.want {
 				t.Errorf("%s %s: %s, want %s: %s", prefix, c.corruption, e.Status, c.want, e.Summary)
 			}
@@ -104,15 +102,7 @@ func TestTwinOnATrainedModel(t *testing.T) {
 // a Q4NX bundle whose layer 7 has its nibbles in the wrong order FAILs and
 // names layer 7 as where the hidden states first part.
 func TestTwinOnARealShaped1B(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("testdata", "twin-1b", "nibbles7.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f E2EFacts
-	if err := json.Unmarshal(raw, &f); err != nil {
-		t.Fatal(err)
-	}
-	e := JudgeE2E(Q4NX(), &f, 16)
+	e := JudgeE2E(Q4NX(), pinnedFacts(t, "twin-1b", "nibbles7"), 16)
 	if e.Status != verdict.Fail || e.Twin.PartsAt == nil || e.Twin.PartsAt.Layer != 7 || !strings.Contains(e.Summary, "hidden states first part from the reference at layer 7") {
 		t.Errorf("%s %q", e.Status, e.Summary)
 	}
@@ -130,15 +120,7 @@ func TestTwinOnARealShaped1B(t *testing.T) {
 // against its twin, where the fixed limits alone failed it (issue 37: the
 // reference's flat top-5 reordered by 4-bit noise).
 func TestTwinOnARealShaped1BClean(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("testdata", "twin-1b", "clean.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f E2EFacts
-	if err := json.Unmarshal(raw, &f); err != nil {
-		t.Fatal(err)
-	}
-	e := JudgeE2E(Q4NX(), &f, 16)
+	e := JudgeE2E(Q4NX(), pinnedFacts(t, "twin-1b", "clean"), 16)
 	if e.Status != verdict.Pass || e.Twin == nil || e.Twin.PartsAt != nil {
 		t.Errorf("%s %q", e.Status, e.Summary)
 	}
@@ -168,15 +150,7 @@ func TestTwinOnTheDefaultModel(t *testing.T) {
 		{awq{}, "AWQ", nil},
 	} {
 		for _, corruption := range []string{"clean", "nibbles", "doubled_scale", "swapped", "transposed"} {
-			raw, err := os.ReadFile(filepath.Join("testdata", "twin-smollm2", c.prefix+"-"+corruption+".json"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			var facts E2EFacts
-			if err := json.Unmarshal(raw, &facts); err != nil {
-				t.Fatal(err)
-			}
-			e := JudgeE2E(c.format, &facts, 30)
+			e := JudgeE2E(c.format, pinnedFacts(t, "twin-smollm2", c.prefix+"-"+corruption), 30)
 			want := verdict.Pass
 			if slices.Contains(c.fail, corruption) {
 				want = verdict.Fail
