@@ -23,14 +23,9 @@ import (
 func familyTree(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	data := filepath.Join(testenv.PyShim(), "tests", "data")
-	if err := os.CopyFS(root, os.DirFS(filepath.Join(data, "quant"))); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CopyTestData(t, root, "quant")
 	llms := filepath.Join(root, "llms")
-	if err := os.CopyFS(filepath.Join(llms, "llama32_1b"), os.DirFS(filepath.Join(data, "upstream", "llama32_1b"))); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CopyTestData(t, filepath.Join(llms, "llama32_1b"), "upstream/llama32_1b")
 	return llms
 }
 

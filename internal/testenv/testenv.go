@@ -90,6 +90,15 @@ func RepoRoot() string {
 // PyShim is the working copy of the phase0_shim package's parent folder.
 func PyShim() string { return filepath.Join(RepoRoot(), "python", "pyshim") }
 
+// CopyTestData copies the folder pyshim/tests/data/REL (slash-separated)
+// into to: the tests' upstream-style trees are assembled from it.
+func CopyTestData(t testing.TB, to, rel string) {
+	t.Helper()
+	if err := os.CopyFS(to, os.DirFS(filepath.Join(PyShim(), "tests", "data", filepath.FromSlash(rel)))); err != nil {
+		t.Fatalf("copying test data %s: %v", rel, err)
+	}
+}
+
 // Model describes one tiny test checkpoint.
 type Model struct {
 	Name   string // folder name in the cache, e.g. "llama-llama3"

@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"encoding/binary"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,18 +27,11 @@ const (
 func quantTree(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	data := filepath.Join(testenv.PyShim(), "tests", "data")
-	if err := os.CopyFS(root, os.DirFS(filepath.Join(data, "quant"))); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CopyTestData(t, root, "quant")
 	llms := filepath.Join(root, "llms")
-	if err := os.CopyFS(filepath.Join(llms, "verify"), os.DirFS(filepath.Join(data, "llms", "verify"))); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CopyTestData(t, filepath.Join(llms, "verify"), "llms/verify")
 	for _, name := range []string{"llama32_1b", "qwen3_0_6b", "qwen25_0_5b"} {
-		if err := os.CopyFS(filepath.Join(llms, name), os.DirFS(filepath.Join(data, "upstream", name))); err != nil {
-			t.Fatal(err)
-		}
+		testenv.CopyTestData(t, filepath.Join(llms, name), "upstream/"+name)
 	}
 	// A config function and a RoPE table, as llama31_8b_q4nx has them
 	// (llama31_8b_config(), generate_rope_lut): gate 3 calls the one and

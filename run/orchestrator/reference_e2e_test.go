@@ -229,9 +229,7 @@ func TestReferenceReusedAndRefreshed(t *testing.T) {
 // its prompt file.
 func TestReferenceThroughVerifyTree(t *testing.T) {
 	llms := t.TempDir()
-	if err := os.CopyFS(filepath.Join(llms, "verify"), os.DirFS(filepath.Join(testenv.PyShim(), "tests", "data", "llms", "verify"))); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CopyTestData(t, filepath.Join(llms, "verify"), "llms/verify")
 	s, _ := referenceSettings(t, llms)
 	s.ReferenceSteps = 2
 	ref := mustRecord(t, ReferenceRun(context.Background(), s, tiny(t, "qwen2"), "test"))

@@ -59,9 +59,7 @@ func mirrorPackage(t *testing.T, site, pkg string) string {
 // Not parallel: it sets environment variables, which only a new worker sees.
 func TestReuseSeesIssue31(t *testing.T) {
 	llms := t.TempDir()
-	if err := os.CopyFS(filepath.Join(llms, "verify"), os.DirFS(filepath.Join(testenv.PyShim(), "tests", "data", "llms", "verify"))); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CopyTestData(t, filepath.Join(llms, "verify"), "llms/verify")
 	s := settingsFor(t, llms)
 	s.Sessions = nil         // every run starts its own worker: the environment, the shim and the imports are this run's
 	s.PyShimDir = ""         // the shim built into the test binary, unpacked into ...

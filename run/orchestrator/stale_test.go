@@ -105,9 +105,7 @@ func rewriteInPlace(t *testing.T, path string, edit func([]byte) []byte) {
 func TestReuseIsNeverStale(t *testing.T) {
 	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
 	llms := t.TempDir()
-	if err := os.CopyFS(filepath.Join(llms, "verify"), os.DirFS(filepath.Join(testenv.PyShim(), "tests", "data", "llms", "verify"))); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CopyTestData(t, filepath.Join(llms, "verify"), "llms/verify")
 	// The runner imports a helper beside the tree and one in a sub-folder
 	// of verify/runners: code that the verdict depends on, anywhere.
 	runner := filepath.Join(llms, "verify", "runners", "hf_runner.py")

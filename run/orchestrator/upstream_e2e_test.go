@@ -25,14 +25,9 @@ import (
 func upstreamStyleTree(t *testing.T) string {
 	t.Helper()
 	llms := t.TempDir()
-	data := filepath.Join(testenv.PyShim(), "tests", "data")
-	if err := os.CopyFS(filepath.Join(llms, "verify"), os.DirFS(filepath.Join(data, "llms", "verify"))); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CopyTestData(t, filepath.Join(llms, "verify"), "llms/verify")
 	for _, name := range []string{"llama32_1b", "qwen3_0_6b", "qwen25_0_5b"} {
-		if err := os.CopyFS(filepath.Join(llms, name), os.DirFS(filepath.Join(data, "upstream", name))); err != nil {
-			t.Fatal(err)
-		}
+		testenv.CopyTestData(t, filepath.Join(llms, name), "upstream/"+name)
 	}
 	testenv.WriteFile(t, filepath.Join(llms, "llama32_1b_q4nx", "verify_adapter.py"),
 		"MODEL_CHOICES = {\n    \"base\": \"meta-llama/Llama-3.2-1B\",\n    \"instruct\": \"meta-llama/Llama-3.2-1B-Instruct\",\n}\nQ4NX_MODEL_SOURCE = \"FastFlowLM/Llama-3.2-1B-NPU2\"\n")

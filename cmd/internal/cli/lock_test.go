@@ -30,9 +30,7 @@ func TestSecondRunOnALockedWorkspace(t *testing.T) {
 	py := testenv.Python(t)
 	model := filepath.Join(testenv.TinyModels(t), "qwen3")
 	llms := t.TempDir()
-	if err := os.CopyFS(filepath.Join(llms, "verify"), os.DirFS(filepath.Join(testenv.PyShim(), "tests", "data", "llms", "verify"))); err != nil {
-		t.Fatal(err)
-	}
+	testenv.CopyTestData(t, filepath.Join(llms, "verify"), "llms/verify")
 	release := filepath.Join(t.TempDir(), "release")
 	runner := fmt.Sprintf(`import os, time
 from runners._records import PrefillRecord, DecodeStepRecord
