@@ -20,6 +20,7 @@ or scaled twice, a layer's fused rows split in another order.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,9 +107,20 @@ def phi3_config(**overrides: Any) -> Any:
     return Phi3Config(**kwargs)
 
 
-def _write_model(out: Path, model: Any, tok: Any, seed: int, norm_mean: float) -> Path:
+def _make_model(out: Path | str, config_of: Callable[..., Any], model_class: Any, seed: int, norm_mean: float) -> Path:
+    """A tiny ``model_class`` of ``config_of``'s config and the tests' tokenizer
+    in ``out``: weights drawn from ``seed``, norms around ``norm_mean``."""
     import torch
 
+    from phase0_testmodels import train_tokenizer
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    tok = train_tokenizer()
+    config = config_of(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    config.architectures = [model_class.__name__]
+    torch.manual_seed(seed)
+    model = model_class(config).to(torch.bfloat16).eval()
     generator = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -125,36 +137,16 @@ def _write_model(out: Path, model: Any, tok: Any, seed: int, norm_mean: float) -
 
 def make_gemma3_model(out: Path | str, *, seed: int = 0) -> Path:
     """A tiny Gemma3ForConditionalGeneration (text 256 wide, 6 layers) and tokenizer in ``out``."""
-    import torch
     from transformers import Gemma3ForConditionalGeneration
 
-    from phase0_testmodels import train_tokenizer
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    tok = train_tokenizer()
-    config = gemma3_config(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-    config.architectures = ["Gemma3ForConditionalGeneration"]
-    torch.manual_seed(seed)
-    model = Gemma3ForConditionalGeneration(config).to(torch.bfloat16).eval()  # type: ignore[arg-type]
-    return _write_model(out, model, tok, seed, 0.0)
+    return _make_model(out, gemma3_config, Gemma3ForConditionalGeneration, seed, 0.0)
 
 
 def make_phi3_model(out: Path | str, *, seed: int = 0) -> Path:
     """A tiny Phi3ForCausalLM (256 wide, fused projections, LongRoPE) and tokenizer in ``out``."""
-    import torch
     from transformers import Phi3ForCausalLM
 
-    from phase0_testmodels import train_tokenizer
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    tok = train_tokenizer()
-    config = phi3_config(bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-    config.architectures = ["Phi3ForCausalLM"]
-    torch.manual_seed(seed)
-    model = Phi3ForCausalLM(config).to(torch.bfloat16).eval()  # type: ignore[arg-type]
-    return _write_model(out, model, tok, seed, 1.0)
+    return _make_model(out, phi3_config, Phi3ForCausalLM, seed, 1.0)
 
 
 def _bf16(a: np.ndarray) -> Raw:
