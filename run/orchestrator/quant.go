@@ -334,11 +334,7 @@ func (st *state) recordID() string {
 func quantReuseStage(_ context.Context, st *state) (reuseResult, outcome, error) {
 	var res reuseResult
 	rec, why := st.quantReusable(&res.stamp)
-	if why != "" {
-		return res, outcome{status: verdict.Skip, detail: why + "; running everything"}, nil
-	}
-	res.reused = rec
-	return res, outcome{status: verdict.Pass, detail: fmt.Sprintf("inputs unchanged since %s: reusing %s", rec.ReusedFrom.Recorded.Format(time.RFC3339), rec.ReusedFrom.Path), done: true}, nil
+	return reuseOutcome(res, rec, why)
 }
 
 // quantReusable returns the key's recorded report when it can be reused,

@@ -30,6 +30,13 @@ import (
 func reuseStage(_ context.Context, st *state) (reuseResult, outcome, error) {
 	var res reuseResult
 	rec, why := st.reusable(&res.stamp)
+	return reuseOutcome(res, rec, why)
+}
+
+// reuseOutcome ends a reuse stage (a bf16 run's or a quantized key's): SKIPPED
+// saying why the recorded verdict cannot stand, or PASS ending the chain
+// with the recorded report rec.
+func reuseOutcome(res reuseResult, rec *report.Report, why string) (reuseResult, outcome, error) {
 	if why != "" {
 		return res, outcome{status: verdict.Skip, detail: why + "; running everything"}, nil
 	}
