@@ -21,6 +21,7 @@ import (
 	"unsafe"
 
 	"phase0/cmd/internal/cli"
+	"phase0/python/warm"
 	"phase0/python/worker"
 )
 
@@ -43,6 +44,14 @@ type call struct {
 	stdout bytes.Buffer
 	stderr bytes.Buffer
 }
+
+// sessions lends this process's calls warm Python sessions: a second
+// phase0.run() or phase0.baseline() in the same program does not import
+// torch again (each call resets the session and has its own time limit). Two
+// at most at once, a third concurrent call waits for one; a session nobody
+// borrowed for five minutes is closed, so an idle notebook does not keep
+// torch's memory.
+var sessions = warm.New(2, 5*time.Minute)
 
 var (
 	callsMu sync.Mutex
@@ -112,7 +121,7 @@ func p0start(argv **C.char, argc C.int, overrides *C.char, mode C.int) C.longlon
 		case streamAll:
 			stdout, stderr = os.Stdout, os.Stderr
 		}
-		o := cli.Options{Version: version}
+		o := cli.Options{Version: version, Sessions: sessions}
 		if ov != "" {
 			// Numbers keep their text: 10**400 or 2**31-1 reaches the
 			// settings parser as written, to be refused there by range.

@@ -32,7 +32,7 @@ type Target struct {
 	CacheDir  string // phase0's cache; "" for the user cache dir's phase0/
 	Timeout   time.Duration
 	Log       io.Writer      // the worker's stderr, the run's log
-	Sessions  *warm.Sessions // lends a live worker when set (the tests')
+	Sessions  *warm.Sessions // lends a live worker when set (a list's runs, the Python API's calls, the tests)
 }
 
 // Interpreter is the absolute path of the configured interpreter, which
@@ -117,7 +117,7 @@ func (t Target) Client(interrupted func(error) error) *ops.Client {
 			if err != nil {
 				return nil, err
 			}
-			l, err := t.Sessions.Borrow(ctx, py, shim, t.Log)
+			l, err := t.Sessions.Borrow(ctx, warm.Loan{Python: py, Shim: shim, Log: t.Log, Timeout: t.Timeout})
 			if errors.Is(err, warm.ErrWaiting) {
 				return nil, interrupted(err)
 			}

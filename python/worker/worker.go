@@ -66,12 +66,13 @@ type Session struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 
-	exited    chan struct{} // closed when the child has been reaped
-	copied    chan struct{} // closed when the output pipe is drained
-	abort     chan struct{} // closed to have the watcher kill the child
-	watched   chan struct{} // closed when the watcher is done
-	cancelled atomic.Bool   // the context ended the child
-	aborted   atomic.Bool   // we killed the child for another reason
+	exited    chan struct{}                   // closed when the child has been reaped
+	copied    chan struct{}                   // closed when the output pipe is drained
+	abort     chan struct{}                   // closed to have the watcher kill the child
+	watched   chan struct{}                   // closed when the watcher is done
+	cancelled atomic.Bool                     // the context (or a bound one) ended the child
+	bound     atomic.Pointer[context.Context] // the bound context that ended the child, if one did
+	aborted   atomic.Bool                     // we killed the child for another reason
 
 	mu      sync.Mutex
 	dead    *Error // set once the child is gone; returned by every later Call
@@ -313,6 +314,21 @@ func (s *Session) Close() error {
 	return nil
 }
 
+// Bind ties the session to ctx until stop is called, on top of the
+// context it was started with: when ctx ends first, the child is killed and
+// the call it cut short (or the next one) reports ctx's reason, as a
+// session started with ctx would: its deadline is KindTimedOut, anything
+// else KindCancelled. A lender uses it to give each loan of a long-lived
+// session its own time limit and its own cancellation. stop reports
+// whether it unbound ctx before it ended.
+func (s *Session) Bind(ctx context.Context) (stop func() bool) {
+	return context.AfterFunc(ctx, func() {
+		s.bound.Store(&ctx)
+		s.cancelled.Store(true)
+		s.killGroup()
+	})
+}
+
 // Pid is the child's process id (its process group id too).
 func (s *Session) Pid() int { return s.cmd.Process.Pid }
 
@@ -350,11 +366,15 @@ func (s *Session) failed(op string, ioErr error) *Error {
 	<-s.watched
 	<-s.copied
 	e := &Error{Op: op, After: time.Since(s.started), Tail: s.tail.String()}
+	ended := s.ctx
+	if b := s.bound.Load(); b != nil {
+		ended = *b
+	}
 	switch {
-	case s.cancelled.Load() && errors.Is(s.ctx.Err(), context.DeadlineExceeded):
+	case s.cancelled.Load() && errors.Is(ended.Err(), context.DeadlineExceeded):
 		e.Kind, e.Err = KindTimedOut, ErrTimeout
 	case s.cancelled.Load():
-		e.Kind, e.Err = KindCancelled, context.Cause(s.ctx)
+		e.Kind, e.Err = KindCancelled, context.Cause(ended)
 	default:
 		e.Kind, e.Cause = KindCrashed, s.cause(ioErr)
 	}

@@ -408,3 +408,66 @@ func TestCallTorch(t *testing.T) {
 		t.Errorf("the child printed %q; finalizing torch should be quiet", s)
 	}
 }
+
+// TestBoundContext: a context bound to a running session ends it as a
+// session's own context would (a deadline is a time-out, a cancel a
+// cancellation, the op's grandchild dies with it); unbound in time, the
+// session stays usable.
+func TestBoundContext(t *testing.T) {
+	t.Run("unbound in time", func(t *testing.T) {
+		s := start(t, testOptions(t))
+		ctx, cancel := context.WithCancel(context.Background())
+		stop := s.Bind(ctx)
+		if _, err := s.Call("echo", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if !stop() {
+			t.Fatal("stop says the bound context had already ended")
+		}
+		cancel()
+		if _, err := s.Call("echo", nil, nil); err != nil {
+			t.Fatalf("after unbinding, cancelling the context broke the session: %v", err)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		kind Kind
+		want error
+	}{
+		{"deadline", KindTimedOut, context.DeadlineExceeded},
+		{"cancel", KindCancelled, context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := testOptions(t)
+			s := start(t, opts)
+			pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
+			limit := 3 * time.Second
+			if tc.kind == KindCancelled {
+				limit = 2 * time.Minute // the cancel, not the deadline, must end it
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), limit)
+			defer cancel()
+			defer s.Bind(ctx)()
+			if tc.kind == KindCancelled {
+				go func() {
+					for ctx.Err() == nil {
+						if _, err := os.Stat(pidFile); err == nil {
+							cancel()
+							return
+						}
+						time.Sleep(20 * time.Millisecond)
+					}
+				}()
+			}
+			_, err := s.Call("spawn_and_sleep", map[string]string{"pid_file": pidFile}, nil)
+			var we *Error
+			if !errors.As(err, &we) || we.Kind != tc.kind || !errors.Is(err, tc.want) || we.Op != "spawn_and_sleep" {
+				t.Fatalf("error %v (%+v), want kind %v wrapping %v in op spawn_and_sleep", err, we, tc.kind, tc.want)
+			}
+			waitGone(t, pidFile)
+			if _, again := s.Call("echo", nil, nil); !errors.Is(again, tc.want) {
+				t.Errorf("the next call: %v, want the same end (%v)", again, tc.want)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"phase0/gate/verdict"
 	"phase0/output/report"
+	"phase0/python/warm"
 	"phase0/read/modellist"
 	"phase0/run/orchestrator"
 )
@@ -56,14 +57,24 @@ func ListConflict(s *orchestrator.Settings) (key, value, why string) {
 	return "", "", ""
 }
 
-// RunMany runs Phase 0 for each entry in turn: one model (one Python
-// worker, one checkpoint) in memory at a time, each run reusing its
-// recorded PASS when its inputs are unchanged. A row that is rejected or
+// RunMany runs Phase 0 for each entry in turn: one model (one checkpoint)
+// in memory at a time, each run reusing its recorded PASS when its inputs
+// are unchanged. Unless the caller lends sessions, the list's runs share
+// one warm Python session (package warm): torch starts once, each run
+// resets the session and has its own time limit, and a run that crashed or
+// timed out leaves the next one a new session. A row that is rejected or
 // cannot be evaluated does not stop the list; an interrupt does, and the
 // rows not reached say so.
 func RunMany(ctx context.Context, s *orchestrator.Settings, entries []modellist.Entry, version string) (*Batch, error) {
 	if key, value, why := ListConflict(s); key != "" {
 		return nil, fmt.Errorf("%w: %s is %q: %s", ErrListSetting, key, value, why)
+	}
+	if s.Sessions == nil {
+		sessions := warm.New(1, 0)
+		defer sessions.Close()
+		shared := *s
+		shared.Sessions = sessions
+		s = &shared
 	}
 	begin := time.Now()
 	b := &Batch{Tool: "phase0", Version: version, Status: verdict.Pass, Models: []*BatchRow{}}

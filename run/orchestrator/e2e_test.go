@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 // once per session, not once per run. Tests that need a worker of their own
 // (a session time-out, a crash, a changed environment) set
 // Settings.Sessions to nil.
-var testSessions = warm.New(2)
+var testSessions = warm.New(2, 0)
 
 func settingsFor(t *testing.T, llms string) *Settings {
 	t.Helper()
@@ -60,6 +60,15 @@ func settingsFor(t *testing.T, llms string) *Settings {
 		s.LLMSDir, s.OutDir = "", llms
 	}
 	return s
+}
+
+// ownSessions is a lender of the test's own, for runs on an interpreter
+// of their own (cloneVenv): they share one warm session among themselves
+// instead of churning the shared lender's two.
+func ownSessions(t *testing.T) *warm.Sessions {
+	w := warm.New(1, 0)
+	t.Cleanup(w.Close)
+	return w
 }
 
 // isolated makes s start a worker of its own, which sees the environment

@@ -103,7 +103,7 @@ func TestRunReuse(t *testing.T) {
 	t.Parallel() // independent of the other tests; overlaps their waits (make test runs -parallel 3)
 	s := settingsFor(t, t.TempDir())
 	py, site := cloneVenv(t, s.Python)
-	s.Python = py
+	s.Python, s.Sessions = py, ownSessions(t)
 	modelDir := copyDir(t, tiny(t, "llama-llama3"))
 	version := "test"
 	ws := filepath.Join(s.OutDir, scaffold.DeriveName(modelDir))

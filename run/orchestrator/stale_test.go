@@ -126,8 +126,8 @@ func TestReuseIsNeverStale(t *testing.T) {
 	testenv.WriteFile(t, filepath.Join(llms, "verify", "runners", "lib", "__init__.py"), "")
 
 	s := settingsFor(t, llms)
-	s.Sessions = nil // a new sitecustomize.py and environment reach only a new interpreter
 	py, site := cloneVenv(t, s.Python)
+	s.Sessions = ownSessions(t) // the clone's runs share a session; the sitecustomize.py added below is only stamped, never run
 	s.Python, s.ReferenceSteps, s.Name = py, 2, "stale"
 	modelDir := blobModel(t, tiny(t, "llama-llama3"))
 	ws := filepath.Join(llms, "stale")

@@ -18,6 +18,7 @@ import (
 	"phase0/run/orchestrator"
 
 	"phase0/internal/boundedfile"
+	"phase0/python/warm"
 )
 
 // exitUsage is returned for bad flags, a bad --config file or a bad setting.
@@ -31,6 +32,10 @@ type Options struct {
 	// "cpu_helpers.attention_fallback") above every other layer: the Python
 	// API's keyword options. Unknown keys are a usage error.
 	Overrides map[string]any
+	// Sessions, when set, lends the runs warm Python sessions: the Python
+	// API keeps one lender for its process, so a second call does not
+	// start torch again. nil: each run (or list) starts its own.
+	Sessions *warm.Sessions
 }
 
 // Execute runs one invocation and returns its exit code. ctx ends the run
@@ -39,7 +44,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Opt
 	if args == nil {
 		args = []string{} // cobra reads os.Args for nil
 	}
-	inv := &invocation{stdout: stdout, stderr: stderr, version: o.Version, overrides: o.Overrides}
+	inv := &invocation{stdout: stdout, stderr: stderr, version: o.Version, overrides: o.Overrides, sessions: o.Sessions}
 	root := newRoot(inv)
 	root.SetArgs(args)
 	root.SetOut(stdout)
@@ -70,6 +75,7 @@ type invocation struct {
 	stdout, stderr io.Writer
 	version        string
 	overrides      map[string]any
+	sessions       *warm.Sessions
 	origins        origins
 }
 

@@ -116,6 +116,9 @@ func addConfigFlag(flags *pflag.FlagSet) {
 func (inv *invocation) settings(cmd *cobra.Command) (*orchestrator.Settings, error) {
 	s, origins, err := layerSettings(cmd, inv.stderr, inv.overrides)
 	inv.origins = origins
+	if s != nil {
+		s.Sessions = inv.sessions
+	}
 	return s, err
 }
 
