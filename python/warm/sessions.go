@@ -103,9 +103,7 @@ func (w *Sessions) Borrow(ctx context.Context, loan Loan) (ops.Session, error) {
 		reset := ops.New(func(context.Context) (ops.Session, error) { return l.sess, nil })
 		if _, err := reset.ResetSession(ctx); err != nil {
 			// Whatever went wrong, this session is not lent again.
-			l.unbind()
-			l.cancel()
-			l.stderr.set(nil)
+			l.endLoan()
 			l.sess.Close()
 			if ctx.Err() != nil {
 				<-w.loans
@@ -208,10 +206,7 @@ func (w *Sessions) takeIdle(key string) *lentSession {
 // giveBack ends a loan: a healthy session goes idle, a broken one (or one
 // whose loan's context ended) is closed.
 func (w *Sessions) giveBack(l *lentSession, healthy bool) {
-	l.stderr.set(nil)
-	bound := l.unbind()
-	l.cancel()
-	if !bound || !healthy {
+	if bound := l.endLoan(); !bound || !healthy {
 		l.sess.Close()
 	} else {
 		w.mu.Lock()
@@ -222,6 +217,15 @@ func (w *Sessions) giveBack(l *lentSession, healthy bool) {
 		w.mu.Unlock()
 	}
 	<-w.loans
+}
+
+// endLoan unties the loan's limits and output from the session; it says
+// whether the loan's context was still bound (had not ended it).
+func (l *lentSession) endLoan() (bound bool) {
+	l.stderr.set(nil)
+	bound = l.unbind()
+	l.cancel()
+	return bound
 }
 
 // expire closes l if it is still idle.

@@ -8,16 +8,12 @@ import (
 	"time"
 
 	"phase0/internal/testenv"
+	"phase0/python/ops/opstest"
 	"phase0/python/worker"
 )
 
 // The lender starts workers by re-executing this test binary.
-func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == worker.Subcommand {
-		os.Exit(worker.Main())
-	}
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { os.Exit(opstest.Main(m)) }
 
 func loanFor(t *testing.T) Loan {
 	t.Helper()
