@@ -233,10 +233,11 @@ $(PYPKG_STAMP): $(PYPKG_SRC) Makefile
 # pytest runs inside venvs of two Python minors holding nothing but pytest
 # and the wheel; torch work goes to make's venv (PHASE0_PYTHON) in the worker.
 # The first minor runs every test; the others run a whole run on one family
-# only and skip the API-vs-CLI run comparison and the worker crash (marker
-# first_minor; each starts torch in a child, ~8 s): the
-# family logic and the report are Go's, the same in every minor, while the
-# extension's boundary (arguments, threads, signals, fork) runs in full.
+# only and skip the API-vs-CLI run comparison, the worker crash and the
+# worker's death on Ctrl-C (marker first_minor; each starts torch in a child,
+# ~8 s): the family logic, the report and the worker's lifetime are Go's, the
+# same in every minor, while the extension's boundary (arguments, threads,
+# Ctrl-C during a call in Go, fork) runs in full.
 # One pytest venv per minor of PYPKG_MINORS; a minor not on this machine is
 # left out here and reported by test-python-package.
 $(CACHE_DIR)/venv-pytest-py%/.phase0-installed:

@@ -3,10 +3,8 @@ package quant_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"phase0/gate/quant"
@@ -18,49 +16,37 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(opstest.Main(m)) }
 
-var (
-	fixturesOnce sync.Once
-	fixturesDir  string
-	fixturesErr  error
-)
-
-// fixtures builds (once per test binary) two real transformers-written tiny
-// Llama checkpoints, the clean Q4NX bundle of the first and one negative
-// bundle per failure class, packed by our own packer, and the
-// upstream-style tree (pyshim/tests/quant_gate_fixtures.py).
+// fixtures returns the quantized gate's fixtures, cached across runs by
+// testenv.QuantFixtures: two real transformers-written tiny Llama
+// checkpoints, the clean Q4NX bundle of the first and one negative bundle
+// per failure class, packed by our own packer
+// (pyshim/tests/quant_gate_fixtures.py).
 func fixtures(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs Python")
 	}
-	py := testenv.Python(t)
-	fixturesOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "phase0-quant-")
-		if err != nil {
-			fixturesErr = err
-			return
-		}
-		cmd := exec.Command(py, filepath.Join(testenv.PyShim(), "tests", "quant_gate_fixtures.py"), dir)
-		cmd.Env = append(os.Environ(), "PYTHONPATH="+testenv.PyShim(), "PYTHONDONTWRITEBYTECODE=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fixturesErr = &exec.ExitError{}
-			t.Logf("%s", out)
-			fixturesErr = err
-			return
-		}
-		fixturesDir = dir
-	})
-	if fixturesErr != nil {
-		t.Fatal(fixturesErr)
+	return testenv.QuantFixtures(t)
+}
+
+// q4nxModule is llama32_1b_q4nx's module in a fresh upstream-style tree
+// (pyshim/tests/data/quant, copied per test: the cached fixtures' tree
+// would not follow an edit of it).
+func q4nxModule(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	testenv.CopyTestData(t, root, "quant")
+	llms := filepath.Join(root, "llms")
+	for _, name := range []string{"llama32_1b", "qwen3_0_6b", "qwen25_0_5b"} {
+		testenv.CopyTestData(t, filepath.Join(llms, name), "upstream/"+name)
 	}
-	t.Cleanup(func() {})
-	return fixturesDir
+	return filepath.Join(llms, "llama32_1b_q4nx", "llama32_1b_q4nx_weights.py")
 }
 
 func judge(t *testing.T, dir, bundle string) *quant.Weights {
 	t.Helper()
 	f := quant.Q4NX()
-	module := filepath.Join(dir, "tree", "llms", "llama32_1b_q4nx", "llama32_1b_q4nx_weights.py")
+	module := q4nxModule(t)
 	facts, err := opstest.Client(t).QuantFacts(context.Background(), ops.QuantArgs{WeightsModule: module, Source: filepath.Join(dir, "bundles", bundle),
 		ReferenceDir: filepath.Join(dir, "ref"), NLayers: 2, Bound: f.Bound()})
 	if err != nil {
@@ -133,7 +119,7 @@ func TestQuantGate1Negatives(t *testing.T) {
 // mis-ordered nibbles FAILs naming layer 0 as where the hidden states part.
 func TestQuantE2EOp(t *testing.T) {
 	dir := fixtures(t)
-	module := filepath.Join(dir, "tree", "llms", "llama32_1b_q4nx", "llama32_1b_q4nx_weights.py")
+	module := q4nxModule(t)
 	for _, c := range []struct {
 		bundle string
 		want   verdict.Status

@@ -43,7 +43,7 @@ if not RUN_FAMILIES or not set(RUN_FAMILIES) <= set(FAMILIES):
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "first_minor: compares whole runs through the API with the CLI, or crashes the worker child; make "
+        "first_minor: compares whole runs through the API with the CLI, or crashes or interrupts the worker child; make "
         "test runs it in the first Python minor only (-m 'not first_minor' in the others), like the "
         "families beyond one",
     )

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -41,10 +42,16 @@ def test_run_each_family(tiny_models: Path, torch_python: str, tmp_path: Path, f
 
 
 @pytest.mark.first_minor
-def test_baseline_and_run_equal_the_cli(tiny_models: Path, torch_python: str, tmp_path: Path) -> None:
+def test_baseline_and_run_equal_the_cli(tiny_models: Path, torch_python: str, tmp_path: Path,
+                                        capfd: pytest.CaptureFixture[str]) -> None:
     model = str(tiny_models / "qwen3")
+    # The baseline against python -m phase0 (the command line in this
+    # process, on this process's warm session); the run, below, against the
+    # shipped binary, which starts torch of its own.
     r = phase0.baseline(model, python=torch_python, decode=3)
-    code, want = cli_json("baseline", model, "--python", torch_python, "--decode", "3")
+    capfd.readouterr()
+    code = phase0.main(["baseline", model, "--python", torch_python, "--decode", "3", "--json"])
+    want = json.loads(capfd.readouterr().out)
     assert r.exit_code == code == 0
     assert normalise(r.raw) == normalise(want)
     assert r.gates.hf_baseline is not None and len(r.gates.hf_baseline.raw["decode"]["ids"]) == 3
@@ -80,19 +87,87 @@ import signal, sys, phase0
 # A shell that starts a job in the background makes it ignore SIGINT, and
 # Python then installs no handler: put the interactive one back.
 signal.signal(signal.SIGINT, signal.default_int_handler)
-if sys.argv[1] == "api":
+how, what, model = sys.argv[1:4]
+if what == "run":
+    args, kwargs = ["run", model, "--llms-dir", sys.argv[4], "--python", sys.argv[5]], dict(llms_dir=sys.argv[4], python=sys.argv[5])
+else:  # the scan of every tensor's values, in Go, no worker
+    args, kwargs = ["inspect", model, "--scan"], dict(scan=True, progress=True)
+if how == "api":
     try:
-        phase0.run(sys.argv[2], llms_dir=sys.argv[3], python=sys.argv[4])
+        getattr(phase0, what)(model, **kwargs)
     except KeyboardInterrupt:
         print("KeyboardInterrupt", flush=True)
         sys.exit(42)
     print("finished", flush=True)
 else:  # python -m phase0, in this process so the handler above applies
-    sys.exit(phase0.main(["run", sys.argv[2], "--llms-dir", sys.argv[3], "--python", sys.argv[4], "--json"]))
+    sys.exit(phase0.main(args + ["--json"]))
 """
 
 
+def _check_interrupted(how: str, p: subprocess.Popen[str], out: str, err: str) -> None:
+    if how == "api":
+        assert p.returncode == 42 and "KeyboardInterrupt" in out, (out, err)
+    else:  # the CLI's own answer: exit 130 and one JSON report saying so
+        assert p.returncode == 130, (out, err)
+        assert json.loads(out)["interrupted"] is True
+    assert "Traceback" not in err, err
+
+
 @pytest.mark.parametrize("how", ["api", "cli"])
+def test_ctrl_c_interrupts_a_call_in_go(tmp_path: Path, how: str) -> None:
+    """Ctrl-C while a call is in Go (the scan of a 4 TiB sparse tensor, minutes of reading) ends it at once.
+
+    The KeyboardInterrupt is this interpreter's: how the extension hands a signal
+    from a call in Go back to Python is what differs between minors, so every
+    minor runs this; the worker's death on Ctrl-C (below) is the same Go code in
+    each, and needs torch in a child.
+    """
+    model = _sparse_model(tmp_path)
+    p = subprocess.Popen([sys.executable, "-c", CTRL_C, how, "inspect", str(model)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stderr is not None
+        lines = []
+        for line in p.stderr:
+            lines.append(line)
+            if line.startswith("phase0: weights "):
+                # The scan starts next: let it get going, so the signal lands inside it.
+                threading.Event().wait(0.3)
+                p.send_signal(signal.SIGINT)
+                break
+        out, err = p.communicate(timeout=120)  # a hang guard: the scan alone takes minutes
+    finally:
+        if p.poll() is None:
+            p.kill()
+    _check_interrupted(how, p, out, "".join(lines) + err)
+
+
+def _sparse_model(tmp_path: Path) -> Path:
+    """A model folder whose one tensor is 4 TiB of zeros, sparse on disk."""
+    model = tmp_path / "sparse"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 512, "rms_norm_eps": 1e-5,
+        "torch_dtype": "bfloat16"}))
+    size = 1 << 42
+    header = json.dumps({"model.embed_tokens.weight": {
+        "dtype": "BF16", "shape": [1048576, 2097152], "data_offsets": [0, size]}}).encode()
+    header += b" " * (-len(header) % 8)
+    with open(model / "model.safetensors", "wb") as f:
+        f.write(len(header).to_bytes(8, "little") + header)
+        try:
+            f.truncate(8 + len(header) + size)
+        except OSError as e:
+            pytest.skip(f"no 4 TiB sparse file here: {e}")
+    return model
+
+
+# The worker's death is Go's, the same in every minor and for the command
+# line (cmd/internal/cli's TestSignalsEndTheRunCleanly); the call's interrupt,
+# API and command line, is tested above in every minor.
+@pytest.mark.first_minor
+@pytest.mark.parametrize("how", ["api"])
 def test_ctrl_c_interrupts_and_kills_the_worker(tiny_models: Path, torch_python: str, fake_verify: Path, how: str) -> None:
     started = fake_verify / "prefill-started"
     body = textwrap.indent(textwrap.dedent(f"""\
@@ -102,7 +177,7 @@ def test_ctrl_c_interrupts_and_kills_the_worker(tiny_models: Path, torch_python:
         os.rename({str(started)!r} + ".tmp", {str(started)!r})
         time.sleep(600)"""), "        ")
     (fake_verify / "verify" / "runners" / "hf_runner.py").write_text(runner_source(body))
-    p = subprocess.Popen([sys.executable, "-c", CTRL_C, how, str(tiny_models / "qwen3"), str(fake_verify), torch_python],
+    p = subprocess.Popen([sys.executable, "-c", CTRL_C, how, "run", str(tiny_models / "qwen3"), str(fake_verify), torch_python],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         # Wait for the runner to be in prefill: a file appears, no clock involved.
@@ -113,11 +188,7 @@ def test_ctrl_c_interrupts_and_kills_the_worker(tiny_models: Path, torch_python:
     finally:
         if p.poll() is None:
             p.kill()
-    if how == "api":
-        assert p.returncode == 42 and "KeyboardInterrupt" in out, (out, err)
-    else:  # the CLI's own answer: exit 130 and one JSON report saying so
-        assert p.returncode == 130, (out, err)
-        assert json.loads(out)["interrupted"] is True
+    _check_interrupted(how, p, out, err)
     assert not alive(worker_pid), "the worker child survived the interrupt"
     ws = fake_verify / "qwen3"
     assert not (ws / "docs" / "development_progress" / "phase0" / "report.json").exists()
