@@ -2,6 +2,7 @@ package record
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"phase0/gate/baseline"
+	"phase0/gate/quant"
 	"phase0/gate/verdict"
 	"phase0/output/report"
 )
@@ -238,6 +240,48 @@ func TestCommitIntoASharedFolder(t *testing.T) {
 	for _, e := range entries {
 		if strings.Contains(e.Name(), ".tmp-") {
 			t.Errorf("left beside the record: %s", e.Name())
+		}
+	}
+}
+
+// TestEveryRenderedFileIsRecorded: each file report.Files renders into the
+// record folder (report.json, report.md, both charts) is in the folder
+// after Commit, byte for byte; none is taken for a workspace document and
+// lost with the old folder (hidden_cosine.png once was).
+func TestEveryRenderedFileIsRecorded(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "gate", "quant", "testdata", "twin", "nibbles.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var facts quant.E2EFacts
+	if err := json.Unmarshal(raw, &facts); err != nil {
+		t.Fatal(err)
+	}
+	f := killFixture(t.TempDir())
+	r := f.report(true)
+	r.Gates.QuantE2E = quant.JudgeE2E(quant.Q4NX(), &facts, 2)
+	files, err := report.Files(r, f.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, file := range files {
+		names[filepath.Base(file.Path)] = true
+	}
+	for _, want := range report.FileNames() {
+		if !names[want] {
+			t.Fatalf("the fixture's report renders no %s (%v): the test would not see it", want, names)
+		}
+	}
+	// Twice: the second commit swaps a folder that holds the first record.
+	for range 2 {
+		if err := Commit(r, f.dir, f.docs(true), f.inputs, f.encode(true)); err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range files {
+			if got, err := os.ReadFile(file.Path); err != nil || !bytes.Equal(got, file.Data) {
+				t.Errorf("%s after Commit: %v, %d bytes, want the rendered %d", filepath.Base(file.Path), err, len(got), len(file.Data))
+			}
 		}
 	}
 }

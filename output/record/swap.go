@@ -13,6 +13,7 @@ import (
 
 	"phase0/internal/atomicfile"
 	"phase0/internal/boundedfile"
+	"phase0/output/report"
 )
 
 // The record folder is swapped in as one directory: the new record is
@@ -79,7 +80,7 @@ func reach(point string) {
 // recordNames are the files a record consists of: never carried from an
 // old record into a new one (the new one has its own, or none).
 func recordNames(inputs string) []string {
-	return []string{"report.json", "report.md", "top10.png", filepath.Base(inputs), JournalName}
+	return append(report.FileNames(), filepath.Base(inputs), JournalName)
 }
 
 // stage writes the journal, then the record's files into a new sibling

@@ -40,6 +40,15 @@ type File struct {
 	Data []byte
 }
 
+// topChartName is the file name of gate 2's top-10 chart.
+const topChartName = "top10.png"
+
+// FileNames are the names of every file Files may render into a record
+// folder, whichever of them a report has.
+func FileNames() []string {
+	return []string{"report.json", "report.md", topChartName, layersChart}
+}
+
 // Files renders what Write writes into dir, without writing it: the chart
 // (when the baseline has a top-10), report.json, report.md. It records
 // their paths in the report's workspace section.
@@ -55,8 +64,8 @@ func Files(r *Report, dir string) ([]File, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, File{filepath.Join(dir, "top10.png"), png})
-		chart = "top10.png"
+		out = append(out, File{filepath.Join(dir, topChartName), png})
+		chart = topChartName
 	}
 	if e := r.Gates.QuantE2E; e != nil && e.Twin != nil && len(e.Twin.Bundle.HiddenCosine) > 0 && len(e.Twin.Bundle.HiddenCosine) == len(e.Twin.Twin.HiddenCosine) {
 		png, err := cosineChart(e)
