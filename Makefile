@@ -116,9 +116,11 @@ test: ## run every test (make lint, Go incl. fuzz seeds, the bridge in every Pyt
 	@# First what the tests need, side by side: on a fresh machine these are
 	@# mostly downloads (torch, the sid chroots, Go modules), so four at once.
 	@$(MAKE) --no-print-directory -j4 --output-sync=target test-prereqs
-	@# Then five independent groups, two at a time (this is a 2-core target),
-	@# the two longest first; each group's output is printed whole when it ends.
-	@$(MAKE) --no-print-directory -j2 --output-sync=target test-orchestrator test-python-package lint test-go test-py
+	@# Then five independent groups, three at a time on this 2-core target:
+	@# each group waits on its children part of the time (a worker starting,
+	@# a run's sleep), which a third group fills. The longest first; each
+	@# group's output is printed whole when it ends.
+	@$(MAKE) --no-print-directory -j3 --output-sync=target test-orchestrator test-python-package test-py test-go lint
 
 # Everything make test installs or builds before it tests; each is a no-op
 # once done.

@@ -163,18 +163,6 @@ func TestHubPinnedRevision(t *testing.T) {
 	}
 }
 
-// TestHubBaselineRun runs the HF baseline on a model that starts out only on
-// the hub.
-func TestHubBaselineRun(t *testing.T) {
-	hub := testenv.NewFakeHub(t, hubRepo(t))
-	cache := hubEnv(t, hub)
-	r := BaselineRun(context.Background(), isolated(settingsFor(t, "")), hubRepoID, "test")
-	mustPass(t, r)
-	if r.Revision != mainSHA || r.ModelDir != snapshotDir(cache, mainSHA) || r.Gates.HFBaseline == nil || r.Gates.HFBaseline.Status != verdict.Pass {
-		t.Errorf("revision %s at %s, baseline %+v", r.Revision, r.ModelDir, r.Gates.HFBaseline)
-	}
-}
-
 // TestHubErrors: each way a hub id can fail is an error (exit 2) whose
 // message says what to do.
 func TestHubErrors(t *testing.T) {
