@@ -2,6 +2,8 @@ package scaffold
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,11 +34,63 @@ func blackCheck(t *testing.T, paths ...string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	args := append([]string{"--check", "--diff", "--quiet", "--config", cfg}, paths...)
-	out, err := exec.CommandContext(ctx, black, args...).CombinedOutput()
-	if err != nil {
+	// --check alone reads and writes black's cache of clean files (--diff
+	// uses none); the diff is asked for only when a file is not clean.
+	args := append([]string{"--check", "--quiet", "--config", cfg}, paths...)
+	if _, err := exec.CommandContext(ctx, black, args...).CombinedOutput(); err != nil {
+		out, _ := exec.CommandContext(ctx, black, append([]string{"--diff"}, args...)...).CombinedOutput()
 		t.Fatalf("%s --check: %v: the generated Python is not black-clean:\n%s", black, err, out)
 	}
+}
+
+// stableCopy copies the flat folder dir into phase0's cache under a name
+// made of its contents' digest, and returns that copy. black keeps a cache
+// of the files it found clean, keyed by path and content: the same rendered
+// bytes at the same path are not formatted again, while any change to them
+// is a new folder. The test's folders of an earlier rendering are removed.
+func stableCopy(t *testing.T, dir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	files := map[string][]byte{}
+	for _, e := range entries { // sorted by name
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = b
+		fmt.Fprintf(h, "%s\x00%d\x00", e.Name(), len(b))
+		h.Write(b)
+	}
+	parent := filepath.Join(testenv.CacheDir(t), "black-check", t.Name())
+	stable := filepath.Join(parent, hex.EncodeToString(h.Sum(nil))[:16])
+	if _, err := os.Stat(stable); err == nil {
+		return stable
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := os.ReadDir(parent)
+	for _, e := range old {
+		os.RemoveAll(filepath.Join(parent, e.Name()))
+	}
+	tmp, err := os.MkdirTemp(parent, ".tmp-*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(tmp, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Rename(tmp, stable); err != nil {
+		os.RemoveAll(tmp)
+		t.Fatal(err)
+	}
+	return stable
 }
 
 // writePython writes the rendered .py files of spec into dir.
@@ -123,7 +177,23 @@ func TestGeneratedPythonIsBlackClean(t *testing.T) {
 			writePython(t, filepath.Join(dir, fmt.Sprintf("%s_%d", family, i)), spec)
 		}
 	}
-	blackCheck(t, dir, filepath.Join("testdata", "golden"))
+	// One flat folder (black's cache is kept per file path), at a path
+	// that only these bytes have.
+	flat := t.TempDir()
+	subdirs, _ := os.ReadDir(dir)
+	for _, d := range subdirs {
+		files, _ := os.ReadDir(filepath.Join(dir, d.Name()))
+		for _, f := range files {
+			b, err := os.ReadFile(filepath.Join(dir, d.Name(), f.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(flat, d.Name()+"__"+f.Name()), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	blackCheck(t, stableCopy(t, flat), filepath.Join("testdata", "golden"))
 }
 
 // TestPyAssignIsBlackClean checks pyAssign's layout against black for every
@@ -141,9 +211,9 @@ func TestPyAssignIsBlackClean(t *testing.T) {
 			src.WriteString(pyAssign(target, v) + "\n")
 		}
 	}
-	path := filepath.Join(t.TempDir(), "assignments.py")
-	if err := os.WriteFile(path, []byte(src.String()), 0o644); err != nil {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "assignments.py"), []byte(src.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	blackCheck(t, path)
+	blackCheck(t, stableCopy(t, dir))
 }
