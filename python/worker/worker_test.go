@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -26,19 +28,60 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(Main())
 	}
+	if dir := os.Getenv(parentEnv); dir != "" {
+		os.Exit(hangingParent(dir))
+	}
 	os.Exit(m.Run())
+}
+
+// parentEnv makes this test binary a parent of a worker (hangingParent),
+// which the test then kills as a user kills phase0; parentPyEnv names the
+// worker's python.
+const (
+	parentEnv   = "PHASE0_WORKER_TEST_PARENT"
+	parentPyEnv = "PHASE0_WORKER_TEST_PARENT_PYTHON"
+)
+
+// hangingParent starts a session whose op starts a grandchild and hangs,
+// writes the worker's pid to dir/worker.pid, and waits in the call.
+func hangingParent(dir string) int {
+	opts, err := optionsFor(os.Getenv(parentPyEnv))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	s, err := Start(context.Background(), opts, "p0test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := os.WriteFile(filepath.Join(dir, "worker.pid.tmp"), []byte(strconv.Itoa(s.Pid())), 0o644); err != nil ||
+		os.Rename(filepath.Join(dir, "worker.pid.tmp"), filepath.Join(dir, "worker.pid")) != nil {
+		return 1
+	}
+	_, err = s.Call("spawn_and_sleep", map[string]string{"pid_file": filepath.Join(dir, "grandchild.pid")}, nil)
+	fmt.Fprintln(os.Stderr, "the call returned:", err)
+	return 1
 }
 
 func testOptions(tb testing.TB) Options {
 	tb.Helper()
-	py := testenv.Python(tb)
-	exe, err := os.Executable()
+	opts, err := optionsFor(testenv.Python(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return opts
+}
+
+// optionsFor starts this test binary as the worker, on py, with the test module.
+func optionsFor(py string) (Options, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return Options{}, err
+	}
 	testdata, err := filepath.Abs("testdata")
 	if err != nil {
-		tb.Fatal(err)
+		return Options{}, err
 	}
 	return Options{
 		Python:    py,
@@ -46,7 +89,7 @@ func testOptions(tb testing.TB) Options {
 		Env:       []string{childEnv + "=1"},
 		Exe:       []string{exe},
 		Timeout:   5 * time.Minute, // a safety net for a broken build, never reached when passing
-	}
+	}, nil
 }
 
 // syncBuffer is a bytes.Buffer safe for the tee's goroutine and the test.
@@ -242,6 +285,54 @@ func TestSessionTimeoutKillsProcessGroup(t *testing.T) {
 		t.Errorf("Error = %+v, want a timeout in op spawn_and_sleep with its output", we)
 	}
 	waitGone(t, pidFile)
+}
+
+// TestKilledParentLeavesNoProcess: a parent killed with SIGKILL (phase0
+// killed by the OOM killer or kill -9, which runs no cleanup of its own)
+// takes its worker down (Pdeathsig), and the worker takes its process
+// group, the grandchild an op started (a runner's subprocess), with it.
+// Every phase0 worker is started this way (spawn), a run's as a test's.
+func TestKilledParentLeavesNoProcess(t *testing.T) {
+	py := testenv.Python(t)
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := exec.Command(exe, "-test.run=^$")
+	parent.Env = append(os.Environ(), parentEnv+"="+dir, parentPyEnv+"="+py)
+	var stderr syncBuffer
+	parent.Stderr = &stderr
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { parent.Wait(); close(done) }()
+	t.Cleanup(func() { parent.Process.Kill(); <-done })
+	pids := map[string]int{}
+	for _, name := range []string{"worker", "grandchild"} {
+		for pids[name] == 0 {
+			if b, err := os.ReadFile(filepath.Join(dir, name+".pid")); err == nil {
+				pids[name], _ = strconv.Atoi(string(b))
+				break
+			}
+			select {
+			case <-done:
+				t.Fatalf("the parent exited before its %s started:\n%s", name, stderr.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	for name, pid := range pids {
+		if !testenv.Alive(pid) {
+			t.Fatalf("the %s (pid %d) is not running before the kill", name, pid)
+		}
+	}
+	if err := parent.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	testenv.WaitGone(t, "after SIGKILL of the parent", pids)
 }
 
 // waitGone reads the pid an op wrote and waits for that process to be gone.
