@@ -32,10 +32,12 @@ var OtherEnv = map[string]string{
 	"PHASE0_REPO":               "make test-python-package: the repository's root",
 	"PHASE0_PYEXT_RUN_FAMILIES": "make test-python-package: the families run in the other minors",
 	// Test processes re-executing the test binary.
-	"PHASE0_TEST_AS_MAIN":      "tests: the test binary runs phase0's main",
-	"PHASE0_TEST_HOLD_LOCK":    "tests: a child holding a workspace lock",
-	"PHASE0_WORKER_TEST_CHILD": "tests: a child worker",
-	"PHASE0_BRIDGE_TEST_START": "tests: a child starting the embedded interpreter",
+	"PHASE0_TEST_AS_MAIN":              "tests: the test binary runs phase0's main",
+	"PHASE0_TEST_HOLD_LOCK":            "tests: a child holding a workspace lock",
+	"PHASE0_WORKER_TEST_CHILD":         "tests: a child worker",
+	"PHASE0_WORKER_TEST_PARENT":        "tests: a parent that starts a worker and is killed",
+	"PHASE0_WORKER_TEST_PARENT_PYTHON": "tests: that parent's worker interpreter",
+	"PHASE0_BRIDGE_TEST_START":         "tests: a child starting the embedded interpreter",
 }
 
 // UnknownEnv returns an error naming the first PHASE0_* variable of environ
