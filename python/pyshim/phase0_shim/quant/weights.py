@@ -43,6 +43,15 @@ def _bf16(value: Any) -> Any:
     return a if a.dtype == ml_dtypes.bfloat16 else np.asarray(a, dtype=np.float32).astype(ml_dtypes.bfloat16)
 
 
+def drop_kept() -> None:
+    """Forget what gate 1 kept. A baseline without quantized gate 2 (gate 1
+    FAILed, so gate 2 is not run, or a bf16 key) calls it before it loads
+    the model: the kept projections (the whole model in bf16, 7.7 GB at
+    Gemma 3 4B) would sit beside the model for nothing."""
+    global _kept
+    _kept = None
+
+
 def _kept_key(weights_module: str, source: str, n_layers: int) -> tuple[str, str, int]:
     return (str(Path(weights_module).resolve()), source, n_layers)
 
