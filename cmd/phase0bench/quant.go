@@ -10,6 +10,7 @@ import (
 
 	"phase0/gate/preflight"
 	"phase0/read/safetensors"
+	"phase0/read/tensornames"
 )
 
 // quantSetup builds (once; the checkpoint and the bundle are cached) the
@@ -222,7 +223,8 @@ func (b *bench) preflightRow(c quantCase, where quantWhere, measure func(string)
 	if err != nil {
 		return fmt.Errorf("%s: %w", where.Ref, err)
 	}
-	est := preflight.CheckpointMemory(inv).WithQuantized()
+	fam, _ := tensornames.FamilyNamed(c.family)
+	est := preflight.CheckpointMemory(inv).WithQuantized(fam.QuantizedHead)
 	stages, err := measure("stages")
 	if err != nil {
 		return err
