@@ -72,9 +72,9 @@ type Memory struct {
 	// gate 2; gate 2 then puts each projection of the loaded reference
 	// through the format's rule (the twin), a bf16 copy of each beside the
 	// kept ones until the twin's prefill is done. So 2 × Projections in
-	// bf16, 2 × an untied head (kept and twinned) or 1 × a tied one (a
-	// bundle may bring its own quantized head, as Gemma 3's does), plus
-	// the logits and torch's runtime (QuantizedGate2). Quantized gate 1's
+	// bf16, 2 × an untied head (kept and twinned), 1 × a tied one when the
+	// bundle brings its own quantized head (Gemma 3's: kept), plus the
+	// logits and torch's runtime (QuantizedGate2). Quantized gate 1's
 	// loader may peak higher dequantizing a large head whole
 	// (QuantizedGate1). Quantized is the larger; all 0 for a bf16 run.
 	Quantized      int64
@@ -93,9 +93,10 @@ type Memory struct {
 // largest tensor it dequantizes whole: upstream's NumPy dequantization
 // widens the 4-bit codes, repeats the scales and mins and multiplies in
 // float32, then copies the result transposed, beside the embedding widened
-// to float32 (gemma3_4b_q4nx's embed_norm_lmhead). Measured: 17.18 GiB of
-// anonymous memory at the real-shaped Gemma 3 4B's 262208 × 2560 head,
-// ~26 bytes per element over the worker; 28 leaves room.
+// to float32 (gemma3_4b_q4nx's embed_norm_lmhead). Measured: 17.92 GiB of
+// anonymous memory (RssAnon sampled every 0.5 s; the peak is brief) at the
+// real-shaped Gemma 3 4B's 262208 × 2560 head, ~27 bytes per element over
+// the worker; 28 leaves a little room.
 const quantDequantBytes = 28
 
 // WithQuantized adds a quantized key's stages to the estimate: the larger
@@ -104,13 +105,16 @@ const quantDequantBytes = 28
 // reference) and quantized gate 2 holding the kept projections beside
 // their twin. Measured (docs/BENCHMARKS.md, the worker's RssAnon sampled
 // every 0.5 s in `phase0 run`): real-shaped Phi-4-mini 12.56 GiB (gate 2),
-// Gemma 3 4B 17.18 GiB (gate 1's head). Before the twin (stop 36) the
+// Gemma 3 4B 17.92 GiB (gate 1's head). Before the twin (stop 36) the
 // stages held the kept projections alone, 1.16–1.29 × the weights at 3B,
 // and the estimate was 1.30 × the weights: 10.3 and 11.3 GiB for these two.
 func (m Memory) WithQuantized(dequantHead bool) Memory {
-	heads := int64(1)
-	if m.Untied {
-		heads = 2
+	var heads int64 // tied and taken from the embedding: no head of its own
+	switch {
+	case m.Untied:
+		heads = 2 // kept, and twinned
+	case dequantHead:
+		heads = 1 // the bundle's own, kept; the tied reference's is not twinned
 	}
 	m.QuantizedGate2 = (2*m.Projections+heads*m.Head)*bf16Bytes + m.Logits + torchRuntime
 	if dequantHead || m.Untied {
