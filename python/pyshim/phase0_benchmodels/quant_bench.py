@@ -118,7 +118,7 @@ def main(argv: list[str]) -> int:
             tensors += len(quant_facts_of(gate_args)["tensors"])
         model = AutoModelForCausalLM.from_pretrained(str(reference), dtype=torch.bfloat16, low_cpu_mem_usage=True)
         # The real-shaped checkpoints have no tokenizer: 40 ids spread over the vocabulary stand for the passage.
-        passage = [(7919 * i) % int(model.config.vocab_size) for i in range(1, 41)]
+        passage = [(7919 * i) % int(model.config.get_text_config().vocab_size) for i in range(1, 41)]
         rule = {"group": 32, "levels": 0 if mode == "e2e-notwin" else 15, "symmetric": False, "slack": 1.0 / 128}
         args = {"weights_module": str(module), "source": source, "reference_dir": str(reference), "n_layers": n_layers, "rule": rule}
         e2e = e2e_facts(model, list(range(1, 17)), passage, args)  # type: ignore[arg-type]
