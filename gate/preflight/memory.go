@@ -93,21 +93,21 @@ type Memory struct {
 // largest tensor it dequantizes whole: upstream's NumPy dequantization
 // widens the 4-bit codes, repeats the scales and mins and multiplies in
 // float32, then copies the result transposed, beside the embedding widened
-// to float32 (gemma3_4b_q4nx's embed_norm_lmhead). Measured: 17.92 GiB of
-// anonymous memory (RssAnon sampled every 0.5 s; the peak is brief) at the
-// real-shaped Gemma 3 4B's 262208 × 2560 head, ~27 bytes per element over
-// the worker; 28 leaves a little room.
-const quantDequantBytes = 28
+// to float32 (gemma3_4b_q4nx's embed_norm_lmhead). Measured: the loader
+// alone peaks at 13.25 GiB at the real-shaped Gemma 3 4B's 262208 × 2560
+// head, ~20 bytes an element.
+const quantDequantBytes = 20
 
 // WithQuantized adds a quantized key's stages to the estimate: the larger
 // of quantized gate 1's loader dequantizing the head (when it does:
 // dequantHead, a family storing its own quantized head, or an untied
 // reference) and quantized gate 2 holding the kept projections beside
-// their twin. Measured (docs/BENCHMARKS.md, the worker's RssAnon sampled
-// every 0.5 s in `phase0 run`): real-shaped Phi-4-mini 12.56 GiB (gate 2),
-// Gemma 3 4B 17.92 GiB (gate 1's head). Before the twin (stop 36) the
-// stages held the kept projections alone, 1.16–1.29 × the weights at 3B,
-// and the estimate was 1.30 × the weights: 10.3 and 11.3 GiB for these two.
+// their twin. Measured (docs/BENCHMARKS.md, the worker's RssAnon): the
+// real-shaped Phi-4-mini 12.56 GiB in `phase0 run` (12.63 in make bench's
+// stages child), Gemma 3 4B 13.86 GiB (make bench), both in quantized gate
+// 2. Before the twin (stop 36) the stages held the kept projections alone,
+// 1.16–1.29 × the weights at 3B, and the estimate was 1.30 × the weights:
+// 10.3 and 11.3 GiB for these two.
 func (m Memory) WithQuantized(dequantHead bool) Memory {
 	var heads int64 // tied and taken from the embedding: no head of its own
 	switch {

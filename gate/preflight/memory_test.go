@@ -114,8 +114,9 @@ func TestEstimateMemoryStatedFor8B(t *testing.T) {
 
 // TestQuantizedEstimateCoversMeasuredPeaks: a quantized key's estimate is at
 // or above the worker's anonymous peak measured in its quantized stages
-// (`phase0 run --fresh` of the real-shaped checkpoints against the real
-// tree, upstream's own modules, RssAnon sampled every 0.5 s;
+// (the real-shaped checkpoints through upstream's own modules: Phi-4-mini
+// in `phase0 run --fresh` against the real tree, RssAnon every 0.5 s;
+// Gemma 3 4B in make bench's stages child, every 50 ms;
 // docs/BENCHMARKS.md), by at most 15 %, and names those stages;
 // Llama-3.1-8B's is stated for README's readers. The 3B peaks measured
 // before quantized gate 2 had its twin (7.92 and 8.40 GiB, when 1.30 × the
@@ -131,7 +132,7 @@ func TestQuantizedEstimateCoversMeasuredPeaks(t *testing.T) {
 		by       string
 	}{
 		{"phi4_mini_q4nx", phi4Mini, false, 13_167_060 << 10, "holds beside its twin's"},
-		{"gemma3_4b_q4nx", gemma3_4B, true, 18_791_052 << 10, "dequantizes the 0.67 B-element head whole"},
+		{"gemma3_4b_q4nx", gemma3_4B, true, 14_533_000 << 10, "holds beside its twin's"}, // 13.86 GiB
 	} {
 		m := EstimateMemory(shapesOf(tc.cfg), 2).WithQuantized(tc.head)
 		ratio := float64(m.Peak) / float64(tc.measured)
@@ -141,6 +142,10 @@ func TestQuantizedEstimateCoversMeasuredPeaks(t *testing.T) {
 		if m.Peak != m.Quantized || m.Quantized <= m.HF || !strings.Contains(m.Describe(), "in the quantized stages") || !strings.Contains(m.Describe(), tc.by) {
 			t.Errorf("%s: the peak is not the quantized stages': %+v\n%s", tc.name, m, m.Describe())
 		}
+	}
+	// Gemma's loader alone, dequantizing the head whole: 13.25 GiB maximum RSS.
+	if g := EstimateMemory(shapesOf(gemma3_4B), 2).WithQuantized(true); g.QuantizedGate1 < 13_893_000<<10 || g.QuantizedGate1 > g.Quantized {
+		t.Errorf("gemma3_4b_q4nx: quantized gate 1's loader %.2f GiB, want at least the measured 13.25 GiB and at most the peak %.2f", gib(g.QuantizedGate1), gib(g.Quantized))
 	}
 	d := EstimateMemory(shapesOf(llama31_8B), 2).WithQuantized(false).Describe()
 	if !strings.Contains(d, "8.03 B parameters need ~28.9 GiB at peak, in the quantized stages") {
