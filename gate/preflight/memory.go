@@ -104,7 +104,7 @@ const quantDequantBytes = 20
 // reference) and quantized gate 2 holding the kept projections beside
 // their twin. Measured (docs/BENCHMARKS.md, the worker's RssAnon): the
 // real-shaped Phi-4-mini 12.56 GiB in `phase0 run` (12.63 in make bench's
-// stages child), Gemma 3 4B 13.86 GiB (make bench), both in quantized gate
+// stages child), Gemma 3 4B 13.86 and 13.94 GiB (make bench), both in quantized gate
 // 2. Before the twin (stop 36) the stages held the kept projections alone,
 // 1.16–1.29 × the weights at 3B, and the estimate was 1.30 × the weights:
 // 10.3 and 11.3 GiB for these two.
