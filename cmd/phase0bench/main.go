@@ -88,6 +88,8 @@ func run() int {
 		{"loader, Llama-3.2-3B shape", true, (*bench).loader},
 		{"Phase 0 at the Llama-3.2-3B shape", true, (*bench).shaped},
 		{"quantized gate 1, Llama-3.2-1B shape", true, (*bench).quantGate},
+		{"quantized gate 1, real 4B shape, Gemma 3", true, (*bench).quantGemma},
+		{"quantized gate 1, real 4B shape, Phi-4-mini", true, (*bench).quantPhi},
 		{"baseline overhead", true, (*bench).baseline},
 		{"reference recording and compare", true, (*bench).reference},
 		{"repeat and fresh run", true, (*bench).rerun},

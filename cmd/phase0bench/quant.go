@@ -3,8 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+
+	"phase0/gate/preflight"
+	"phase0/read/safetensors"
+	"phase0/read/tensornames"
 )
 
 // quantSetup builds (once; the checkpoint and the bundle are cached) the
@@ -36,6 +42,19 @@ module.write_text("\n".join(lines) + "\n")
 print(json.dumps({"ref": str(ref), "bundle": str(bundle.parent), "module": str(tree / "llama32_1b_q4nx" / "llama32_1b_q4nx_weights.py")}))
 `
 
+// familySetup builds (once, under PHASE0_CACHE or ~/.cache/phase0) a
+// deployed family's real-shaped checkpoint and its clean Q4NX bundle, and
+// prints where they are with upstream's own module for the folder.
+const familySetup = `import json, os, sys
+from pathlib import Path
+from phase0_benchmodels.shaped import DEFAULT_CACHE, shaped
+from phase0_benchmodels.shaped_bundles import shaped_bundle
+cache = os.environ.get("PHASE0_CACHE") or DEFAULT_CACHE
+shape, folder, llms = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+bundle = shaped_bundle(shape, "clean", cache)
+print(json.dumps({"ref": str(shaped(shape, cache)), "bundle": str(bundle), "module": str(llms / folder / (folder + "_weights.py"))}))
+`
+
 const (
 	quantLoaderRuns = 2
 	quantMaxRatio   = 1.5
@@ -43,13 +62,58 @@ const (
 	// at most twice the time, the same peak RSS (± 5 %).
 	twinMaxRatio    = 2.0
 	twinMaxRSSRatio = 1.05
+	// The memory preflight's estimate against a quantized run's measured
+	// peak (the worker's stages in order): within 15 % either way.
+	preflightMaxError = 0.15
 )
 
-// quantGate measures quantized gate 1's facts (the folder's own loader and
-// every statistic) against the loader alone on the real-shaped 1B bundle,
-// and its peak RSS against the bf16 reference's model stage (load and a
-// prefill), each in a child of its own.
-func (b *bench) quantGate() error {
+// quantCase is one row group of quantized gate 1's measurements: a
+// real-shaped checkpoint, its clean bundle and the folder's module.
+type quantCase struct {
+	label   string // "Llama-3.2-1B shape, Q4NX"
+	shape   string // phase0_benchmodels.shaped's name
+	folder  string // the tree folder whose module reads the bundle ("" : the upstream-style fixture tree)
+	nLayers int
+	family  string  // a deployed family ("gemma3", "phi3"), as the run passes it
+	embed   float64 // the family's embedding scale (Gemma 3: sqrt(hidden))
+	twin    bool    // measure quantized gate 2 with and without the twin
+	memory  bool    // measure the worker's stages against the memory preflight
+}
+
+var (
+	llamaQuant = quantCase{label: "Llama-3.2-1B shape, Q4NX", shape: "llama-3.2-1b", nLayers: 16, twin: true}
+	// The two deployed families at the real shapes, read by upstream's own
+	// modules (PHASE0_MLIR_AIR: a fetched tree's programming_examples).
+	gemmaQuant = quantCase{label: "Gemma 3 4B shape, gemma3_4b_q4nx", shape: "gemma-3-4b", folder: "gemma3_4b_q4nx", nLayers: 34,
+		family: "gemma3", embed: math.Sqrt(2560), memory: true}
+	phiQuant = quantCase{label: "Phi-4-mini shape, phi4_mini_q4nx", shape: "phi-4-mini", folder: "phi4_mini_q4nx", nLayers: 32,
+		family: "phi3", memory: true}
+)
+
+func (b *bench) quantGate() error  { return b.quantCase(llamaQuant) }
+func (b *bench) quantGemma() error { return b.quantCase(gemmaQuant) }
+func (b *bench) quantPhi() error   { return b.quantCase(phiQuant) }
+
+// quantWhere is what a case's setup printed.
+type quantWhere struct{ Ref, Bundle, Module string }
+
+// quantResult is one quant_bench child's output.
+type quantResult struct {
+	Seconds float64 `json:"seconds"`
+	Tensors int     `json:"tensors"`
+	MaxRSS  int64   `json:"maxrss_kb"`
+	// AnonPeak is the child's RssAnon at its highest (KiB): ru_maxrss
+	// also counts the mmap-ed safetensors pages, file-backed and reclaimable.
+	AnonPeak int64 `json:"anon_peak_kb"`
+}
+
+// quantCase measures quantized gate 1's facts (the folder's own loader and
+// every statistic) against the loader alone on c's real-shaped bundle, and
+// its peak RSS, each in a child of its own: for the Llama case against the
+// bf16 reference's model stage (load and a prefill) and with quantized gate
+// 2's twin against without; for the families, a quantized run's worker
+// stages against the memory preflight's estimate.
+func (b *bench) quantCase(c quantCase) error {
 	dir, err := os.MkdirTemp("", "phase0bench-quant-")
 	if err != nil {
 		return err
@@ -57,22 +121,31 @@ func (b *bench) quantGate() error {
 	defer os.RemoveAll(dir)
 	pyshim := filepath.Join(b.root, "python", "pyshim")
 	env := []string{"PYTHONPATH=" + pyshim, "PYTHONDONTWRITEBYTECODE=1"}
-	r, err := runChild(pyshim, env, b.python, "-c", quantSetup, dir)
+	var r childRun
+	if c.folder == "" {
+		r, err = runChild(pyshim, env, b.python, "-c", quantSetup, dir)
+	} else {
+		llms := mlirAirLLMs()
+		if llms == "" {
+			b.note("%s: not measured: PHASE0_MLIR_AIR (a fetched mlir-air programming_examples) is not set, and these rows time upstream's own %s module", c.label, c.folder)
+			return nil
+		}
+		r, err = runChild(pyshim, env, b.python, "-c", familySetup, c.shape, c.folder, llms)
+	}
 	if err != nil {
 		return err
 	}
-	var where struct{ Ref, Bundle, Module string }
+	var where quantWhere
 	if err := json.Unmarshal(r.stdout, &where); err != nil {
 		return fmt.Errorf("quant setup printed %q: %w", tail(string(r.stdout), 300), err)
 	}
-	type result struct {
-		Seconds float64 `json:"seconds"`
-		Tensors int     `json:"tensors"`
-		MaxRSS  int64   `json:"maxrss_kb"`
-	}
-	measure := func(mode string) (result, error) {
-		var res result
-		r, err := runChild(pyshim, env, b.python, "-m", "phase0_benchmodels.quant_bench", mode, where.Module, where.Bundle, where.Ref, "16")
+	measure := func(mode string) (quantResult, error) {
+		var res quantResult
+		argv := []string{b.python, "-m", "phase0_benchmodels.quant_bench", mode, where.Module, where.Bundle, where.Ref, strconv.Itoa(c.nLayers)}
+		if c.family != "" {
+			argv = append(argv, "--family", c.family, "--embed-scale", strconv.FormatFloat(c.embed, 'g', -1, 64))
+		}
+		r, err := runChild(pyshim, env, argv...)
 		if err != nil {
 			return res, err
 		}
@@ -81,7 +154,7 @@ func (b *bench) quantGate() error {
 		}
 		return res, nil
 	}
-	var loader result
+	var loader quantResult
 	for i := range quantLoaderRuns {
 		l, err := measure("loader")
 		if err != nil {
@@ -95,10 +168,34 @@ func (b *bench) quantGate() error {
 	if err != nil {
 		return err
 	}
-	model, err := measure("model")
-	if err != nil {
-		return err
+	if c.twin {
+		if err := b.twinRows(c, measure); err != nil {
+			return err
+		}
 	}
+	label := "quantized gate 1, " + c.label
+	b.add(label+": the folder's own loader alone (best of 2)", fmt.Sprintf("%.1f s, %d tensors, peak RSS %s", loader.Seconds, loader.Tensors, gibKB(loader.MaxRSS)), "-", true)
+	ratio := gate.Seconds / loader.Seconds
+	b.add(label+": gate 1 facts (loader + every statistic)", fmt.Sprintf("%.1f s (%.2fx the loader), %d tensors", gate.Seconds, ratio, gate.Tensors),
+		fmt.Sprintf("<= %.1fx", quantMaxRatio), ratio <= quantMaxRatio)
+	if c.twin {
+		model, err := measure("model")
+		if err != nil {
+			return err
+		}
+		b.add(label+": gate 1 peak RSS vs the bf16 model stage", fmt.Sprintf("%s vs %s", gibKB(gate.MaxRSS), gibKB(model.MaxRSS)), "<=", gate.MaxRSS <= model.MaxRSS)
+	}
+	if c.memory {
+		if err := b.preflightRow(c, where, measure); err != nil {
+			return err
+		}
+	}
+	b.note("quantized rows, %s: %s packed by phase0_testmodels.quant into %s, read by %s; load average %s", c.label, where.Ref, where.Bundle, where.Module, loadAverage())
+	return nil
+}
+
+// twinRows times quantized gate 2 with its twin against without.
+func (b *bench) twinRows(c quantCase, measure func(string) (quantResult, error)) error {
 	e2e, err := measure("e2e")
 	if err != nil {
 		return err
@@ -107,19 +204,54 @@ func (b *bench) quantGate() error {
 	if err != nil {
 		return err
 	}
-	gib := func(kb int64) string { return fmt.Sprintf("%.2f GiB", float64(kb)/(1<<20)) }
-	twinLabel := "quantized gate 2, Llama-3.2-1B shape, Q4NX"
+	label := "quantized gate 2, " + c.label
 	tr, rr := e2e.Seconds/noTwin.Seconds, float64(e2e.MaxRSS)/float64(noTwin.MaxRSS)
-	b.add(twinLabel+": with the twin vs without (load, prefills, patching)", fmt.Sprintf("%.1f s vs %.1f s (%.2fx)", e2e.Seconds, noTwin.Seconds, tr),
+	b.add(label+": with the twin vs without (load, prefills, patching)", fmt.Sprintf("%.1f s vs %.1f s (%.2fx)", e2e.Seconds, noTwin.Seconds, tr),
 		fmt.Sprintf("<= %.1fx", twinMaxRatio), tr <= twinMaxRatio)
-	b.add(twinLabel+": peak RSS with the twin vs without", fmt.Sprintf("%s vs %s (%.3fx)", gib(e2e.MaxRSS), gib(noTwin.MaxRSS), rr),
+	b.add(label+": peak RSS with the twin vs without", fmt.Sprintf("%s vs %s (%.3fx)", gibKB(e2e.MaxRSS), gibKB(noTwin.MaxRSS), rr),
 		fmt.Sprintf("<= %.2fx", twinMaxRSSRatio), rr <= twinMaxRSSRatio)
-	label := "quantized gate 1, Llama-3.2-1B shape, Q4NX"
-	b.add(label+": the folder's own loader alone (best of 2)", fmt.Sprintf("%.1f s, %d tensors, peak RSS %s", loader.Seconds, loader.Tensors, gib(loader.MaxRSS)), "-", true)
-	ratio := gate.Seconds / loader.Seconds
-	b.add(label+": gate 1 facts (loader + every statistic)", fmt.Sprintf("%.1f s (%.2fx the loader), %d tensors", gate.Seconds, ratio, gate.Tensors),
-		fmt.Sprintf("<= %.1fx", quantMaxRatio), ratio <= quantMaxRatio)
-	b.add(label+": gate 1 peak RSS vs the bf16 model stage", fmt.Sprintf("%s vs %s", gib(gate.MaxRSS), gib(model.MaxRSS)), "<=", gate.MaxRSS <= model.MaxRSS)
-	b.note("quantized rows: %s packed by phase0_testmodels.quant into %s, read by the upstream-style llama32_1b_q4nx module; load average %s", where.Ref, where.Bundle, loadAverage())
 	return nil
+}
+
+// preflightRow measures a quantized run's worker stages (gate 1 keeping its
+// tensors, the bf16 reference, quantized gate 2) and sets their peak
+// anonymous memory (what must fit; the model's file pages are reclaimable,
+// as preflight's constants were measured) against what the memory preflight
+// estimates from the reference's headers.
+func (b *bench) preflightRow(c quantCase, where quantWhere, measure func(string) (quantResult, error)) error {
+	inv, err := safetensors.Load(os.DirFS(where.Ref))
+	if err != nil {
+		return fmt.Errorf("%s: %w", where.Ref, err)
+	}
+	fam, _ := tensornames.FamilyNamed(c.family)
+	est := preflight.CheckpointMemory(inv).WithQuantized(fam.QuantizedHead)
+	stages, err := measure("stages")
+	if err != nil {
+		return err
+	}
+	peak := stages.AnonPeak << 10
+	off := float64(est.Peak)/float64(peak) - 1
+	b.add("quantized run, "+c.label+": worker anon peak (gate 1, bf16 model, gate 2) vs the memory preflight",
+		fmt.Sprintf("%s measured (max RSS with file pages %s), %.2f GiB estimated (%+.1f%%), %.0f s", gibKB(stages.AnonPeak), gibKB(stages.MaxRSS), gib(est.Peak), 100*off, stages.Seconds),
+		fmt.Sprintf("within %.0f%%", 100*preflightMaxError), off >= -preflightMaxError && off <= preflightMaxError)
+	return nil
+}
+
+func gibKB(kb int64) string { return fmt.Sprintf("%.2f GiB", float64(kb)/(1<<20)) }
+
+func gib(b int64) float64 { return float64(b) / (1 << 30) }
+
+// mlirAirLLMs is PHASE0_MLIR_AIR's llms folder (a checkout's root or its
+// programming_examples), or "" when unset or not a tree.
+func mlirAirLLMs() string {
+	root := os.Getenv("PHASE0_MLIR_AIR")
+	if root == "" {
+		return ""
+	}
+	for _, d := range []string{filepath.Join(root, "llms"), filepath.Join(root, "programming_examples", "llms")} {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			return d
+		}
+	}
+	return ""
 }

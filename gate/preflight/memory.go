@@ -65,25 +65,62 @@ type Memory struct {
 	Logits int64
 	Loader int64 // Weights + LoaderScratch + numpyRuntime
 	HF     int64 // Weights + Logits + torchRuntime
-	// Quantized is a quantized key's stages (WithQuantized): the folder's
-	// own loader returns the whole model dequantized to bf16 (upstream's
-	// load_*_weights), and quantized gate 2 holds it as the reference
-	// model's projections: Weights × quantLoaderFactor + Logits +
-	// torchRuntime. 0 for a bf16 run.
-	Quantized int64
-	Peak      int64 // max(Loader, HF, Quantized)
+	// Quantized is a quantized key's stages (WithQuantized), measured as
+	// the worker's anonymous memory (the bf16 model's safetensors pages
+	// are mmap-ed, file-backed and reclaimable): gate 1 keeps every
+	// projection the folder's loader dequantizes, in bf16, for quantized
+	// gate 2; gate 2 then puts each projection of the loaded reference
+	// through the format's rule (the twin), a bf16 copy of each beside the
+	// kept ones until the twin's prefill is done. So 2 × Projections in
+	// bf16, 2 × an untied head (kept and twinned), 1 × a tied one when the
+	// bundle brings its own quantized head (Gemma 3's: kept), plus the
+	// logits and torch's runtime (QuantizedGate2). Quantized gate 1's
+	// loader may peak higher dequantizing a large head whole
+	// (QuantizedGate1). Quantized is the larger; all 0 for a bf16 run.
+	Quantized      int64
+	QuantizedGate1 int64
+	QuantizedGate2 int64
+	// Projections is every per-layer matrix of the text model (elements).
+	Projections int64
+	// Head is the output head's elements: lm_head's when the checkpoint
+	// has one (untied), else the embedding's (a tied head).
+	Head   int64
+	Untied bool  // the checkpoint stores lm_head.weight
+	Peak   int64 // max(Loader, HF, Quantized)
 }
 
-// quantLoaderFactor is the anonymous memory of a quantized folder's stages
-// per bf16 weight byte, beside the torch runtime and the logits: measured
-// 1.16 (llama32_3b_q4nx) and 1.29 (qwen25_3b_q4, which reads the bf16
-// checkpoint itself) at 3B through upstream's own modules
-// (docs/BENCHMARKS.md); 1.30 puts both estimates 1–10 % over.
-const quantLoaderFactor = 1.30
+// quantDequantBytes is what a folder's loader holds per element of the
+// largest tensor it dequantizes whole: upstream's NumPy dequantization
+// widens the 4-bit codes, repeats the scales and mins and multiplies in
+// float32, then copies the result transposed, beside the embedding widened
+// to float32 (gemma3_4b_q4nx's embed_norm_lmhead). Measured: the loader
+// alone peaks at 13.25 GiB at the real-shaped Gemma 3 4B's 262208 × 2560
+// head, ~20 bytes an element.
+const quantDequantBytes = 20
 
-// WithQuantized adds a quantized key's stages to the estimate.
-func (m Memory) WithQuantized() Memory {
-	m.Quantized = int64(float64(m.Weights)*quantLoaderFactor) + m.Logits + torchRuntime
+// WithQuantized adds a quantized key's stages to the estimate: the larger
+// of quantized gate 1's loader dequantizing the head (when it does:
+// dequantHead, a family storing its own quantized head, or an untied
+// reference) and quantized gate 2 holding the kept projections beside
+// their twin. Measured (docs/BENCHMARKS.md, the worker's RssAnon): the
+// real-shaped Phi-4-mini 12.56 GiB in `phase0 run` (12.63 in make bench's
+// stages child), Gemma 3 4B 13.86 and 13.94 GiB (make bench), both in quantized gate
+// 2. Before the twin (stop 36) the stages held the kept projections alone,
+// 1.16–1.29 × the weights at 3B, and the estimate was 1.30 × the weights:
+// 10.3 and 11.3 GiB for these two.
+func (m Memory) WithQuantized(dequantHead bool) Memory {
+	var heads int64 // tied and taken from the embedding: no head of its own
+	switch {
+	case m.Untied:
+		heads = 2 // kept, and twinned
+	case dequantHead:
+		heads = 1 // the bundle's own, kept; the tied reference's is not twinned
+	}
+	m.QuantizedGate2 = (2*m.Projections+heads*m.Head)*bf16Bytes + m.Logits + torchRuntime
+	if dequantHead || m.Untied {
+		m.QuantizedGate1 = m.Head*quantDequantBytes + torchRuntime
+	}
+	m.Quantized = max(m.QuantizedGate1, m.QuantizedGate2)
 	m.Peak = max(m.Peak, m.Quantized)
 	return m
 }
@@ -103,13 +140,22 @@ func EstimateMemory(tensors iter.Seq2[string, []int64], cpus int) Memory {
 		m.Parameters += n
 		// The loader transposes the per-layer matrices; the embeddings and
 		// lm_head keep the HF layout and are read straight into their array.
-		if rest, ok := strings.CutPrefix(name, "model.layers."); ok && len(shape) == 2 {
+		// A deployed family's text model may sit under a prefix (Gemma 3's
+		// language_model.model.); a vision tower's layers are not the LLM's.
+		if _, rest, ok := strings.Cut(name, "model.layers."); ok && len(shape) == 2 && !strings.Contains(name, "vision") {
 			largest = max(largest, n)
 			layer, _, _ := strings.Cut(rest, ".")
 			layers[layer] = true
+			m.Projections += n
 		}
-		if name == "model.embed_tokens.weight" && len(shape) == 2 {
+		if len(shape) == 2 && (strings.HasSuffix(name, "model.embed_tokens.weight") || strings.HasSuffix(name, "language_model.embed_tokens.weight")) {
 			vocab = shape[0]
+			if !m.Untied {
+				m.Head = n
+			}
+		}
+		if name == "lm_head.weight" && len(shape) == 2 {
+			m.Untied, m.Head = true, n
 		}
 	}
 	m.Weights = m.Parameters * bf16Bytes
@@ -125,8 +171,10 @@ func EstimateMemory(tensors iter.Seq2[string, []int64], cpus int) Memory {
 // Describe is the estimate in one line: the peak, and which stage sets it.
 func (m Memory) Describe() string {
 	stage := fmt.Sprintf("in the HF bf16 model's stage (the loader's, %.1f GiB, frees its arrays first)", gib(m.Loader))
-	if m.Quantized == m.Peak && m.Quantized > 0 {
-		stage = fmt.Sprintf("in the quantized stages: the folder's loader returns the model dequantized, which quantized gate 2 holds as the reference model's projections (the HF bf16 model alone: %.1f GiB)", gib(m.HF))
+	if m.Quantized == m.Peak && m.Quantized > 0 && m.QuantizedGate1 > m.QuantizedGate2 {
+		stage = fmt.Sprintf("in the quantized stages: the folder's loader dequantizes the %.2f B-element head whole in float32 (quantized gate 2, holding the kept projections beside their twin: %.1f GiB; the HF bf16 model alone: %.1f GiB)", float64(m.Head)/1e9, gib(m.QuantizedGate2), gib(m.HF))
+	} else if m.Quantized == m.Peak && m.Quantized > 0 {
+		stage = fmt.Sprintf("in the quantized stages: gate 1 keeps the folder's dequantized projections, which quantized gate 2 holds beside its twin's (the reference's projections through the format's rule) (the HF bf16 model alone: %.1f GiB)", gib(m.HF))
 	} else if m.Loader > m.HF {
 		stage = fmt.Sprintf("in the generated loader's stage, %d thread(s) (the HF bf16 model's, %.1f GiB, loads after the arrays are freed)", m.LoaderThreads, gib(m.HF))
 	}

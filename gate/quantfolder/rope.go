@@ -128,6 +128,15 @@ func (r *Rope) JudgedFrom(module string, moduleLUT bool, ropeModule string) stri
 	return ""
 }
 
+// FamilyJudged records that a deployed family's facts judged the tables of
+// module (the weights module): none of the folder's own is left unjudged,
+// and a file that imports module's generate_rope_lut (Phi-4-mini's prefill
+// does) uses a judged table. A table borrowed from another module stays.
+func (r *Rope) FamilyJudged(module string) {
+	r.Unjudged = nil
+	r.Borrowed = slices.DeleteFunc(r.Borrowed, func(p string) bool { return filepath.Clean(p) == filepath.Clean(module) })
+}
+
 // Warn adds to gate 3 a WARN for each RoPE table phase0 did not judge:
 // those RopeTables could not, and a borrowed one left unjudged (judged:
 // whether gate 3 judged a table by behaviour).

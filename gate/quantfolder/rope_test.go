@@ -5,6 +5,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"phase0/gate/quant"
+	"phase0/gate/verdict"
 )
 
 // TestRopeTables: the RoPE table a folder's prefill builds with a function
@@ -41,5 +44,43 @@ func TestRopeTables(t *testing.T) {
 	want := []string{"extra.py imports generate_rope_lut from gone_weights, which is not a module of the tree", "extra.py defines build_rope_table(), a RoPE table of its own with no θ default to check"}
 	if !reflect.DeepEqual(r.Unjudged, want) {
 		t.Errorf("unjudged %q, want %q", r.Unjudged, want)
+	}
+}
+
+// TestFamilyJudgedTables: Phi-4-mini's prefill imports generate_rope_lut
+// from the folder's own weights module, whose tables the family's facts
+// judged: gate 3 does not WARN that it "could not be judged (Python is not
+// ready)", as the real-shaped run against the tree did. A table borrowed
+// from another module is still named.
+func TestFamilyJudgedTables(t *testing.T) {
+	llms := t.TempDir()
+	dir := filepath.Join(llms, "phi4_mini_q4nx")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	module := filepath.Join(dir, "phi4_mini_q4nx_weights.py")
+	for name, text := range map[string]string{
+		"phi4_mini_q4nx_weights.py": "def generate_rope_lut(config=None, seq_len=2048):\n    pass\n",
+		"phi4_mini_q4nx_prefill.py": "from phi4_mini_q4nx_weights import generate_rope_lut, phi4_mini_config\nLUT = generate_rope_lut(phi4_mini_config())\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := (&Folder{Dir: dir}).RopeTables(llms)
+	if !reflect.DeepEqual(r.Borrowed, []string{module}) {
+		t.Fatalf("borrowed %v, want the weights module %s", r.Borrowed, module)
+	}
+	r.FamilyJudged(module)
+	c := &quant.Constants{Section: verdict.Section{Status: verdict.Pass}}
+	r.Warn(c, false)
+	if c.Status != verdict.Pass || len(c.Findings) != 0 {
+		t.Errorf("gate 3 after the family's facts: %s %q", c.Status, c.Findings)
+	}
+	r = (&Folder{Dir: dir}).RopeTables(llms)
+	r.FamilyJudged(filepath.Join(llms, "other", "other_weights.py"))
+	r.Warn(c, false)
+	if c.Status != verdict.Warn || len(c.Findings) != 1 {
+		t.Errorf("a table of another module: %s %q", c.Status, c.Findings)
 	}
 }

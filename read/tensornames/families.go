@@ -22,6 +22,10 @@ type Family struct {
 	// Stored says how the bundle stores a kept tensor (field → convention):
 	// the reference is brought to it before the bitwise comparison.
 	Stored map[string]Convention
+	// QuantizedHead: the folder's loader dequantizes the bundle's own
+	// quantized lm_head though the reference ties it (Gemma 3's raw tied
+	// matrix in Q4NX); Phi-4-mini's loader takes the embedding instead.
+	QuantizedHead bool
 }
 
 // Fused is one reference tensor (under model.layers.<k>.) whose rows are
@@ -56,6 +60,7 @@ var Families = []Family{
 			"attn_norm": OnePlus, "ffn_norm": OnePlus, "pre_ffn_norm": OnePlus, "post_ffn_norm": OnePlus,
 			"q_norm": OnePlus, "k_norm": OnePlus, "final_norm": OnePlus, "embed_table": EmbedScale,
 		},
+		QuantizedHead: true,
 	},
 	{
 		Name:     "phi3",

@@ -7,6 +7,7 @@ import (
 	"phase0/gate/baseline"
 	"phase0/gate/preflight"
 	"phase0/gate/verdict"
+	"phase0/read/tensornames"
 )
 
 // pythonReady says whether the Python stages apply: a checkpoint that failed
@@ -29,7 +30,7 @@ func pythonReady(st *state) (bool, string) {
 func memoryStage(_ context.Context, st *state) (*memoryVerdict, outcome, error) {
 	m := &memoryVerdict{need: preflight.CheckpointMemory(st.inv())}
 	if st.in.quant != nil {
-		m.need = m.need.WithQuantized()
+		m.need = m.need.WithQuantized(st.dequantHead())
 	}
 	avail := memAvailable()
 	detail := fmt.Sprintf("%s; %.1f GiB available", m.need.Describe(), gib(avail))
@@ -46,3 +47,12 @@ func memoryStage(_ context.Context, st *state) (*memoryVerdict, outcome, error) 
 }
 
 func gib(b int64) float64 { return float64(b) / (1 << 30) }
+
+// dequantHead says whether a quantized key's loader dequantizes a head the
+// reference ties: the deployed family stores its own quantized head
+// (Gemma 3). An untied reference's head the estimate counts anyway.
+func (st *state) dequantHead() bool {
+	name, _ := st.facts.analysis.DeployedFamily()
+	f, ok := tensornames.FamilyNamed(name)
+	return ok && f.QuantizedHead
+}

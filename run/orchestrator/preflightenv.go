@@ -48,7 +48,12 @@ func machineStage(ctx context.Context, st *state) (*preflight.Report, outcome, e
 		return nil, outcome{}, fmt.Errorf("%w in the machine check: %w", errInterrupted, ctx.Err())
 	}
 	if inv := st.inv(); inv != nil {
-		in.NeedRAM = preflight.CheckpointMemory(inv).Peak
+		// The memory stage's estimate: a quantized key's stages included.
+		m := preflight.CheckpointMemory(inv)
+		if st.in.quant != nil {
+			m = m.WithQuantized(st.dequantHead())
+		}
+		in.NeedRAM = m.Peak
 	}
 	p := preflight.Run(in)
 	// Informational: a machine that is not ready for the later phases is a

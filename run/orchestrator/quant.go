@@ -164,7 +164,7 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 			c.FailWith("family facts of %s: %s", q.Use.Module, st.explain("quant_config", err))
 		} else {
 			c.JudgeFamily(family, &f, st.facts.analysis.Config, st.facts.analysis.Deployed)
-			rt.Unjudged = nil // the family's own tables were judged by its facts
+			rt.FamilyJudged(q.Module) // the module's own tables were judged by the family's facts
 		}
 		rope = nil
 	}

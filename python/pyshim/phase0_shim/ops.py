@@ -97,6 +97,11 @@ def baseline(args: BaselineArgs) -> tuple[BaselineResult, np.ndarray]:
 
     # A quantized key's baseline is Go's quant_baseline stage: its lines say so.
     stage = "quant_baseline" if args.get("quant") else STAGE_BASELINE
+    if not args.get("quant"):
+        # No quantized gate 2 takes gate 1's tensors: drop them before the model loads.
+        from phase0_shim.quant.weights import drop_kept
+
+        drop_kept()
     start = time.perf_counter()
     with progress.loading_model(stage, "loading the HF bf16 model"):
         runner = resolved.runner_cls(model_dir, config, max_seq, lite_mode=True)

@@ -65,3 +65,24 @@ def test_a_tied_head_that_is_the_embedding_is_not_kept(checkpoint: Path, tmp_pat
     weights._kept = None
     assert {(k, f) for k in range(2) for f in PROJECTIONS} <= kept
     assert ((-1, "lm_head") in kept) == (head == "own")
+
+
+def test_a_baseline_without_gate_2_drops_what_gate_1_kept(checkpoint: Path, tmp_path: Path) -> None:
+    """Gate 1 FAILed (or the key is bf16): the baseline that follows runs no
+    quantized gate 2, so the kept projections are dropped before it loads the
+    model rather than held beside it (at Gemma 3 4B, 7.7 GB for nothing)."""
+    import json
+
+    from helpers import baseline_args, go_config
+    from phase0_shim import ops
+
+    path = tmp_path / "keep_weights.py"
+    path.write_text(textwrap.dedent(MODULE))
+    bound = {"group": 32, "levels": 15, "symmetric": False, "slack": 1.0 / 128}
+    weights.quant_facts_of(
+        {"weights_module": str(path), "source": str(checkpoint), "reference_dir": str(checkpoint), "n_layers": 2, "bound": bound, "keep": True}  # type: ignore[typeddict-item]
+    )
+    assert weights._kept is not None
+    args = baseline_args(checkpoint, llms_dir=None, prompt_style="base", prompt="The capital of France is", config=go_config(checkpoint), weights_module=None)
+    ops.baseline(json.dumps(args))
+    assert weights._kept is None

@@ -40,3 +40,13 @@ def test_nonfinite_is_the_tensors_problem(tmp_path: Path) -> None:
 
     clean = projection_facts(0, "wq", proj.T.copy(), ref, "proj", None, bound)
     assert "problem" not in clean and clean["stats"]["n"] == 2048
+
+
+def test_a_transposed_view_is_counted_without_a_copy() -> None:
+    """A head the loader returns [out, in] is judged as a projection through
+    its transposed view: the NaN/Inf count is the same as the array's."""
+    from phase0_shim.quant.stats import _nonfinite
+
+    a = np.zeros((64, 32), dtype=np.float32)
+    a[3, 5], a[60, 31] = np.nan, np.inf
+    assert _nonfinite(a.T) == _nonfinite(a) == 2

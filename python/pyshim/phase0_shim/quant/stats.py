@@ -221,6 +221,8 @@ def _differing_rows(x: np.ndarray, y: np.ndarray) -> int:
 
 def _nonfinite(a: np.ndarray) -> int:
     """How many of a's values are NaN or Inf (bf16 by its exponent bits)."""
+    if a.ndim == 2 and not a.flags.c_contiguous and a.T.flags.c_contiguous:
+        a = a.T  # a transposed view (a head judged as a projection): the same count, no strided copy
     a = np.ascontiguousarray(a)
     if a.dtype.name == "bfloat16":
         return int(((a.view(np.uint16) & np.uint16(0x7F80)) == np.uint16(0x7F80)).sum())

@@ -18,7 +18,7 @@ from phase0_shim.optypes import QuantArgs, QuantBound, QuantCandidate, QuantFact
 from phase0_shim.quant.discovery import _import, find_loader
 from phase0_shim.quant.families import FamilyReference, convention_facts, kept_hf
 from phase0_shim.quant.reading import Reference, release_mapped
-from phase0_shim.quant.stats import _stats_io, kept_facts, projection_facts
+from phase0_shim.quant.stats import CONFUSION_ROWS, _differing, _stats_io, kept_facts, projection_facts
 from phase0_shim.quant.vocab import GLOBALS, KEPT, PARTNERS, PROJECTIONS
 
 STAGE = "quant_weights"
@@ -41,6 +41,15 @@ def _bf16(value: Any) -> Any:
 
     a = np.asarray(value)
     return a if a.dtype == ml_dtypes.bfloat16 else np.asarray(a, dtype=np.float32).astype(ml_dtypes.bfloat16)
+
+
+def drop_kept() -> None:
+    """Forget what gate 1 kept. A baseline without quantized gate 2 (gate 1
+    FAILed, so gate 2 is not run, or a bf16 key) calls it before it loads
+    the model: the kept projections (the whole model in bf16, 7.7 GB at
+    Gemma 3 4B) would sit beside the model for nothing."""
+    global _kept
+    _kept = None
 
 
 def _kept_key(weights_module: str, source: str, n_layers: int) -> tuple[str, str, int]:
@@ -164,7 +173,14 @@ class _TensorFacts:
             ref.release(hf)
             return fact
         # A quantized copy of the head is judged as a projection; its
-        # statistics are computed there, once.
+        # statistics are computed there, once. Its first rows differing from
+        # the tied embedding already say so: the bit-for-bit pass over the
+        # whole head (0.67 B elements at Gemma 3 4B) is then skipped.
+        if field == "lm_head" and _first_rows_differ(value, ref, hf):
+            fact = projection_facts(layer, field, np.asarray(value).T, ref, hf, None, self.bound)
+            fact["reference"] = ref.describe(hf)
+            ref.release(hf)
+            return fact
         fact = kept_facts(layer, field, value, ref, hf, stats=field != "lm_head")
         if field == "lm_head" and fact.get("differing"):
             fact = projection_facts(layer, field, np.asarray(value).T, ref, hf, None, self.bound)
@@ -192,6 +208,16 @@ class _TensorFacts:
         fact = kept_facts(layer, field, value, ref, hf)
         fact["reference"] = ref.describe(hf)
         return fact
+
+
+def _first_rows_differ(value: Any, ref: FamilyReference, hf: str) -> bool:
+    """Whether the loader's head, shaped as the reference's hf, has bits
+    differing from it within its first CONFUSION_ROWS rows (a quantized
+    head does at once; a tied head that is the embedding never)."""
+    x, y = np.asarray(value), ref.get(hf)
+    if x.shape != y.shape or x.ndim != 2:
+        return False  # kept_facts names the shape
+    return _differing(x[:CONFUSION_ROWS], y[:CONFUSION_ROWS]) > 0
 
 
 def _candidate_stats(candidates: list[tuple[Reference, QuantCandidate]], field: str, value: Any, hf: str) -> None:
