@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	"phase0/read/safetensors"
+	"phase0/read/tensornames"
 )
 
 // CheckpointMemory estimates the Python worker's peak memory for the
@@ -12,6 +13,15 @@ import (
 // model, which never coexist (see EstimateMemory).
 func CheckpointMemory(inv *safetensors.Inventory) Memory {
 	return EstimateMemory(inventoryShapes(inv), runtime.NumCPU())
+}
+
+// QuantizedMemory is CheckpointMemory with a quantized key's stages (see
+// WithQuantized): family is the deployed family the reference is read as
+// ("" for the skill's), whose vocabulary says whether the bundle brings a
+// quantized head of its own that the folder's loader dequantizes (Gemma 3).
+func QuantizedMemory(inv *safetensors.Inventory, family string) Memory {
+	f, ok := tensornames.FamilyNamed(family)
+	return CheckpointMemory(inv).WithQuantized(ok && f.QuantizedHead)
 }
 
 // inventoryShapes yields every checkpoint tensor's name and shape.

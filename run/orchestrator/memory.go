@@ -7,7 +7,6 @@ import (
 	"phase0/gate/baseline"
 	"phase0/gate/preflight"
 	"phase0/gate/verdict"
-	"phase0/read/tensornames"
 )
 
 // pythonReady says whether the Python stages apply: a checkpoint that failed
@@ -28,10 +27,7 @@ func pythonReady(st *state) (bool, string) {
 // memoryStage refuses, politely, a model the machine cannot hold in bf16
 // (or warns with --force); the refusal stands as the baseline's FAIL.
 func memoryStage(_ context.Context, st *state) (*memoryVerdict, outcome, error) {
-	m := &memoryVerdict{need: preflight.CheckpointMemory(st.inv())}
-	if st.in.quant != nil {
-		m.need = m.need.WithQuantized(st.dequantHead())
-	}
+	m := &memoryVerdict{need: st.memoryNeed()}
 	avail := memAvailable()
 	detail := fmt.Sprintf("%s; %.1f GiB available", m.need.Describe(), gib(avail))
 	if avail == 0 || m.need.Peak <= avail {
@@ -48,11 +44,12 @@ func memoryStage(_ context.Context, st *state) (*memoryVerdict, outcome, error) 
 
 func gib(b int64) float64 { return float64(b) / (1 << 30) }
 
-// dequantHead says whether a quantized key's loader dequantizes a head the
-// reference ties: the deployed family stores its own quantized head
-// (Gemma 3). An untied reference's head the estimate counts anyway.
-func (st *state) dequantHead() bool {
-	name, _ := st.facts.analysis.DeployedFamily()
-	f, ok := tensornames.FamilyNamed(name)
-	return ok && f.QuantizedHead
+// memoryNeed is the run's memory estimate, which the memory stage and the
+// machine check state: a quantized key's stages included.
+func (st *state) memoryNeed() preflight.Memory {
+	if st.in.quant == nil {
+		return preflight.CheckpointMemory(st.inv())
+	}
+	family, _ := st.facts.analysis.DeployedFamily()
+	return preflight.QuantizedMemory(st.inv(), family)
 }

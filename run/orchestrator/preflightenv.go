@@ -47,13 +47,8 @@ func machineStage(ctx context.Context, st *state) (*preflight.Report, outcome, e
 	if ctx.Err() != nil {
 		return nil, outcome{}, fmt.Errorf("%w in the machine check: %w", errInterrupted, ctx.Err())
 	}
-	if inv := st.inv(); inv != nil {
-		// The memory stage's estimate: a quantized key's stages included.
-		m := preflight.CheckpointMemory(inv)
-		if st.in.quant != nil {
-			m = m.WithQuantized(st.dequantHead())
-		}
-		in.NeedRAM = m.Peak
+	if st.inv() != nil {
+		in.NeedRAM = st.memoryNeed().Peak
 	}
 	p := preflight.Run(in)
 	// Informational: a machine that is not ready for the later phases is a

@@ -27,12 +27,6 @@ import (
 // declared source, and the reference's bf16 baseline as gate 2. The folder
 // is upstream's: nothing is written into it (wsfolder.Places).
 
-// quantizedUses says which quantized keys validating arg through the tree
-// means (package quantfolder).
-func quantizedUses(s *Settings, arg string) ([]llmstree.Use, error) {
-	return quantfolder.Uses(s.LLMSDir, scaffold.ReservedNames, s.Name, arg)
-}
-
 // routeStage reports why the tree could not say what to validate.
 func routeStage(_ context.Context, st *state) (outcome, error) {
 	return outcome{}, st.in.routeErr

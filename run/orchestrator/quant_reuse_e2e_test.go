@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"phase0/gate/quantfolder"
 	"phase0/internal/testenv"
+	"phase0/output/scaffold"
 	"phase0/read/fingerprint"
 	"phase0/run/reuse"
 )
@@ -19,7 +21,7 @@ import (
 // returns the state. close releases its lock and worker.
 func quantProbe(t *testing.T, s *Settings, arg, through string) (st *state, detail string, close func()) {
 	t.Helper()
-	uses, err := quantizedUses(s, arg)
+	uses, err := quantfolder.Uses(s.LLMSDir, scaffold.ReservedNames, s.Name, arg)
 	if err != nil || len(uses) != 1 {
 		t.Fatalf("quantized uses of %s: %v, %v", arg, uses, err)
 	}

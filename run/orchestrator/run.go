@@ -8,14 +8,16 @@ import (
 
 	"phase0/gate/config"
 	"phase0/gate/preflight"
+	"phase0/gate/quantfolder"
 	"phase0/gate/weights"
 	"phase0/output/report"
+	"phase0/output/scaffold"
 	"phase0/python/ops"
 )
 
 // Run is all of Phase 0 for one model.
 func Run(ctx context.Context, s *Settings, modelArg, version string) *report.Report {
-	uses, err := quantizedUses(s, modelArg)
+	uses, err := quantfolder.Uses(s.LLMSDir, scaffold.ReservedNames, s.Name, modelArg)
 	if err != nil {
 		return runWith(ctx, inputs{s: s, command: "run", arg: modelArg, version: version, routeErr: err}, []stage{stepRoute})
 	}
