@@ -67,18 +67,20 @@ type Memory struct {
 	HF     int64 // Weights + Logits + torchRuntime
 	// Quantized is a quantized key's stages (WithQuantized), measured as
 	// the worker's anonymous memory (the bf16 model's safetensors pages
-	// are mmap-ed, file-backed and reclaimable): gate 1 keeps every
-	// projection the folder's loader dequantizes, in bf16, for quantized
-	// gate 2; gate 2 then puts each projection of the loaded reference
-	// through the format's rule (the twin), a bf16 copy of each beside the
-	// kept ones until the twin's prefill is done. So 2 × Projections in
-	// bf16, 2 × an untied head (kept and twinned), 1 × a tied one when the
-	// bundle brings its own quantized head (Gemma 3's: kept), plus the
-	// logits and torch's runtime (QuantizedGate2). Quantized gate 1's
-	// loader may peak higher dequantizing a large head whole
-	// (QuantizedGate1). Quantized is the larger; all 0 for a bf16 run.
+	// are mmap-ed, file-backed and reclaimable). Gate 1 keeps every
+	// projection the folder's loader dequantizes and its head, in bf16,
+	// for quantized gate 2, while the loader and the statistics hold a
+	// float32 copy of the head's size (QuantizedKeep); its loader may
+	// peak higher dequantizing a large head whole (QuantizedGate1, the
+	// larger of the two). Gate 2 patches the kept tensors in, then makes
+	// the twin (each reference projection through the format's rule) one
+	// projection at a time in place of the bundle's: one copy of the
+	// projections in bf16, plus a head of its own (an untied reference's,
+	// or the bundle's quantized one, Gemma 3's), the logits and torch's
+	// runtime (QuantizedGate2). Quantized is the larger; all 0 for a bf16 run.
 	Quantized      int64
 	QuantizedGate1 int64
+	QuantizedKeep  int64
 	QuantizedGate2 int64
 	// Projections is every per-layer matrix of the text model (elements).
 	Projections int64
@@ -98,27 +100,34 @@ type Memory struct {
 // head, ~20 bytes an element.
 const quantDequantBytes = 20
 
+// quantKeepHeadBytes is what quantized gate 1 holds per head element
+// beside the tensors it keeps: a float32 copy's worth (the loader's and
+// the statistics' work on the head or the tied embedding). Measured at the
+// real-shaped Phi-4-mini: gate 1 peaks at 9.18 GiB of RssAnon, the kept
+// projections and head in bf16 being 7.14 GiB.
+const quantKeepHeadBytes = 4
+
 // WithQuantized adds a quantized key's stages to the estimate: the larger
-// of quantized gate 1's loader dequantizing the head (when it does:
-// dequantHead, a family storing its own quantized head, or an untied
-// reference) and quantized gate 2 holding the kept projections beside
-// their twin. Measured (docs/BENCHMARKS.md, the worker's RssAnon): the
-// real-shaped Phi-4-mini 12.56 GiB in `phase0 run` (12.63 in make bench's
-// stages child), Gemma 3 4B 13.86 and 13.94 GiB (make bench), both in quantized gate
-// 2. Before the twin (stop 36) the stages held the kept projections alone,
-// 1.16–1.29 × the weights at 3B, and the estimate was 1.30 × the weights:
-// 10.3 and 11.3 GiB for these two.
+// of quantized gate 1 keeping the dequantized projections and head (and,
+// when it does: dequantHead, a family storing its own quantized head, or
+// an untied reference, its loader dequantizing the head whole) and
+// quantized gate 2 holding one copy of the projections (the bundle's,
+// then the twin's in their place). Measured (docs/BENCHMARKS.md, the
+// worker's RssAnon every 50 ms, make bench's stages child): the
+// real-shaped Phi-4-mini 9.13 GiB, in gate 1 (gate 2 6.95), Gemma 3 4B
+// 11.80 GiB. While gate 2 held the kept projections beside their twin
+// (issue 38) the peaks were 12.63 and 13.94 GiB, in gate 2, and a
+// quantized 8B key was estimated at 28.9 GiB.
 func (m Memory) WithQuantized(dequantHead bool) Memory {
 	var heads int64 // tied and taken from the embedding: no head of its own
-	switch {
-	case m.Untied:
-		heads = 2 // kept, and twinned
-	case dequantHead:
-		heads = 1 // the bundle's own, kept; the tied reference's is not twinned
+	if m.Untied || dequantHead {
+		heads = 1 // the bundle's own (kept), then the twin's in its place when untied
 	}
-	m.QuantizedGate2 = (2*m.Projections+heads*m.Head)*bf16Bytes + m.Logits + torchRuntime
+	m.QuantizedGate2 = (m.Projections+heads*m.Head)*bf16Bytes + m.Logits + torchRuntime
+	m.QuantizedKeep = (m.Projections+m.Head)*bf16Bytes + m.Head*quantKeepHeadBytes + numpyRuntime
+	m.QuantizedGate1 = m.QuantizedKeep
 	if dequantHead || m.Untied {
-		m.QuantizedGate1 = m.Head*quantDequantBytes + torchRuntime
+		m.QuantizedGate1 = max(m.QuantizedKeep, m.Head*quantDequantBytes+torchRuntime)
 	}
 	m.Quantized = max(m.QuantizedGate1, m.QuantizedGate2)
 	m.Peak = max(m.Peak, m.Quantized)
@@ -171,10 +180,12 @@ func EstimateMemory(tensors iter.Seq2[string, []int64], cpus int) Memory {
 // Describe is the estimate in one line: the peak, and which stage sets it.
 func (m Memory) Describe() string {
 	stage := fmt.Sprintf("in the HF bf16 model's stage (the loader's, %.1f GiB, frees its arrays first)", gib(m.Loader))
-	if m.Quantized == m.Peak && m.Quantized > 0 && m.QuantizedGate1 > m.QuantizedGate2 {
-		stage = fmt.Sprintf("in the quantized stages: the folder's loader dequantizes the %.2f B-element head whole in float32 (quantized gate 2, holding the kept projections beside their twin: %.1f GiB; the HF bf16 model alone: %.1f GiB)", float64(m.Head)/1e9, gib(m.QuantizedGate2), gib(m.HF))
+	if m.Quantized == m.Peak && m.Quantized > 0 && m.QuantizedGate1 > m.QuantizedGate2 && m.QuantizedGate1 > m.QuantizedKeep {
+		stage = fmt.Sprintf("in the quantized stages: the folder's loader dequantizes the %.2f B-element head whole in float32 (quantized gate 2, holding one copy of the projections: %.1f GiB; the HF bf16 model alone: %.1f GiB)", float64(m.Head)/1e9, gib(m.QuantizedGate2), gib(m.HF))
+	} else if m.Quantized == m.Peak && m.Quantized > 0 && m.QuantizedGate1 > m.QuantizedGate2 {
+		stage = fmt.Sprintf("in the quantized stages: gate 1 keeps the folder's dequantized projections and head for gate 2 beside the head's float32 work (quantized gate 2, holding one copy of the projections: %.1f GiB; the HF bf16 model alone: %.1f GiB)", gib(m.QuantizedGate2), gib(m.HF))
 	} else if m.Quantized == m.Peak && m.Quantized > 0 {
-		stage = fmt.Sprintf("in the quantized stages: gate 1 keeps the folder's dequantized projections, which quantized gate 2 holds beside its twin's (the reference's projections through the format's rule) (the HF bf16 model alone: %.1f GiB)", gib(m.HF))
+		stage = fmt.Sprintf("in the quantized stages: quantized gate 2 holds one copy of the projections, the bundle's, then its twin's in their place (the HF bf16 model alone: %.1f GiB)", gib(m.HF))
 	} else if m.Loader > m.HF {
 		stage = fmt.Sprintf("in the generated loader's stage, %d thread(s) (the HF bf16 model's, %.1f GiB, loads after the arrays are freed)", m.LoaderThreads, gib(m.HF))
 	}

@@ -7,7 +7,7 @@
 one layer at a time, as quantized gate 1 reads it); ``gate`` runs quantized
 gate 1's facts (the loader plus every statistic); ``model`` loads the bf16
 reference in transformers and prefills 16 tokens, as the baseline's stage does; ``e2e`` loads it
-and runs quantized gate 2's facts (bf16, the Q4NX twin, the folder's tensors, in one model) on a
+and runs quantized gate 2's facts (bf16, the folder's tensors, the Q4NX twin, in one model) on a
 16-token prompt and a 40-token passage, ``e2e-notwin`` the same without the twin (a rule phase0
 does not know, so the worker skips it: today's stage before the twin). ``stages`` is a quantized
 run's worker in order: gate 1's facts keeping the dequantized tensors, the bf16 reference loaded and

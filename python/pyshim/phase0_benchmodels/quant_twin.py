@@ -3,7 +3,7 @@
 Bench-only. For each bundle under ``FIXTURES/bundles`` (quant_gate_fixtures.py:
 the clean Q4NX bundle of ``ref`` in both header codecs and one negative per
 failure class), load ``ref`` (transformers, bf16), run quantized gate 2's facts
-(phase0_shim.quant.end_to_end.e2e_facts: bf16, the twin, the bundle, in one
+(phase0_shim.quant.end_to_end.e2e_facts: bf16, the bundle, the twin, in one
 model) through the tree's ``llama32_1b_q4nx`` loader, and write them as JSON,
 one file per case, for Go to judge (gate/quant/testdata/twin/).
 

@@ -5,6 +5,8 @@ give keeps the reference's weights."""
 from __future__ import annotations
 
 import textwrap
+import weakref
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from safetensors.torch import load_file
 
 DTYPE = "bf16"
 SKIP = ()
+HEAD = 1
 LAST = {}
 CALLS = []
 
@@ -57,7 +60,7 @@ def load_test_weights(source):
     LAST["layers"] = layers
     embed = _np(sd["model.embed_tokens.weight"])
     return types.SimpleNamespace(embed_table=embed, final_norm=_np(sd["model.norm.weight"]),
-                                 lm_head=embed, layers=layers)
+                                 lm_head=embed if HEAD == 1 else embed * HEAD, layers=layers)
 '''
 
 
@@ -74,24 +77,27 @@ def _run(
     tmp_path: Path,
     dtype: str,
     skip: tuple[tuple[int, str], ...] = (),
-    keep: bool = False,
+    keep: bool | Callable[[], None] = False,
     rule: dict[str, Any] | None = None,
     reference: Path | None = None,
+    head: int = 1,
 ) -> tuple[Any, Any, dict[str, Any]]:
     import torch
     from transformers import AutoModelForCausalLM
 
     path = tmp_path / "test_weights.py"
-    path.write_text(textwrap.dedent(MODULE).replace('DTYPE = "bf16"', f"DTYPE = {dtype!r}").replace("SKIP = ()", f"SKIP = {skip!r}"))
+    path.write_text(textwrap.dedent(MODULE).replace('DTYPE = "bf16"', f"DTYPE = {dtype!r}").replace("SKIP = ()", f"SKIP = {skip!r}").replace("HEAD = 1", f"HEAD = {head}"))
     model = AutoModelForCausalLM.from_pretrained(str(checkpoint), dtype=torch.bfloat16).eval()
     n_layers = model.config.num_hidden_layers
-    if keep:
+    if keep is not False:
         # Gate 1 first, in the same process, keeping what the loader returned.
         bound = {"group": 32, "levels": 15, "symmetric": False, "slack": 1.0 / 128}
         gate1 = quant_facts_of(
             {"weights_module": str(path), "source": str(checkpoint), "reference_dir": str(checkpoint), "n_layers": n_layers, "bound": bound, "keep": True}  # type: ignore[typeddict-item]
         )
         assert gate1["import_failure"] is None and gate1["tensors"]
+        if callable(keep):
+            keep()
     facts = e2e_facts(
         model,
         [1, 5, 9, 13, 17, 21],
@@ -204,3 +210,73 @@ def test_no_twin_says_why(checkpoint: Path, tmp_path: Path) -> None:
     model, _, facts = _run(checkpoint, tmp_path, "bf16", reference=lacking)
     assert facts["twin_error"] == f"the reference {lacking} lacks model.layers.1.mlp.up_proj.weight, which the twin needs"
     assert facts["twin_quantized"] == 0 and facts["patched"] == model.config.num_hidden_layers * len(PROJECTIONS)
+
+
+@pytest.fixture(scope="module")
+def untied(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_quant_model(tmp_path_factory.mktemp("e2e") / "qwen3", "qwen3")
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "f32"])
+def test_the_twin_is_made_once_the_bundle_is_let_go(checkpoint: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dtype: str) -> None:
+    """One copy of the projections at a time: the bundle (gate 1's kept
+    tensors) is patched in and prefilled first, then the twin takes its
+    place from the reference checkpoint, so no prefill after the bf16 one
+    runs with gate 1's kept arrays alive beside the model's projections (at
+    8 B, the two copies would not fit 24 GiB)."""
+    from phase0_shim.quant import end_to_end, weights
+
+    refs: list[weakref.ref[Any]] = []
+
+    def watch() -> None:
+        assert weights._kept is not None
+        refs.extend(weakref.ref(v) for _, _, v in weights._kept[2] if v is not None)
+
+    alive: list[int] = []
+    prefill = end_to_end._prefill
+
+    def counting(*a: Any) -> Any:
+        alive.append(sum(r() is not None for r in refs))
+        return prefill(*a)
+
+    monkeypatch.setattr(end_to_end, "_prefill", counting)
+    model, _, facts = _run(checkpoint, tmp_path, dtype, keep=watch)
+    n = model.config.num_hidden_layers * len(PROJECTIONS)
+    assert facts["from_gate_1"] is True and facts["patched"] == n and facts["twin_quantized"] == n
+    # bf16, the bundle, the twin: gate 1's arrays stand beside the bf16 model only.
+    assert len(alive) == 3 and alive[0] >= n and alive[1:] == [0, 0], alive
+
+
+@pytest.mark.parametrize(("family", "head"), [("llama", 1), ("llama", 2), ("qwen3", 1)])
+def test_the_twin_is_the_reference_through_the_rule(checkpoint: Path, untied: Path, tmp_path: Path, family: str, head: int) -> None:
+    """The twin's facts are those of the loaded reference's own bf16
+    projections (and an untied head) put through the rule in place, whatever
+    the bundle patched before it: its own head (head 2: a tied reference's
+    embedding doubled; an untied reference's) gives way to the reference's."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from phase0_shim.quant import end_to_end, twin
+
+    ckpt = checkpoint if family == "llama" else untied
+    model, _, facts = _run(ckpt, tmp_path, "bf16", head=head)
+    assert facts["head_patched"] is (head != 1 or family == "qwen3")
+    assert facts["twin_head"] is (family == "qwen3")
+    ref = AutoModelForCausalLM.from_pretrained(str(ckpt), dtype=torch.bfloat16).eval()
+    prompt, passage = [1, 5, 9, 13, 17, 21], list(range(2, 40))
+    r_prompt, r_passage, r_hidden = end_to_end._prefill(ref, prompt, passage)
+    with torch.no_grad():
+        for k in range(ref.config.num_hidden_layers):
+            for _, hf in PROJECTIONS.values():
+                p = ref.get_decoder().layers[k].get_submodule(hf).weight
+                p.data = twin.round_trip(p.data, Q4NX_RULE).to(p.dtype)  # type: ignore[arg-type]
+        if facts["twin_head"]:
+            w = ref.get_output_embeddings().weight
+            w.data = twin.round_trip(w.data, Q4NX_RULE).to(w.dtype)  # type: ignore[arg-type]
+    t_prompt, t_passage, t_hidden = end_to_end._prefill(ref, prompt, passage)
+    target = torch.tensor(passage[1:], dtype=torch.long)[:, None]
+    kl, nll, argmax, dp = end_to_end._per_token(torch.log_softmax(r_passage, dim=-1), t_passage, target)
+    assert facts["kl_passage_twin"] == kl and facts["twin_nll"] == nll and facts["twin_argmax"] == argmax and facts["dp_passage_twin"] == dp
+    assert facts["kl_prompt_twin"] == end_to_end._kl(r_prompt, t_prompt)[0]
+    assert facts["hidden_cosine_twin"] == end_to_end._cosines(r_hidden, t_hidden)
+    assert (facts["twin_top"], facts["twin_top_logprobs"]) == end_to_end._side(t_prompt)

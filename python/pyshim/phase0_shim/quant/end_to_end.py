@@ -151,27 +151,19 @@ def _cosines(ref: list[Any], other: list[Any]) -> list[float]:
     return [float(torch.nn.functional.cosine_similarity(a, b, dim=-1).mean()) for a, b in zip(ref, other, strict=True)]
 
 
-def _restore_head(model: Any, ref: Reference) -> None:
-    """The reference's own head back in the model after the twin, from the checkpoint."""
-    import torch
-
-    w = model.get_output_embeddings().weight
-    with torch.no_grad():
-        w.data = _torch_bf16(ref.get("lm_head.weight")).to(w.dtype).clone()
-    ref.release("lm_head.weight")
-
-
 def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: QuantE2EArgs, stage: str = "quant_baseline") -> QuantE2EFacts:
     """Prefill the prompt and the passage through ``model`` three times, in
-    the same loaded model: as loaded (bf16); as the twin (every projection,
-    and an untied head, put through the format's rule ``args["rule"]`` and
-    back, one at a time in place of its bf16 weight); and with every
-    projection the folder's loader dequantizes patched in, layer by layer.
+    the same loaded model: as loaded (bf16); with every projection the
+    folder's loader dequantizes patched in, layer by layer; and as the twin
+    (every projection of the reference checkpoint, and an untied head, put
+    through the format's rule ``args["rule"]`` and back, one at a time in
+    place of the bundle's: one copy of the projections at a time).
     Facts only: each side's top-5 at the prompt's last position and its
     KL(bf16 || x) there; per passage position each side's KL, NLL, argmax
     and drop of the reference's top-1 probability; per decoder layer the
     cosine of each side's hidden states on the prompt with the reference's.
-    The model's weights stay patched: the caller drops it."""
+    The model's weights stay patched (the twin's, or the bundle's when no
+    twin was made): the caller drops it."""
     import torch
 
     module, failure = _import(Path(args["weights_module"]))
@@ -193,26 +185,35 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
     del ref_passage
     # Where each projection lives, read before any parameter is dropped (a
     # fused tensor's rows are sized from o_proj's input width). Every rule
-    # groups within a row, so a fused parameter's twin (once) is each of its
-    # projections' twins.
+    # groups within a row, so a fused parameter's twin is each of its
+    # projections' twins, row by row.
     slots = {(k, field): _projection_slot(model, k, field) for k in range(n_layers) for field in PROJECTIONS}
-    params = list({id(p): p for p, _ in slots.values()}.values())
-    twin_facts = _NO_TWIN
-    if not twin_error and rule is not None:
-        twin_facts = _twin_side(
-            model, ref, params, rule, len(slots), ref_prompt, ref_lp, ref_hidden, prompt_ids, passage_ids, target, stage
-        )
-    # The model's projections are dropped before the loader runs and the
-    # loader's arrays become them (a bf16 array without a copy): a loader
-    # that returns the whole model at once (upstream's load_*_weights) then
-    # costs about one model's memory, not two (at 8 B, 16 GB instead of 32).
-    del params
+    making_twin = not twin_error and rule is not None
+    head = making_twin and twin.untied_head(model, ref)
+    # The head as loaded (the embedding itself when tied): a bundle's own
+    # head gives way to it for the twin when the reference has none of its own.
+    loaded_head = model.get_output_embeddings().weight if making_twin and not head else None
+    # The bundle first, then the twin in its place. The model's projections
+    # are dropped before the loader runs and the loader's arrays become them
+    # (a bf16 array without a copy): a loader that returns the whole model
+    # at once (upstream's load_*_weights) costs about one model's memory, not
+    # two. The twin is then made from the reference checkpoint, one
+    # projection at a time in place of the bundle's, so the worker never
+    # holds both (at 8 B, one copy of the projections in bf16, not two).
     loader, patched, head_patched, from_gate_1 = _patch_bundle(model, module, ref, slots, args, stage)
     with progress.layers(stage, model, "dequantized weights: prompt and passage"):
         q_prompt, q_passage, q_hidden = _prefill(model, prompt_ids, passage_ids)
     kl_q, nll_q, arg_q, dp_q = _per_token(ref_lp, q_passage, target)
+    q_cosines = _cosines(ref_hidden, q_hidden)
+    del q_passage, q_hidden
     ref_ids, ref_top_lp = _side(ref_prompt)
     q_ids, q_lp = _side(q_prompt)
+    twin_facts = _NO_TWIN
+    if making_twin and rule is not None:
+        if head_patched and loaded_head is not None:
+            model.get_output_embeddings().weight = loaded_head
+        del loaded_head
+        twin_facts = _twin_side(model, ref, slots, rule, head, ref_prompt, ref_lp, ref_hidden, prompt_ids, passage_ids, target, stage)
     return {
         "loader": loader,
         "patched": patched,
@@ -230,7 +231,7 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
         "reference_argmax": ref_argmax,
         "quantized_argmax": arg_q,
         "dp_passage": dp_q,
-        "hidden_cosine": _cosines(ref_hidden, q_hidden),
+        "hidden_cosine": q_cosines,
         "twin_rule": twin.describe(rule) if rule is not None and not twin.rule_problem(rule) else "",
         "twin_error": twin_error,
         **twin_facts,  # type: ignore[typeddict-item]
@@ -256,9 +257,9 @@ _NO_TWIN: dict[str, Any] = {
 def _twin_side(
     model: Any,
     ref: Reference,
-    params: list[Any],
+    slots: dict[tuple[int, str], tuple[Any, slice | None]],
     rule: QuantBound,
-    projections: int,
+    head: bool,
     ref_prompt: Any,
     ref_lp: Any,
     ref_hidden: list[Any],
@@ -267,19 +268,18 @@ def _twin_side(
     target: Any,
     stage: str,
 ) -> dict[str, Any]:
-    """The twin's facts: every projection parameter (and an untied head)
-    put through ``rule`` and back in place, the prompt and the passage
-    prefilled, each figure against the reference's; the head is put back
-    from the checkpoint afterwards (a bundle brings its own)."""
-    head = twin.untied_head(model, ref)
+    """The twin's facts: every projection (and an untied head) of the
+    reference checkpoint put through ``rule`` and back in place of what the
+    model holds, the prompt and the passage prefilled, each figure against
+    the reference's. The model keeps the twin's weights."""
     with progress.heartbeat(stage, f"the twin: {twin.describe(rule)}, projection by projection"):
-        twin.patch(model, params, rule, head)
+        _patch_twin(model, ref, slots, rule, head)
     with progress.layers(stage, model, "the twin: prompt and passage"):
         t_prompt, t_passage, t_hidden = _prefill(model, prompt_ids, passage_ids)
     kl_t, nll_t, arg_t, dp_t = _per_token(ref_lp, t_passage, target)
     t_ids, t_lp = _side(t_prompt)
-    facts = {
-        "twin_quantized": projections,
+    return {
+        "twin_quantized": len(slots),
         "twin_head": head,
         "twin_top": t_ids,
         "twin_top_logprobs": t_lp,
@@ -290,9 +290,27 @@ def _twin_side(
         "dp_passage_twin": dp_t,
         "hidden_cosine_twin": _cosines(ref_hidden, t_hidden),
     }
-    if head:
-        _restore_head(model, ref)
-    return facts
+
+
+def _patch_twin(model: Any, ref: Reference, slots: dict[tuple[int, str], tuple[Any, slice | None]], rule: QuantBound, head: bool) -> None:
+    """Put the twin of each projection (and of the head when ``head``) in
+    place of what the model holds, one at a time: the reference's weight as
+    the model loads it (bf16), through ``rule`` and back. A parameter of its
+    own lets go of the bundle's tensor as the twin's takes its place; rows
+    of a fused one are overwritten. The peak is one copy of the
+    projections, one tensor's bf16 copies and one chunk's float32 temporaries."""
+    import torch
+
+    with torch.no_grad():
+        for (layer, field), slot in slots.items():
+            hf = f"model.layers.{layer}.{PROJECTIONS[field][1]}.weight"
+            dtype = slot[0].dtype
+            _put(slot, twin.round_trip(_torch_bf16(ref.get(hf)).to(dtype), rule).to(dtype))
+            ref.release(hf)
+        if head:
+            w = model.get_output_embeddings().weight
+            w.data = twin.round_trip(_torch_bf16(ref.get("lm_head.weight")).to(w.dtype), rule).to(w.dtype)
+            ref.release("lm_head.weight")
 
 
 def _patch_bundle(

@@ -1,6 +1,7 @@
 """Quantized gate 2's twin: the reference's own projections put through the
 deployment format's rule (Go sends it: group, levels, symmetric) and back,
-one projection at a time in place of its bf16 weight in the loaded model.
+one projection at a time in the loaded model, in place of the bundle's
+(phase0_shim.quant.end_to_end._patch_twin).
 
 What the twin costs the reference is what a plain 4-bit quantization of this
 very model costs: the noise floor Go judges the folder's bundle against.
@@ -102,22 +103,3 @@ def untied_head(model: Any, ref: Reference) -> bool:
     """Whether the reference has a head of its own (not the embedding), which a bundle quantizes too."""
     head, embed = model.get_output_embeddings(), model.get_input_embeddings()
     return bool(ref.has("lm_head.weight") and head is not None and head.weight is not embed.weight)
-
-
-def patch(model: Any, params: list[Any], rule: QuantBound, head: bool) -> int:
-    """Put the twin of each projection in ``params`` (and of the head when
-    ``head``) in place of its bf16 weight, one at a time: the peak is the
-    model, one tensor's bf16 copy and one chunk's float32 temporaries.
-    Returns how many tensors were quantized."""
-    import torch
-
-    n = 0
-    with torch.no_grad():
-        for p in params:
-            p.data = round_trip(p.data, rule).to(p.dtype)
-            n += 1
-        if head:
-            w = model.get_output_embeddings().weight
-            w.data = round_trip(w.data, rule).to(w.dtype)
-    return n
-
