@@ -6,6 +6,7 @@ most often is (transposed, the partner projection, even/odd rows swapped).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -267,6 +268,11 @@ def _group_centered(a: np.ndarray, g: int) -> np.ndarray:
     return (f - f.mean(axis=2, keepdims=True)).reshape(a.shape)
 
 
+def _finite_sums(s: QuantStats) -> bool:
+    """Whether every sum of s is finite: then so is every element summed."""
+    return all(math.isfinite(v) for v in (s["sum_x"], s["sum_y"], s["sum_xx"], s["sum_yy"], s["sum_xy"], s["sum_dd"], s["max_abs_diff"]))
+
+
 def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, partner: str | None, bound: QuantBound) -> QuantTensor:
     """One projection: the loader's x [in, out] against the reference's [out, in]."""
     y = ref.get(hf)
@@ -276,11 +282,21 @@ def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, pa
     if x.ndim != 2 or y.ndim != 2:
         fact["problem"] = f"{x.ndim}-D array, expected 2-D (in, out)"
         return fact
-    if (bad := _nonfinite_problem(x, y)) is not None:
-        fact["problem"] = bad
-        return fact
-    if x.shape == (y.shape[1], y.shape[0]):
-        fact["stats"] = _stats_io(x, y, bound)
+    transposed = x.shape == (y.shape[1], y.shape[0])
+    stats: QuantStats | None = None
+    if transposed:
+        # The statistics first: all of their sums finite, neither tensor
+        # holds a NaN or Inf (one makes its sum NaN or Inf), and the two
+        # whole-tensor counts (1.3 s a billion elements, over arrays the
+        # loader is dequantizing beside) are not needed.
+        with np.errstate(invalid="ignore", over="ignore"):
+            stats = _stats_io(x, y, bound)
+    if stats is None or not _finite_sums(stats):
+        if (bad := _nonfinite_problem(x, y)) is not None:
+            fact["problem"] = bad
+            return fact
+    if transposed and stats is not None:
+        fact["stats"] = stats
         if fact["stats"]["beyond_bound"] and (blocks := _block_facts(x, y, bound)) is not None:
             fact["blocks"] = blocks
         if x.shape[0] == x.shape[1]:
