@@ -106,3 +106,14 @@ def test_a_codec_mismatch_matches_once_each_groups_offset_is_removed(tmp_path: P
             assert cos(facts["stats"]) > plain
         else:
             assert abs(cos(facts["stats"])) < 0.2
+
+
+@pytest.mark.parametrize("group", [32, 24, 5])
+def test_group_reduce_is_numpys_reduction(group: int) -> None:
+    """A group's max and min by halving (odd widths finish with numpy's
+    reduction) are numpy's own, bit for bit."""
+    from phase0_shim.quant.stats import _group_reduce
+
+    a = np.random.default_rng(group).standard_normal((7, 4, group)).astype(np.float32)
+    assert np.array_equal(_group_reduce(a, np.maximum), a.max(axis=2))
+    assert np.array_equal(_group_reduce(a, np.minimum), a.min(axis=2))

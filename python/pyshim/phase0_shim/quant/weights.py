@@ -22,7 +22,10 @@ from phase0_shim.quant.stats import CONFUSION_ROWS, _differing, _stats_io, kept_
 from phase0_shim.quant.vocab import GLOBALS, KEPT, PARTNERS, PROJECTIONS
 
 STAGE = "quant_weights"
-# Tensors whose statistics may wait while the loader reads on (about a layer).
+# Tensors whose statistics may wait while the loader reads on (about a
+# layer). A tensor gate 1 keeps as the very array the loader returned (a
+# bf16 projection, with QuantArgs.keep) is not counted: waiting, it holds no
+# memory the kept list does not, and the loader may read on past it.
 PENDING = 8
 
 
@@ -87,9 +90,12 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
 
     # The statistics of one tensor run on a second thread while the loader
     # dequantizes the next (NumPy releases the GIL): the gate then costs
-    # about the loader's time, not the sum. At most PENDING tensors wait,
+    # about the loader's time, not the sum. At most PENDING tensors (those
+    # not kept as they are) wait,
     # which bounds the memory to about one layer beyond the loader's own.
-    pending: deque[Future[QuantTensor | None]] = deque()
+    # Each waiting tensor with whether it counts against PENDING.
+    pending: deque[tuple[Future[QuantTensor | None], bool]] = deque()
+    counted = 0
     # A tied head the loader returns as the very embedding array, against
     # the same reference tensor, has the embedding's facts: compared once.
     embed: tuple[Any, Future[QuantTensor | None]] | None = None
@@ -115,8 +121,10 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
             # bit (a FAIL there, and gate 2 does not run). At 1B its bf16
             # copy was 0.5 GB of gate 1's peak.
             tied = layer < 0 and field == "lm_head" and embed is not None and value is embed[0] and not ref.has(GLOBALS["lm_head"])
+            held = False  # keep holds this very array
             if keep is not None and not tied and (field in PROJECTIONS if layer >= 0 else field == "lm_head"):
                 keep.append((layer, field, _bf16(value)))
+                held = keep[-1][2] is value
             if layer >= 0 and layer not in loaded:
                 release_mapped(source)
                 heap.release()  # the freed temporaries of the layer before
@@ -124,17 +132,20 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
                 loaded.add(layer)
                 embed = None
             if layer < 0 and field == "lm_head" and embed is not None and value is embed[0] and not ref.has("lm_head.weight"):
-                pending.append(pool.submit(as_head, embed[1], value))
+                pending.append((pool.submit(as_head, embed[1], value), not held))
             else:
-                pending.append(pool.submit(facts_of, layer, field, value))
+                pending.append((pool.submit(facts_of, layer, field, value), not held))
                 if layer < 0 and field == "embed_table":
-                    embed = (value, pending[-1])
+                    embed = (value, pending[-1][0])
+            counted += not held
             del value
-            while len(pending) > PENDING:
-                if (fact := pending.popleft().result()) is not None:
+            while counted > PENDING:
+                done, counts = pending.popleft()
+                counted -= counts
+                if (fact := done.result()) is not None:
                     tensors.append(fact)
         while pending:
-            if (fact := pending.popleft().result()) is not None:
+            if (fact := pending.popleft()[0].result()) is not None:
                 tensors.append(fact)
     if keep is not None:
         _kept = (_kept_key(args["weights_module"], args["source"], int(args["n_layers"])), loader, keep)
