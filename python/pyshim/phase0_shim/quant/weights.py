@@ -187,13 +187,11 @@ class _TensorFacts:
         # statistics are computed there, once. Its first rows differing from
         # the tied embedding already say so: the bit-for-bit pass over the
         # whole head (0.67 B elements at Gemma 3 4B) is then skipped.
-        if field == "lm_head" and _first_rows_differ(value, ref, hf):
-            fact = projection_facts(layer, field, np.asarray(value).T, ref, hf, None, self.bound)
-            fact["reference"] = ref.describe(hf)
-            ref.release(hf)
-            return fact
-        fact = kept_facts(layer, field, value, ref, hf, stats=field != "lm_head")
-        if field == "lm_head" and fact.get("differing"):
+        quantized_head = field == "lm_head" and _first_rows_differ(value, ref, hf)
+        if not quantized_head:
+            fact = kept_facts(layer, field, value, ref, hf, stats=field != "lm_head")
+            quantized_head = field == "lm_head" and bool(fact.get("differing"))
+        if quantized_head:
             fact = projection_facts(layer, field, np.asarray(value).T, ref, hf, None, self.bound)
         fact["reference"] = ref.describe(hf)
         ref.release(hf)
