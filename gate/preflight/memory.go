@@ -179,15 +179,19 @@ func EstimateMemory(tensors iter.Seq2[string, []int64], cpus int) Memory {
 
 // Describe is the estimate in one line: the peak, and which stage sets it.
 func (m Memory) Describe() string {
-	stage := fmt.Sprintf("in the HF bf16 model's stage (the loader's, %.1f GiB, frees its arrays first)", gib(m.Loader))
-	if m.Quantized == m.Peak && m.Quantized > 0 && m.QuantizedGate1 > m.QuantizedGate2 && m.QuantizedGate1 > m.QuantizedKeep {
+	quantized := m.Quantized == m.Peak && m.Quantized > 0
+	var stage string
+	switch {
+	case quantized && m.QuantizedGate1 > m.QuantizedGate2 && m.QuantizedGate1 > m.QuantizedKeep:
 		stage = fmt.Sprintf("in the quantized stages: the folder's loader dequantizes the %.2f B-element head whole in float32 (quantized gate 2, holding one copy of the projections: %.1f GiB; the HF bf16 model alone: %.1f GiB)", float64(m.Head)/1e9, gib(m.QuantizedGate2), gib(m.HF))
-	} else if m.Quantized == m.Peak && m.Quantized > 0 && m.QuantizedGate1 > m.QuantizedGate2 {
+	case quantized && m.QuantizedGate1 > m.QuantizedGate2:
 		stage = fmt.Sprintf("in the quantized stages: gate 1 keeps the folder's dequantized projections and head for gate 2 beside the head's float32 work (quantized gate 2, holding one copy of the projections: %.1f GiB; the HF bf16 model alone: %.1f GiB)", gib(m.QuantizedGate2), gib(m.HF))
-	} else if m.Quantized == m.Peak && m.Quantized > 0 {
+	case quantized:
 		stage = fmt.Sprintf("in the quantized stages: quantized gate 2 holds one copy of the projections, the bundle's, then its twin's in their place (the HF bf16 model alone: %.1f GiB)", gib(m.HF))
-	} else if m.Loader > m.HF {
+	case m.Loader > m.HF:
 		stage = fmt.Sprintf("in the generated loader's stage, %d thread(s) (the HF bf16 model's, %.1f GiB, loads after the arrays are freed)", m.LoaderThreads, gib(m.HF))
+	default:
+		stage = fmt.Sprintf("in the HF bf16 model's stage (the loader's, %.1f GiB, frees its arrays first)", gib(m.Loader))
 	}
 	return fmt.Sprintf("%.2f B parameters need ~%.1f GiB at peak, %s", float64(m.Parameters)/1e9, gib(m.Peak), stage)
 }
