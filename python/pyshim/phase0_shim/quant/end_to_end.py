@@ -16,7 +16,7 @@ from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantBound, QuantE2EArgs, QuantE2EFacts, QuantE2EOnlyArgs
 from phase0_shim.quant import twin
 from phase0_shim.quant.discovery import _import, find_loader
-from phase0_shim.quant.reading import Reference
+from phase0_shim.quant.reading import Reference, projection_name
 from phase0_shim.quant.families import FamilyReference, detect_family, fused_slot
 from phase0_shim.quant.vocab import PROJECTIONS
 from phase0_shim.quant.weights import _bf16, _take_kept
@@ -303,7 +303,7 @@ def _patch_twin(model: Any, ref: Reference, slots: dict[tuple[int, str], tuple[A
 
     with torch.no_grad():
         for (layer, field), slot in slots.items():
-            hf = f"model.layers.{layer}.{PROJECTIONS[field][1]}.weight"
+            hf = projection_name(layer, field)
             dtype = slot[0].dtype
             _put(slot, twin.round_trip(_torch_bf16(ref.get(hf)).to(dtype), rule).to(dtype))
             ref.release(hf)
@@ -356,7 +356,7 @@ def _patch_bundle(
             _put(slots[layer, field], _as_weight(value))
             patched += 1
         for (layer, field), want in shapes.items():
-            hf = f"model.layers.{layer}.{PROJECTIONS[field][1]}.weight"
+            hf = projection_name(layer, field)
             _put(slots[layer, field], _as_weight(np.asarray(ref.get(hf)).T))
             ref.release(hf)
     return loader, patched, head_patched, from_gate_1

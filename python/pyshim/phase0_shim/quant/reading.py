@@ -9,7 +9,14 @@ from typing import Any
 
 import numpy as np
 
+from phase0_shim.quant.vocab import PROJECTIONS
+
 _DTYPES = {"F32": np.float32, "F16": np.float16}
+
+
+def projection_name(layer: int, field: str) -> str:
+    """The reference checkpoint's tensor of a projection field (wq, w_gate …) in layer."""
+    return f"model.layers.{layer}.{PROJECTIONS[field][1]}.weight"
 
 
 class Reference:

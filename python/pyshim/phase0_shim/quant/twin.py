@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from phase0_shim.optypes import QuantBound
-from phase0_shim.quant.reading import Reference
+from phase0_shim.quant.reading import Reference, projection_name
 from phase0_shim.quant.vocab import PROJECTIONS
 
 # The rules phase0 knows: affine (min/max) onto 0..levels, bf16 scale and
@@ -91,12 +91,7 @@ def _round_trip_rows(w: Any, rule: QuantBound) -> Any:
 
 def missing(ref: Reference, n_layers: int) -> list[str]:
     """The projections the twin needs that the reference checkpoint lacks."""
-    return [
-        name
-        for k in range(n_layers)
-        for _, hf in PROJECTIONS.values()
-        if not ref.has(name := f"model.layers.{k}.{hf}.weight")
-    ]
+    return [name for k in range(n_layers) for field in PROJECTIONS if not ref.has(name := projection_name(k, field))]
 
 
 def untied_head(model: Any, ref: Reference) -> bool:

@@ -17,7 +17,7 @@ from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantArgs, QuantBound, QuantCandidate, QuantFactsResult, QuantTensor
 from phase0_shim.quant.discovery import _import, find_loader
 from phase0_shim.quant.families import FamilyReference, convention_facts, kept_hf
-from phase0_shim.quant.reading import Reference, release_mapped
+from phase0_shim.quant.reading import Reference, projection_name, release_mapped
 from phase0_shim.quant.stats import CONFUSION_ROWS, _differing, _stats_io, kept_facts, projection_facts
 from phase0_shim.quant.vocab import GLOBALS, KEPT, PARTNERS, PROJECTIONS
 
@@ -199,10 +199,9 @@ class _TensorFacts:
 
     def _projection(self, layer: int, field: str, value: Any) -> QuantTensor:
         ref = self.ref
-        prefix = f"model.layers.{layer}."
         partner = PARTNERS.get(field)
-        hf = prefix + PROJECTIONS[field][1] + ".weight"
-        fact = projection_facts(layer, field, value, ref, hf, prefix + PROJECTIONS[partner][1] + ".weight" if partner else None, self.bound)
+        hf = projection_name(layer, field)
+        fact = projection_facts(layer, field, value, ref, hf, projection_name(layer, partner) if partner else None, self.bound)
         fact["reference"] = ref.describe(hf)
         if layer == 0:
             _candidate_stats(self.candidates, field, value, hf)
