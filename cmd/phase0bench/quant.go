@@ -10,7 +10,6 @@ import (
 
 	"phase0/gate/preflight"
 	"phase0/read/safetensors"
-	"phase0/read/tensornames"
 )
 
 // quantSetup builds (once; the checkpoint and the bundle are cached) the
@@ -223,8 +222,7 @@ func (b *bench) preflightRow(c quantCase, where quantWhere, measure func(string)
 	if err != nil {
 		return fmt.Errorf("%s: %w", where.Ref, err)
 	}
-	fam, _ := tensornames.FamilyNamed(c.family)
-	est := preflight.CheckpointMemory(inv).WithQuantized(fam.QuantizedHead)
+	est := preflight.QuantizedMemory(inv, c.family) // as the run's memory stage says it
 	stages, err := measure("stages")
 	if err != nil {
 		return err
