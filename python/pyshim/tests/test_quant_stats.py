@@ -14,7 +14,7 @@ from phase0_shim.quant.stats import _bf16_bits, _differing, _stats, _stats_io
 
 @pytest.mark.parametrize(
     ("out", "inp", "group", "levels", "symmetric"),
-    [(512, 2048, 32, 15, False), (256, 512, 32, 8, True), (384, 1024, 128, 15, False), (96, 200, 32, 15, False)],
+    [(512, 2048, 32, 15, False), (256, 512, 32, 8, True), (384, 1024, 128, 15, False), (96, 200, 32, 15, False), (2500, 96, 32, 15, False)],
 )
 def test_stats_in_the_loaders_layout_are_the_transposed_ones(
     out: int, inp: int, group: int, levels: int, symmetric: bool

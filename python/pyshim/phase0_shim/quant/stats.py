@@ -16,11 +16,13 @@ from phase0_shim.quant.reading import Reference
 
 # Rows of the reference processed at once: bounds the float32 temporaries.
 CHUNK_ROWS = 512
-# Input rows of a projection processed at once in the loader's (in, out)
-# layout: the reference's matching [out, SLAB_ROWS] columns are copied
+# A tile of _stats_io, in the loader's (in, out) layout: TILE_ROWS input
+# rows (the bound's group when there is one) by TILE elements in all, 128 KiB
+# a float32 buffer. The reference's matching [out, TILE_ROWS] block is copied
 # whole, then transposed in cache (a strided transpose of long rows misses
 # the cache on every element: 3-4x slower).
-SLAB_ROWS = 128
+TILE_ROWS = 32
+TILE = 32768
 # The confusions (transposed, partner, row pairs swapped) only tell a cosine
 # near 1 from one near 0: the first rows of the output dimension suffice.
 CONFUSION_ROWS = 256
@@ -65,48 +67,81 @@ def _f32(a: np.ndarray) -> np.ndarray:
 
 def _stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None) -> QuantStats:
     """_stats of the loader's x [in, out] against the reference's y [out, in]
-    without transposing x: the sums are over the same element pairs, taken
-    a slab of input rows at a time, and the bound's groups (runs of the
-    input dimension) are runs of rows, whose maxima are row-wise maxima
-    (elementwise across rows: 7x cheaper than 32-element inner reductions)."""
+    without transposing either whole: the sums are over the same element
+    pairs, taken a tile at a time (TILE_ROWS input rows, or one bound group,
+    by up to TILE elements) in float32 buffers reused for every tile. A
+    tile's passes stay in the core's cache: a slab's whole-width
+    temporaries went to memory on every pass, beside a loader that
+    dequantizes at memory speed. The bound's groups (runs of the input
+    dimension) are the tile's rows, whose maxima are elementwise maxima
+    across them."""
     if not x_io.flags.c_contiguous and x_io.T.flags.c_contiguous:
         return _stats(x_io.T, y_oi, bound)  # the loader's array is [out, in] underneath
-    n = 0
+    n_in, n_out = x_io.shape
     sx = sy = sxx = syy = sxy = sdd = 0.0
     maxd = worst = 0.0
     beyond = 0
     g = bound["group"] if bound else 0
-    counted = bool(bound) and g > 0 and x_io.shape[0] % g == 0
-    slab = max(g, SLAB_ROWS // g * g) if counted else SLAB_ROWS
-    for r in range(0, x_io.shape[0], slab):
-        e = min(r + slab, x_io.shape[0])
-        x = _f32(x_io[r:e])
-        y = _f32(y_oi[:, r:e].T)
-        d = x - y
-        n += x.size
-        sx += float(x.sum(axis=1).sum(dtype=np.float64))
-        sy += float(y.sum(axis=1).sum(dtype=np.float64))
-        sxx += _rowsum(x, x)
-        syy += _rowsum(y, y)
-        sxy += _rowsum(x, y)
-        sdd += _rowsum(d, d)
-        if not d.size:
-            continue
-        ad = np.abs(d, out=d)
-        maxd = max(maxd, float(ad.max()))
-        if counted and bound:
-            yg = y.reshape(-1, g, y.shape[1])
-            hi, lo = yg.max(axis=1), yg.min(axis=1)
-            absmax = np.maximum(hi, -lo)
-            step = absmax / bound["levels"] if bound["symmetric"] else (hi - lo) / bound["levels"]
-            limit = 0.5 * step + bound["slack"] * absmax
-            adg = ad.reshape(yg.shape)
-            # Count element by element only when some group's largest
-            # error exceeds the bound (none in a clean tensor).
-            if (adg.max(axis=1) > limit).any():
-                beyond += int((adg > limit[:, None, :]).sum())
-                worst = max(worst, _excess(adg, limit[:, None, :]))
-    return {"n": n, "sum_x": sx, "sum_y": sy, "sum_xx": sxx, "sum_yy": syy, "sum_xy": sxy, "sum_dd": sdd, "max_abs_diff": maxd, "beyond_bound": beyond, "worst_excess": worst}
+    counted = bool(bound) and g > 0 and n_in % g == 0
+    rows = g if counted else TILE_ROWS
+    cols = max(1, min(TILE // rows, n_out))
+    xb, yb, db, ones = (np.empty(rows * cols, dtype=np.float32) for _ in range(4))
+    ones[:] = 1.0
+    block = np.empty(rows * cols, dtype=y_oi.dtype)  # the reference's [cols, rows] block, copied whole
+    for r in range(0, n_in, rows):
+        e = min(r + rows, n_in)
+        for c in range(0, n_out, cols):
+            f = min(c + cols, n_out)
+            shape = (e - r, f - c)
+            size = shape[0] * shape[1]
+            x = _f32_into(x_io[r:e, c:f], xb[:size].reshape(shape))
+            # The block's rows are TILE_ROWS elements apart in y; copied
+            # contiguous first, its transpose is read from cache.
+            yt = block[:size].reshape(shape[::-1])
+            np.copyto(yt, y_oi[c:f, r:e])
+            y = _f32_into(yt.T, yb[:size].reshape(shape))
+            d = np.subtract(x, y, out=db[:size].reshape(shape))
+            xf, yf, df, one = x.ravel(), y.ravel(), d.ravel(), ones[:size]
+            sx += float(np.dot(xf, one))
+            sy += float(np.dot(yf, one))
+            sxx += float(np.dot(xf, xf))
+            syy += float(np.dot(yf, yf))
+            sxy += float(np.dot(xf, yf))
+            sdd += float(np.dot(df, df))
+            ad = np.abs(d, out=d)
+            top = ad.max(axis=0)
+            maxd = max(maxd, float(top.max()))
+            if counted and bound:
+                hi, lo = y.max(axis=0), y.min(axis=0)
+                absmax = np.maximum(hi, -lo)
+                step = absmax / bound["levels"] if bound["symmetric"] else (hi - lo) / bound["levels"]
+                limit = 0.5 * step + bound["slack"] * absmax
+                # Count element by element only when some group's largest
+                # error exceeds the bound (none in a clean tensor).
+                if (top > limit).any():
+                    beyond += int((ad > limit).sum())
+                    worst = max(worst, _excess(ad, limit))
+    return {
+        "n": n_in * n_out,
+        "sum_x": sx,
+        "sum_y": sy,
+        "sum_xx": sxx,
+        "sum_yy": syy,
+        "sum_xy": sxy,
+        "sum_dd": sdd,
+        "max_abs_diff": maxd,
+        "beyond_bound": beyond,
+        "worst_excess": worst,
+    }
+
+
+def _f32_into(a: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """a written into out as float32; bf16 by widening its bits (exact)."""
+    if a.dtype.itemsize == 2 and a.dtype.name == "bfloat16":
+        np.left_shift(a.view(np.uint16), 16, out=out.view(np.uint32), dtype=np.uint32)
+    else:
+        out[...] = a
+    return out
 
 
 def _group_reduce(a: np.ndarray, op: Any) -> np.ndarray:
