@@ -112,7 +112,7 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
     # The bundle's pages the loader read are dropped from the worker once a
     # layer is done (release_mapped): what gate 1 holds by the last layer is
     # the kept tensors, not those plus the whole mapped bundle. The C heap's
-    # free pages are returned once, at the end (quant_facts): returned after
+    # free pages are returned once, after the last tensor: returned after
     # every layer, the next layer's temporaries faulted them back in, each
     # 2 MiB page zeroed by the kernel again (at Gemma 3 4B +12 s of system
     # time, as much as the loader's own), and the heap's free chunks are
