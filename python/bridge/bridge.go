@@ -184,6 +184,12 @@ func initialize(opts Options, env Python, prefix *string) error {
 			return fmt.Errorf("bridge: adding %s to sys.path: %s", opts.ExtraPath[i], C.GoString(&errbuf[0]))
 		}
 	}
+	// NumPy's allocator for code phase0 runs but cannot change (reuse.c):
+	// the module is there before anything is imported, used only by the
+	// shim code that turns it on.
+	if C.p0_expose_reuse(&errbuf[0], C.size_t(len(errbuf))) != 0 {
+		return fmt.Errorf("bridge: %s", C.GoString(&errbuf[0]))
+	}
 	got := map[string]string{}
 	for _, name := range []string{"prefix", "executable"} {
 		var buf [4096]C.char

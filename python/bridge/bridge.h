@@ -34,5 +34,6 @@ const char *p0_str(PyObject *s, Py_ssize_t *len);
 void p0_result_clear(p0_result *r);
 int p0_finalize(void);
 int p0_reset_fatal_signals(void);
+int p0_expose_reuse(char *err, size_t errlen);
 
 #endif

@@ -34,7 +34,12 @@ func interp(tb testing.TB) *Interp {
 			shared.err = err
 			return
 		}
-		shared.it, shared.err = Start(Options{Executable: py, ExtraPath: []string{testdata}})
+		pyshim, err := filepath.Abs("../pyshim") // for the shim's side of _phase0_reuse
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.it, shared.err = Start(Options{Executable: py, ExtraPath: []string{testdata, pyshim}})
 	})
 	if shared.err != nil {
 		tb.Fatalf("Start: %v", shared.err)
@@ -509,5 +514,73 @@ func BenchmarkCallLogits(b *testing.B) {
 		if len(floats) != vocab {
 			b.Fatalf("got %d floats", len(floats))
 		}
+	}
+}
+
+// TestReuseAllocator runs NumPy under the bridge's _phase0_reuse through the
+// shim's heap.reusing: freed blocks of one size come back (counted), a
+// reused block under np.zeros reads zeros, the cache keeps at most its cap
+// and age() drops what was not freed again, and NumPy's own allocator is
+// back after the block while an array made inside is still freed safely.
+func TestReuseAllocator(t *testing.T) {
+	it := interp(t)
+	const n = 2 << 20 // float32 elements: 8 MiB arrays
+	out, _, err := it.Call("p0bridge", "reuse", []byte(fmt.Sprintf(`{"n":%d}`, n)))
+	if err != nil {
+		t.Fatalf("reuse: %v", err)
+	}
+	var got struct {
+		OutsideBefore      string  `json:"outside_before"`
+		Inside             string  `json:"inside"`
+		Active             bool    `json:"active"`
+		ZerosSum           float64 `json:"zeros_sum"`
+		HeldAfterFive      int64   `json:"held_after_five"`
+		HeldAfterAge       int64   `json:"held_after_age"`
+		HeldAfterSecondAge int64   `json:"held_after_second_age"`
+		HeldBeforeStop     int64   `json:"held_before_stop"`
+		HeldAfterStop      int64   `json:"held_after_stop"`
+		ArrayHandler       string  `json:"array_handler"`
+		Hits               int64   `json:"hits"`
+		Misses             int64   `json:"misses"`
+		Reused             int64   `json:"reused"`
+		Fresh              int64   `json:"fresh"`
+		HeldAfter          int64   `json:"held_after"`
+		OutsideAfter       string  `json:"outside_after"`
+		SurvivorSum        float64 `json:"survivor_sum"`
+		AfterFree          string  `json:"after_free"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("reuse returned %s: %v", out, err)
+	}
+	const block = n * 4
+	if got.OutsideBefore != "default_allocator" || got.Inside != "phase0_reuse" || !got.Active {
+		t.Errorf("handler before %q, inside %q (active %v); want default_allocator, phase0_reuse, true", got.OutsideBefore, got.Inside, got.Active)
+	}
+	if got.ZerosSum != 0 {
+		t.Errorf("np.zeros on a reused block sums to %v, want 0 (the block held 7.0s)", got.ZerosSum)
+	}
+	// The five fulls: one fresh block, four reused; zeros reuses it again;
+	// the survivor is fresh; of the five ones, one takes zeros' block and
+	// four are fresh; the two made before stop are fresh (the cache was
+	// emptied by the second age) and kept when freed.
+	if got.Hits != 6 || got.Misses != 8 || got.Reused != 6*block {
+		t.Errorf("hits %d (%d bytes), misses %d; want 6 (%d bytes), 8", got.Hits, got.Reused, got.Misses, 6*block)
+	}
+	if got.HeldBeforeStop != 2*block || got.HeldAfterStop != 0 {
+		t.Errorf("held before stop %d, after stop and a free %d; want %d, 0", got.HeldBeforeStop, got.HeldAfterStop, 2*block)
+	}
+	if got.Fresh != got.Misses*block {
+		t.Errorf("misses %d, %d fresh bytes: only blocks of %d bytes count", got.Misses, got.Fresh, block)
+	}
+	if got.HeldAfterFive != 3*block || got.HeldAfterAge != 3*block || got.HeldAfterSecondAge != 0 || got.HeldAfter != 0 {
+		t.Errorf("held after five frees %d, after age %d, after a second age %d, after the block %d; want %d, %d, 0, 0",
+			got.HeldAfterFive, got.HeldAfterAge, got.HeldAfterSecondAge, got.HeldAfter, 3*block, 3*block)
+	}
+	if got.ArrayHandler != "phase0_reuse" || got.OutsideAfter != "default_allocator" || got.AfterFree != "default_allocator" {
+		t.Errorf("array made inside: %q; after the block: %q, %q; want phase0_reuse, default_allocator, default_allocator",
+			got.ArrayHandler, got.OutsideAfter, got.AfterFree)
+	}
+	if got.SurvivorSum != n {
+		t.Errorf("an array made inside sums to %v after the block, want %d", got.SurvivorSum, n)
 	}
 }

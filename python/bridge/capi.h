@@ -40,6 +40,16 @@ typedef struct {
 #define P0_PyBUF_FORMAT 0x0004
 #define P0_PyBUF_ND 0x0008
 #define P0_PyBUF_C_CONTIGUOUS (0x0020 | 0x0010 | P0_PyBUF_ND)
+#define P0_METH_NOARGS 0x0004
+#define P0_METH_O 0x0008
+
+// PyMethodDef (stable ABI): a C function PyCFunction_NewEx makes callable.
+typedef struct {
+	const char *ml_name;
+	void *ml_meth;
+	int ml_flags;
+	const char *ml_doc;
+} p0_method;
 
 // X(return type, name, parameter list) for every function the bridge calls.
 #define P0_FUNCTIONS(X) \
@@ -75,7 +85,16 @@ typedef struct {
 	X(void, PyErr_NormalizeException, (PyObject **, PyObject **, PyObject **)) \
 	X(int, PyException_SetTraceback, (PyObject *, PyObject *)) \
 	X(int, PyObject_GetBuffer, (PyObject *, Py_buffer *, int)) \
-	X(void, PyBuffer_Release, (Py_buffer *))
+	X(void, PyBuffer_Release, (Py_buffer *)) \
+	X(PyObject *, PyErr_Occurred, (void)) \
+	X(PyObject *, PyModule_New, (const char *)) \
+	X(PyObject *, PyCapsule_New, (void *, const char *, void (*)(PyObject *))) \
+	X(PyObject *, PyCFunction_NewEx, (p0_method *, PyObject *, PyObject *)) \
+	X(int, PyObject_SetAttrString, (PyObject *, const char *, PyObject *)) \
+	X(int, PyDict_SetItemString, (PyObject *, const char *, PyObject *)) \
+	X(size_t, PyLong_AsSize_t, (PyObject *)) \
+	X(PyObject *, PyLong_FromSize_t, (size_t)) \
+	X(PyObject *, Py_BuildValue, (const char *, ...))
 
 // The legacy global configuration variables (deprecated in 3.12, still read
 // by Py_InitializeEx through 3.14): the one way to configure an isolated

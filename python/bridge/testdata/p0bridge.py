@@ -104,3 +104,49 @@ def torch_info(arg_json: str) -> str:
 
 
 not_callable = 3
+
+
+def reuse(arg_json: str) -> str:
+    """What phase0_shim.heap.reusing does under the bridge's _phase0_reuse:
+    blocks of one size freed and made again, a reused block under np.zeros,
+    the cache's bound, and an array made inside freed after the block."""
+    import numpy as np
+
+    from phase0_shim import heap
+
+    n = int(json.loads(arg_json)["n"])  # float32 elements, at least 4 MiB
+    name = np._core.multiarray.get_handler_name
+    facts: dict[str, object] = {"outside_before": name()}
+    with heap.reusing(3 * n * 4) as r:
+        facts["inside"] = name()
+        facts["active"] = r.active
+        for _ in range(5):
+            a = np.full(n, 7.0, dtype=np.float32)
+            del a
+        z = np.zeros(n, dtype=np.float32)  # takes the block that held 7.0
+        facts["zeros_sum"] = float(z.sum())
+        survivor = np.ones(n, dtype=np.float32)
+        del z
+        small = [np.ones(n // 8, dtype=np.float32) for _ in range(4)]  # under 4 MiB: glibc's
+        del small
+        big = [np.ones(n, dtype=np.float32) for _ in range(5)]
+        del big  # five freed, three fit
+        facts["held_after_five"] = r.held()
+        r.age()  # all five freed since begin: kept
+        facts["held_after_age"] = r.held()
+        r.age()  # none freed since the last age: dropped
+        facts["held_after_second_age"] = r.held()
+        again = [np.ones(n, dtype=np.float32) for _ in range(2)]
+        del again
+        facts["held_before_stop"] = r.held()
+        r.stop()  # emptied, and nothing more kept
+        after = np.ones(n, dtype=np.float32)
+        del after
+        facts["held_after_stop"] = sys.modules["_phase0_reuse"].held()
+        facts["array_handler"] = name(survivor)
+    facts.update(hits=r.hits, misses=r.misses, reused=r.reused_bytes, fresh=r.fresh_bytes, held_after=r.held())
+    facts["outside_after"] = name()
+    facts["survivor_sum"] = float(survivor.sum())
+    del survivor  # freed through the handler, the cache off
+    facts["after_free"] = name(np.ones(n, dtype=np.float32))
+    return json.dumps(facts)

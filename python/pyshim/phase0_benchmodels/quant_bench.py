@@ -3,8 +3,11 @@
     python -m phase0_benchmodels.quant_bench loader|gate|model|e2e|e2e-notwin|stages MODULE SOURCE REFERENCE N_LAYERS [FACTS_OUT]
         [--family gemma3|phi3] [--embed-scale S]
 
+or the op ``measure`` in a phase0 worker with the same arguments (what make bench runs).
+
 ``loader`` runs the folder's own loader alone (every tensor of every layer,
-one layer at a time, as quantized gate 1 reads it); ``gate`` runs quantized
+one layer at a time, as quantized gate 1 reads it), ``loader-reuse`` the same under the worker's
+allocator as gate 1 runs it (heap.reusing; as ``loader`` under a plain python); ``gate`` runs quantized
 gate 1's facts (the loader plus every statistic); ``model`` loads the bf16
 reference in transformers and prefills 16 tokens, as the baseline's stage does; ``e2e`` loads it
 and runs quantized gate 2's facts (bf16, the folder's tensors, the Q4NX twin, in one model) on a
@@ -20,6 +23,7 @@ facts to FACTS_OUT when given) and its peak anonymous memory (RssAnon, sampled e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import sys
@@ -58,7 +62,19 @@ class AnonPeak:
         return self.kb
 
 
+def measure(arg_json: str) -> str:
+    """The same measurement as a worker op (``{"argv": [...]}``): make bench
+    runs it in a phase0 worker, the process quantized gate 1 runs in, whose
+    allocator (heap.reusing) a plain python does not have."""
+    return json.dumps(_measure(json.loads(arg_json)["argv"]))
+
+
 def main(argv: list[str]) -> int:
+    print(json.dumps(_measure(argv)))
+    return 0
+
+
+def _measure(argv: list[str]) -> dict[str, object]:
     parser = argparse.ArgumentParser(prog="python -m phase0_benchmodels.quant_bench")
     for name in ("mode", "module", "source", "reference"):
         parser.add_argument(name)
@@ -72,7 +88,8 @@ def main(argv: list[str]) -> int:
     from phase0_shim.quant.families import FamilyReference
     from phase0_shim.quant.reading import Reference
     from phase0_shim.optypes import QuantArgs
-    from phase0_shim.quant.weights import quant_facts_of
+    from phase0_shim import heap
+    from phase0_shim.quant.weights import REUSE_CAP, quant_facts_of
 
     gate_args: QuantArgs = {
         "weights_module": str(module),
@@ -89,15 +106,24 @@ def main(argv: list[str]) -> int:
     anon = AnonPeak() if Path("/proc/self/status").is_file() else None
     start = time.perf_counter()
     tensors = 0
-    if mode == "loader":
+    if mode in ("loader", "loader-reuse"):
         mod, failure = _import(module)
         if failure is not None:
             raise ImportError(failure["message"])
-        _, layers = find_loader(mod, source, n_layers, FamilyReference(Reference(reference), ns.family, ns.embed_scale))
-        for _, _, value in layers:
-            if value is not None:
-                np.asarray(value)
-                tensors += 1
+        plain = contextlib.nullcontext(heap.Reuse(None))  # NumPy's own allocator, as upstream runs
+        with heap.reusing(REUSE_CAP) if mode == "loader-reuse" else plain as reuse:
+            _, layers = find_loader(mod, source, n_layers, FamilyReference(Reference(reference), ns.family, ns.embed_scale))
+            last = -1
+            for layer, _, value in layers:
+                if layer > last:  # as gate 1 ages the cache, and stops it for the last layer
+                    if layer == n_layers - 1:
+                        reuse.stop()
+                    else:
+                        reuse.age()
+                    last = layer
+                if value is not None:
+                    np.asarray(value)
+                    tensors += 1
     elif mode == "gate":
         tensors = len(quant_facts_of(gate_args)["tensors"])
     elif mode == "model":
@@ -126,11 +152,10 @@ def main(argv: list[str]) -> int:
         if ns.facts_out is not None:
             ns.facts_out.write_text(json.dumps(e2e) + "\n")
     else:
-        raise SystemExit(f"unknown mode {mode!r}: loader, gate, model, e2e, e2e-notwin or stages")
+        raise ValueError(f"unknown mode {mode!r}: loader, gate, model, e2e, e2e-notwin or stages")
     seconds = time.perf_counter() - start
     anon_kb = anon.stop() if anon is not None else 0
-    print(json.dumps({"seconds": seconds, "tensors": tensors, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "anon_peak_kb": anon_kb}))
-    return 0
+    return {"seconds": seconds, "tensors": tensors, "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "anon_peak_kb": anon_kb}
 
 
 if __name__ == "__main__":

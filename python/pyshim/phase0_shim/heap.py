@@ -1,4 +1,6 @@
-"""Hand the memory of freed arrays back to the operating system.
+"""The worker's C heap: the memory of freed arrays handed back to the
+operating system (:func:`release`), and large NumPy temporaries reused
+instead of mapped afresh while a folder's loader runs (:func:`reusing`).
 
 The worker runs the generated loader and then the HF model in one process,
 and phase0's memory preflight sizes its peak as the larger of the two, not
@@ -11,8 +13,11 @@ pages and the HF stage then peaks where a plain transformers script does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import cache
+from typing import Any
 
 
 @cache
@@ -35,3 +40,97 @@ def release() -> bool:
     """
     trim = _malloc_trim()
     return trim is not None and trim(0) == 1
+
+
+class Reuse:
+    """What :func:`reusing` did: the blocks handed back to a new array
+    (hits) and those NumPy got fresh from the C library (misses), with
+    their bytes. All zero where phase0's allocator was not available."""
+
+    def __init__(self, native: Any | None) -> None:
+        self._native = native
+        self.hits = self.misses = self.reused_bytes = self.fresh_bytes = 0
+
+    @property
+    def active(self) -> bool:
+        return self._native is not None
+
+    def age(self) -> None:
+        """Drop the blocks not freed again since the last call: sizes the
+        code stopped using (a loader's head, once it reads the layers)."""
+        if self._native is not None:
+            self._native.age()
+
+    def held(self) -> int:
+        """The bytes the cache holds now (0 when not active)."""
+        return int(self._native.held()) if self._native is not None else 0
+
+    def stop(self) -> None:
+        """Empty the cache and keep nothing more (arrays are then made and
+        freed as by NumPy's own allocator): for the last part of the work,
+        where what the cache would hold adds to the peak and nothing of the
+        same size follows. What the cache did is read here."""
+        if self._native is not None:
+            self.hits, self.misses, self.reused_bytes, self.fresh_bytes = self._native.end()
+            self._native = None
+
+
+@contextmanager
+def reusing(cap: int) -> Iterator[Reuse]:
+    """Within the block, NumPy arrays of 4 MiB or more made on this thread
+    take the memory of arrays of the same size freed before them, up to
+    ``cap`` bytes kept, instead of a fresh mapping whose pages the kernel
+    zeroes again (phase0's worker provides the allocator: reuse.c in package
+    bridge). A no-op under a plain python. The cache is emptied and the heap
+    trimmed on the way out; arrays made inside may outlive the block.
+    """
+    native = sys.modules.get("_phase0_reuse")
+    set_handler = _numpy_set_handler() if native is not None else None
+    if native is None or set_handler is None:
+        try:
+            yield Reuse(None)
+        finally:
+            release()
+        return
+    native.begin(cap)
+    previous = set_handler(native.handler)
+    reuse = Reuse(native)
+    try:
+        if _umath().get_handler_name() != "phase0_reuse":
+            reuse._native = None  # not this NumPy's handler API: left as it was
+        yield reuse
+    finally:
+        set_handler(previous)
+        if reuse._native is not None:
+            reuse.stop()
+        else:
+            native.end()  # stopped already, or not this NumPy's handler API
+        release()
+
+
+def _umath() -> Any:
+    import importlib
+
+    return importlib.import_module("numpy._core._multiarray_umath")  # NumPy 2's C module
+
+
+@cache
+def _numpy_set_handler() -> Callable[[object], object] | None:
+    """NumPy's PyDataMem_SetHandler (NEP 49, NumPy >= 1.22; entry 304 of its
+    C-API table, fixed by its ABI), which sets this context's allocator and
+    returns the previous one. None without ctypes or NumPy 2."""
+    try:
+        import ctypes
+
+        api = _umath()._ARRAY_API
+    except (ImportError, AttributeError):
+        return None
+    get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+    get_pointer.restype = ctypes.c_void_p
+    get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    try:
+        table = get_pointer(api, None)
+    except ValueError:
+        return None
+    entry = ctypes.cast(table, ctypes.POINTER(ctypes.c_void_p))[304]
+    return ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.py_object)(entry)

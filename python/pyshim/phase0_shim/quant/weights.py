@@ -30,6 +30,12 @@ STAGE = "quant_weights"
 # for the embedding's and the head's statistics.
 PENDING = 8
 SMALL = 1 << 20
+# What the worker's allocator may keep of the loader's freed temporaries
+# for the next of the same size (heap.reusing). Upstream's loaders make the
+# same float32 temporaries for every layer, and Gemma 3 4B's dequantizes its
+# 262208 x 2560 head whole, ~2.7 GB a temporary: one of those fits. At that
+# shape gate 1 went from ~55 to ~38 s, its anonymous peak up 0.4 GB.
+REUSE_CAP = 3 << 30
 
 
 # The dequantized tensors gate 1 kept for quantized gate 2 in the same
@@ -77,11 +83,18 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
     module, failure = _import(Path(args["weights_module"]))
     if failure is not None:
         return {"loader": "", "layers_loaded": 0, "tensors": [], "import_failure": failure}
+    ref = FamilyReference(Reference(Path(args["reference_dir"])), args.get("family", ""), float(args.get("embed_scale", 0.0)))
+    with heap.reusing(REUSE_CAP) as reuse:
+        return _facts(args, module, ref, reuse)
+
+
+def _facts(args: QuantArgs, module: Any, ref: FamilyReference, reuse: heap.Reuse) -> QuantFactsResult:
+    global _kept
     family = args.get("family", "")
-    ref = FamilyReference(Reference(Path(args["reference_dir"])), family, float(args.get("embed_scale", 0.0)))
     family_kept = kept_hf(family)
     bound = args["bound"]
-    loader, layers = find_loader(module, args["source"], int(args["n_layers"]), ref)
+    n_layers = int(args["n_layers"])
+    loader, layers = find_loader(module, args["source"], n_layers, ref)
     keep: list[tuple[int, str, Any]] | None = [] if args.get("keep") else None
     tensors: list[QuantTensor] = []
     loaded = set()
@@ -112,11 +125,11 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
     # The bundle's pages the loader read are dropped from the worker once a
     # layer is done (release_mapped): what gate 1 holds by the last layer is
     # the kept tensors, not those plus the whole mapped bundle. The C heap's
-    # free pages are returned once, after the last tensor: returned after
-    # every layer, the next layer's temporaries faulted them back in, each
-    # 2 MiB page zeroed by the kernel again (at Gemma 3 4B +12 s of system
-    # time, as much as the loader's own), and the heap's free chunks are
-    # what the next layer's temporaries reuse.
+    # free pages are returned once, after the last tensor (heap.reusing):
+    # returned after every layer, the next layer's temporaries faulted them
+    # back in, each 2 MiB page zeroed by the kernel again (at Gemma 3 4B
+    # +12 s of system time, as much as the loader's own). At each new layer
+    # the reuse cache drops the sizes the loader stopped making (the head's).
     source = Path(args["source"])
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="quant-stats") as pool:
         for layer, field, value in layers:
@@ -135,6 +148,13 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
             counts = not held and getattr(value, "nbytes", SMALL) >= SMALL
             if layer >= 0 and layer not in loaded:
                 release_mapped(source)
+                # The last layer runs as under NumPy's own allocator: it ends
+                # where gate 1 holds the most (every kept tensor), and what
+                # the cache would hold there only adds to that peak.
+                if layer == n_layers - 1:
+                    reuse.stop()
+                else:
+                    reuse.age()
             if layer >= 0:
                 loaded.add(layer)
                 embed = None
@@ -154,7 +174,6 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
         while pending:
             if (fact := pending.popleft()[0].result()) is not None:
                 tensors.append(fact)
-    heap.release()  # the loader's freed temporaries, beside what is kept
     if keep is not None:
         _kept = (_kept_key(args["weights_module"], args["source"], int(args["n_layers"])), loader, keep)
     result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
