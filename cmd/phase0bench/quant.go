@@ -170,17 +170,22 @@ func (b *bench) quantCase(c quantCase) error {
 		return res, sess.Close()
 	}
 	// The loader alone, under the worker's allocator as gate 1 runs it, and
-	// gate 1, alternately: best of quantRuns each.
+	// gate 1, in turn: best of quantRuns each. Each round starts one mode
+	// later, so every mode runs once in every position: on this machine how
+	// cheap a run's fresh memory is depends on what ran just before it.
 	var loader, reuse, gate quantResult
+	modes := []struct {
+		mode string
+		best *quantResult
+	}{{"loader", &loader}, {"loader-reuse", &reuse}, {"gate", &gate}}
 	for i := range quantRuns {
-		for _, m := range []struct {
-			mode string
-			best *quantResult
-		}{{"loader", &loader}, {"loader-reuse", &reuse}, {"gate", &gate}} {
+		for j := range modes {
+			m := modes[(i+j)%len(modes)]
 			r, err := measure(m.mode)
 			if err != nil {
 				return err
 			}
+			fmt.Fprintf(os.Stderr, "phase0bench:   round %d, %s: %.1f s\n", i+1, m.mode, r.Seconds)
 			if i == 0 || r.Seconds < m.best.Seconds {
 				*m.best = r
 			}

@@ -18,6 +18,11 @@
 // All Python work happens on one goroutine locked to the OS thread that
 // initialized the interpreter; the GIL is released while that goroutine waits
 // for the next call, so Python threads started by libraries keep running.
+//
+// The interpreter also gets one module of phase0's own, _phase0_reuse
+// (reuse.c): a NumPy data allocator that hands freed large blocks to the next
+// array of the same size, which quantized gate 1 turns on while a tree
+// folder's loader runs (docs/worker.md).
 package bridge
 
 /*

@@ -55,6 +55,12 @@ def _bf16(value: Any) -> Any:
     return a if a.dtype == ml_dtypes.bfloat16 else np.asarray(a, dtype=np.float32).astype(ml_dtypes.bfloat16)
 
 
+def _is_bf16(value: Any) -> bool:
+    import ml_dtypes
+
+    return bool(np.asarray(value).dtype == ml_dtypes.bfloat16)
+
+
 def drop_kept() -> None:
     """Forget what gate 1 kept. A baseline without quantized gate 2 (gate 1
     FAILed, so gate 2 is not run, or a bf16 key) calls it before it loads
@@ -143,8 +149,14 @@ def _facts(args: QuantArgs, module: Any, ref: FamilyReference, reuse: heap.Reuse
             tied = layer < 0 and field == "lm_head" and embed is not None and value is embed[0] and not ref.has(GLOBALS["lm_head"])
             held = False  # keep holds this very array
             if keep is not None and not tied and (field in PROJECTIONS if layer >= 0 else field == "lm_head"):
-                keep.append((layer, field, _bf16(value)))
-                held = keep[-1][2] is value
+                if _is_bf16(value):
+                    keep.append((layer, field, np.asarray(value)))
+                    held = keep[-1][2] is value
+                else:
+                    # The bf16 copy is made on the statistics thread, off
+                    # the loader's: Gemma 3 4B's float32 head (0.67 B
+                    # elements) took ~3 s of it.
+                    keep.append((layer, field, pool.submit(_bf16, value)))
             counts = not held and getattr(value, "nbytes", SMALL) >= SMALL
             if layer >= 0 and layer not in loaded:
                 release_mapped(source)
@@ -175,6 +187,7 @@ def _facts(args: QuantArgs, module: Any, ref: FamilyReference, reuse: heap.Reuse
             if (fact := pending.popleft()[0].result()) is not None:
                 tensors.append(fact)
     if keep is not None:
+        keep = [(layer, field, v.result() if isinstance(v, Future) else v) for layer, field, v in keep]
         _kept = (_kept_key(args["weights_module"], args["source"], int(args["n_layers"])), loader, keep)
     result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
     if candidates:
