@@ -62,7 +62,11 @@ def test_a_tied_head_that_is_the_embedding_is_not_kept(checkpoint: Path, tmp_pat
     assert facts["import_failure"] is None
     assert weights._kept is not None
     kept = {(layer, field) for layer, field, _ in weights._kept[2]}
+    # The loader's float32 tensors kept as bf16 copies, made on the
+    # statistics thread and resolved by the time gate 1 returns.
+    dtypes = {type(a).__name__ + ":" + str(getattr(a, "dtype", "")) for _, _, a in weights._kept[2]}
     weights._kept = None
+    assert dtypes == {"ndarray:bfloat16"}
     assert {(k, f) for k in range(2) for f in PROJECTIONS} <= kept
     assert ((-1, "lm_head") in kept) == (head == "own")
 

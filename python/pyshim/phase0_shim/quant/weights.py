@@ -34,7 +34,8 @@ SMALL = 1 << 20
 # for the next of the same size (heap.reusing). Upstream's loaders make the
 # same float32 temporaries for every layer, and Gemma 3 4B's dequantizes its
 # 262208 x 2560 head whole, ~2.7 GB a temporary: one of those fits. At that
-# shape gate 1 went from ~55 to ~38 s, its anonymous peak up 0.4 GB.
+# shape make bench's gate 1 went from 58.9 to 45-47 s (best of three), the
+# worker's anonymous peak up 0.4 GiB (docs/BENCHMARKS.md).
 REUSE_CAP = 3 << 30
 
 
@@ -160,9 +161,9 @@ def _facts(args: QuantArgs, module: Any, ref: FamilyReference, reuse: heap.Reuse
             counts = not held and getattr(value, "nbytes", SMALL) >= SMALL
             if layer >= 0 and layer not in loaded:
                 release_mapped(source)
-                # The last layer runs as under NumPy's own allocator: it ends
-                # where gate 1 holds the most (every kept tensor), and what
-                # the cache would hold there only adds to that peak.
+                # The last layer runs as under NumPy's own allocator: nothing
+                # of the same size follows it, and it ends where gate 1 holds
+                # every kept tensor, where what the cache held would only add.
                 if layer == n_layers - 1:
                     reuse.stop()
                 else:
@@ -188,7 +189,7 @@ def _facts(args: QuantArgs, module: Any, ref: FamilyReference, reuse: heap.Reuse
                 tensors.append(fact)
     if keep is not None:
         keep = [(layer, field, v.result() if isinstance(v, Future) else v) for layer, field, v in keep]
-        _kept = (_kept_key(args["weights_module"], args["source"], int(args["n_layers"])), loader, keep)
+        _kept = (_kept_key(args["weights_module"], args["source"], n_layers), loader, keep)
     result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
     if candidates:
         result["candidates"] = [c for _, c in candidates]
