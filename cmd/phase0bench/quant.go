@@ -58,12 +58,11 @@ print(json.dumps({"ref": str(shaped(shape, cache)), "bundle": str(bundle), "modu
 `
 
 const (
-	// Gate 1 and the loader alone are each measured this many times,
-	// alternately, and each row takes its fastest: on this virtual machine
-	// memory that has been free for a while costs ~2 s/GiB to touch again,
-	// and one 4B loader run took anything from 27 to 48 s within an hour,
-	// so a single gate run against the loader's best said more about the
-	// neighbours than about gate 1.
+	// Gate 1, the loader alone and the loader under the allocator are each
+	// measured this many times, in rotated turns, and each row takes its
+	// fastest: on this virtual machine memory that has been free for a
+	// while costs ~2 s/GiB to touch again, and one 4B loader run took
+	// anything from 27 to 48 s within an hour.
 	quantRuns     = 3
 	quantMaxRatio = 1.5
 	// quantTimeout bounds one measurement's worker (a 4B stages child

@@ -161,12 +161,13 @@ static void reuse_free(void *ctx, void *p, size_t n) {
 static p0_data_handler handler = {
     "phase0_reuse", 1, {NULL, reuse_malloc, reuse_calloc, reuse_realloc, reuse_free}};
 
-// Frees the cached blocks keep() refuses; called with cache.mu held, returns
-// how many bytes were dropped after releasing their memory.
+// Frees the cached blocks keep() refuses (it is asked with cache.mu held,
+// the memory is released after it is let go); the bytes dropped.
 static size_t drop_where(int (*keep)(int)) {
 	void *drop[P0_REUSE_SLOTS];
 	int ndrop = 0;
 	size_t bytes = 0;
+	pthread_mutex_lock(&cache.mu);
 	for (int i = 0; i < P0_REUSE_SLOTS; i++) {
 		if (cache.slot[i].p != NULL && !keep(i)) {
 			drop[ndrop++] = cache.slot[i].p;
@@ -192,8 +193,7 @@ static PyObject *reuse_begin(PyObject *self, PyObject *arg) {
 	(void)self;
 	size_t cap = py.PyLong_AsSize_t(arg);
 	if (cap == (size_t)-1 && py.PyErr_Occurred() != NULL) return NULL;
-	pthread_mutex_lock(&cache.mu);
-	drop_where(keep_none); // unlocks
+	drop_where(keep_none);
 	pthread_mutex_lock(&cache.mu);
 	cache.on = 1;
 	cache.cap = cap;
@@ -209,8 +209,7 @@ static PyObject *reuse_begin(PyObject *self, PyObject *arg) {
 static PyObject *reuse_age(PyObject *self, PyObject *unused) {
 	(void)self;
 	(void)unused;
-	pthread_mutex_lock(&cache.mu);
-	size_t bytes = drop_where(freed_this_epoch); // unlocks
+	size_t bytes = drop_where(freed_this_epoch);
 	pthread_mutex_lock(&cache.mu);
 	cache.epoch++;
 	pthread_mutex_unlock(&cache.mu);
@@ -225,7 +224,8 @@ static PyObject *reuse_end(PyObject *self, PyObject *unused) {
 	pthread_mutex_lock(&cache.mu);
 	cache.on = 0;
 	unsigned long long hits = cache.hits, misses = cache.misses, reused = cache.reused_bytes, fresh = cache.fresh_bytes;
-	drop_where(keep_none); // unlocks
+	pthread_mutex_unlock(&cache.mu);
+	drop_where(keep_none);
 	return py.Py_BuildValue("(KKKK)", hits, misses, reused, fresh);
 }
 

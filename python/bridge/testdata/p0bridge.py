@@ -134,12 +134,12 @@ def reuse(arg_json: str) -> str:
         facts["held_after_five"] = r.held()
         r.age()  # all five freed since begin: kept
         facts["held_after_age"] = r.held()
-        r.age()  # none freed since the last age: dropped
+        r.next_layer(2, 4)  # ages: none freed since the last age, dropped
         facts["held_after_second_age"] = r.held()
         again = [np.ones(n, dtype=np.float32) for _ in range(2)]
         del again
         facts["held_before_stop"] = r.held()
-        r.stop()  # emptied, and nothing more kept
+        r.next_layer(3, 4)  # the last layer: stopped, emptied, nothing more kept
         after = np.ones(n, dtype=np.float32)
         del after
         facts["held_after_stop"] = sys.modules["_phase0_reuse"].held()

@@ -115,11 +115,8 @@ def _measure(argv: list[str]) -> dict[str, object]:
             _, layers = find_loader(mod, source, n_layers, FamilyReference(Reference(reference), ns.family, ns.embed_scale))
             last = -1
             for layer, _, value in layers:
-                if layer > last:  # as gate 1 ages the cache, and stops it for the last layer
-                    if layer == n_layers - 1:
-                        reuse.stop()
-                    else:
-                        reuse.age()
+                if layer > last:  # as gate 1 does
+                    reuse.next_layer(layer, n_layers)
                     last = layer
                 if value is not None:
                     np.asarray(value)

@@ -65,6 +65,15 @@ class Reuse:
         """The bytes the cache holds now (0 when not active)."""
         return int(self._native.held()) if self._native is not None else 0
 
+    def next_layer(self, layer: int, n_layers: int) -> None:
+        """A loader moved on to ``layer``: drop the sizes it stopped making
+        (age), or, at the last layer, stop. Nothing of the same size follows
+        the last layer, and it ends where the caller holds the most."""
+        if layer == n_layers - 1:
+            self.stop()
+        else:
+            self.age()
+
     def stop(self) -> None:
         """Empty the cache and keep nothing more (arrays are then made and
         freed as by NumPy's own allocator): for the last part of the work,

@@ -161,13 +161,9 @@ def _facts(args: QuantArgs, module: Any, ref: FamilyReference, reuse: heap.Reuse
             counts = not held and getattr(value, "nbytes", SMALL) >= SMALL
             if layer >= 0 and layer not in loaded:
                 release_mapped(source)
-                # The last layer runs as under NumPy's own allocator: nothing
-                # of the same size follows it, and it ends where gate 1 holds
-                # every kept tensor, where what the cache held would only add.
-                if layer == n_layers - 1:
-                    reuse.stop()
-                else:
-                    reuse.age()
+                # The last layer runs as under NumPy's own allocator: it ends
+                # where gate 1 holds every kept tensor.
+                reuse.next_layer(layer, n_layers)
             if layer >= 0:
                 loaded.add(layer)
                 embed = None
