@@ -584,3 +584,75 @@ func TestReuseAllocator(t *testing.T) {
 		t.Errorf("an array made inside sums to %v after the block, want %d", got.SurvivorSum, n)
 	}
 }
+
+// TestReuseArena runs the allocator's arena through heap.reusing under the
+// bridge: a block the cache cannot hold is kept and later arrays (one from
+// another thread through carving()) are carved out of it, np.zeros on a
+// piece over old values reads zeros, resize moves a piece out with its
+// values, and pieces outlive the arena, their block freed with the last.
+func TestReuseArena(t *testing.T) {
+	it := interp(t)
+	const n = 2 << 20 // float32 elements: 8 MiB pieces out of a 48 MiB block
+	out, _, err := it.Call("p0bridge", "arena", []byte(fmt.Sprintf(`{"n":%d}`, n)))
+	if err != nil {
+		t.Fatalf("arena: %v", err)
+	}
+	var got struct {
+		StateKept   [4]int64  `json:"state_kept"`
+		Carved      []bool    `json:"carved"`
+		ZerosSum    float64   `json:"zeros_sum"`
+		StateThree  [4]int64  `json:"state_three"`
+		MovedOut    bool      `json:"moved_out"`
+		MovedSum    float64   `json:"moved_sum"`
+		StateMoved  [4]int64  `json:"state_moved"`
+		OtherThread []bool    `json:"other_thread"`
+		RolledBack  [4]int64  `json:"state_rolled_back"`
+		AgainThere  bool      `json:"carved_again_there"`
+		CarvedBytes int64     `json:"carved_bytes"`
+		StateClosed [4]int64  `json:"state_closed"`
+		SumsAfter   []float64 `json:"sums_after"`
+		StateFreed  [4]int64  `json:"state_freed"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("arena returned %s: %v", out, err)
+	}
+	const piece, head = n * 4, 64 // a piece's bytes, and the bytes before it
+	// arena_state: (blocks, room left under the cap, bytes carved, live pieces).
+	if got.StateKept != [4]int64{1, 0, 0, 0} {
+		t.Errorf("after the 48 MiB block was freed: arena %v, want one block, no room left, nothing carved", got.StateKept)
+	}
+	if fmt.Sprint(got.Carved) != "[true true true]" || got.ZerosSum != 0 {
+		t.Errorf("carved from the block: %v (want all three), np.zeros there sums to %v (want 0, the block held 5.0s)", got.Carved, got.ZerosSum)
+	}
+	if got.StateThree != [4]int64{1, 0, 3 * (piece + head), 3} {
+		t.Errorf("three pieces: arena %v, want [1 0 %d 3]", got.StateThree, 3*(piece+head))
+	}
+	if !got.MovedOut || got.MovedSum != n {
+		t.Errorf("resize of a piece: moved out %v, its first %d values sum to %v; want true, %d", got.MovedOut, n, got.MovedSum, n)
+	}
+	// The moved piece was in the middle: its pages given back, the end stays.
+	if got.StateMoved != [4]int64{1, 0, 3 * (piece + head), 2} {
+		t.Errorf("after the resize: arena %v, want [1 0 %d 2]", got.StateMoved, 3*(piece+head))
+	}
+	if fmt.Sprint(got.OtherThread) != "[true]" {
+		t.Errorf("an array made on another thread under carving(): carved and intact %v, want [true]", got.OtherThread)
+	}
+	// The thread's piece, the last carved, freed: the block's end moves back
+	// over it, and the next array of its size is carved where it was.
+	if got.RolledBack != [4]int64{1, 0, 3 * (piece + head), 2} || !got.AgainThere {
+		t.Errorf("the last piece freed: arena %v (want [1 0 %d 2]), carved again at its place %v (want true)", got.RolledBack, 3*(piece+head), got.AgainThere)
+	}
+	if got.CarvedBytes != 3*piece+2*(piece/2*3) {
+		t.Errorf("carved bytes %d, want %d", got.CarvedBytes, 3*piece+2*(piece/2*3))
+	}
+	// Closed: the cached zeros piece released; the 0.0s and the 3.0s live on.
+	if got.StateClosed[0] != 1 || got.StateClosed[3] != 2 {
+		t.Errorf("after the block: arena %v, want one closed block with two live pieces", got.StateClosed)
+	}
+	if fmt.Sprint(got.SumsAfter) != fmt.Sprint([]float64{0, 3.0 * n / 2 * 3}) {
+		t.Errorf("pieces after the arena closed sum to %v, want [0 %v]", got.SumsAfter, 3.0*n/2*3)
+	}
+	if got.StateFreed != [4]int64{0, 0, 0, 0} {
+		t.Errorf("after the last piece was freed: arena %v, want empty", got.StateFreed)
+	}
+}

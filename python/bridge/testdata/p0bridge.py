@@ -150,3 +150,68 @@ def reuse(arg_json: str) -> str:
     del survivor  # freed through the handler, the cache off
     facts["after_free"] = name(np.ones(n, dtype=np.float32))
     return json.dumps(facts)
+
+
+def arena(arg_json: str) -> str:
+    """What the arena of the bridge's _phase0_reuse does: a freed block the
+    cache lets go of kept, arrays carved out of it (on this thread and, with
+    carving(), on another), np.zeros on a dirty piece, realloc moving a
+    piece out, and pieces outliving the arena with their block."""
+    import threading
+
+    import numpy as np
+
+    from phase0_shim import heap
+
+    n = int(json.loads(arg_json)["n"])  # float32 elements of a piece, at least 4 MiB
+    native = sys.modules["_phase0_reuse"]
+    warm = np.ones(16 * n, dtype=np.float32)  # the resident peak raised, then left: room below it
+    del warm
+    facts: dict[str, object] = {}
+
+    def inside(a: object, base: int) -> bool:
+        at = int(np.asarray(a).ctypes.data)
+        return base <= at < base + 6 * n * 4
+
+    with heap.reusing(n * 4) as r:
+        r.arena(6 * n * 4)
+        block = np.full(6 * n, 5.0, dtype=np.float32)  # larger than the cache: let go of when freed
+        base = int(block.ctypes.data)
+        del block
+        r.arena(0)  # nothing more kept; what is kept is still carved
+        facts["state_kept"] = list(native.arena_state())
+        kept = [np.full(n, float(i), dtype=np.float32) for i in range(2)]
+        zeros = np.zeros(n, dtype=np.float32)  # a piece over the 5.0s
+        facts["carved"] = [inside(a, base) for a in [*kept, zeros]]
+        facts["zeros_sum"] = float(zeros.sum())
+        facts["state_three"] = list(native.arena_state())
+        moved = kept.pop()  # the 1.0s, carved second
+        moved.resize(2 * n, refcheck=False)  # realloc: out of the arena, its values with it
+        facts["moved_out"] = not inside(moved, base)
+        facts["moved_sum"] = float(moved[:n].sum())
+        facts["state_moved"] = list(native.arena_state())
+        del zeros  # the last piece carved, through the cache: cached, not released
+        other: list[bool] = []
+
+        def carve_there() -> None:
+            with r.carving():
+                a = np.full(n // 2 * 3, 2.0, dtype=np.float32)  # 12 MiB: no cached block of its size
+                other.append(inside(a, base) and float(a.sum()) == 2.0 * len(a))
+                kept.append(a)
+
+        t = threading.Thread(target=carve_there)
+        t.start()
+        t.join()
+        facts["other_thread"] = other
+        top = kept.pop()  # the last piece carved, over the cache's bound: released
+        at = int(top.ctypes.data)
+        del top
+        facts["state_rolled_back"] = list(native.arena_state())
+        kept.append(np.full(n // 2 * 3, 3.0, dtype=np.float32))
+        facts["carved_again_there"] = int(kept[-1].ctypes.data) == at
+    facts["carved_bytes"] = r.carved_bytes
+    facts["state_closed"] = list(native.arena_state())
+    facts["sums_after"] = [float(a.sum()) for a in kept]
+    del kept
+    facts["state_freed"] = list(native.arena_state())
+    return json.dumps(facts)

@@ -44,12 +44,13 @@ def release() -> bool:
 
 class Reuse:
     """What :func:`reusing` did: the blocks handed back to a new array
-    (hits) and those NumPy got fresh from the C library (misses), with
-    their bytes. All zero where phase0's allocator was not available."""
+    (hits) and those the cache had none for (misses), with the bytes of
+    each: reused, carved out of the arena, or fresh from the C library.
+    All zero where phase0's allocator was not available."""
 
     def __init__(self, native: Any | None) -> None:
         self._native = native
-        self.hits = self.misses = self.reused_bytes = self.fresh_bytes = 0
+        self.hits = self.misses = self.reused_bytes = self.fresh_bytes = self.carved_bytes = 0
 
     @property
     def active(self) -> bool:
@@ -65,6 +66,12 @@ class Reuse:
         """The bytes the cache holds now (0 when not active)."""
         return int(self._native.held()) if self._native is not None else 0
 
+    def arena(self, room: int) -> None:
+        """Keep, of the blocks the cache lets go of, up to ``room`` bytes
+        not carved yet, to carve the arrays the cache has no block for."""
+        if self._native is not None:
+            self._native.arena(room)
+
     def next_layer(self, layer: int, n_layers: int) -> None:
         """A loader moved on to ``layer``: drop the sizes it stopped making
         (age), or, at the last layer, stop. Nothing of the same size follows
@@ -74,24 +81,46 @@ class Reuse:
         else:
             self.age()
 
+    @contextmanager
+    def carving(self) -> Iterator[None]:
+        """Within the block, NumPy arrays made on the calling thread go
+        through the allocator too (the cache, then the arena), while it is
+        active: for another thread's copies of what the work keeps, which
+        NumPy would otherwise map afresh (each thread has its own context,
+        and a new one starts with NumPy's own allocator)."""
+        set_handler = _numpy_set_handler() if self._native is not None else None
+        if set_handler is None or self._native is None:
+            yield
+            return
+        previous = set_handler(self._native.handler)
+        try:
+            yield
+        finally:
+            set_handler(previous)
+
     def stop(self) -> None:
-        """Empty the cache and keep nothing more (arrays are then made and
-        freed as by NumPy's own allocator): for the last part of the work,
-        where what the cache would hold adds to the peak and nothing of the
-        same size follows. What the cache did is read here."""
+        """Empty the cache, close the arena and keep nothing more (arrays
+        are then made and freed as by NumPy's own allocator): for the last
+        part of the work, where what the cache would hold adds to the peak
+        and nothing of the same size follows. What the cache did is read
+        here. Arrays carved from the arena live on; each arena block is
+        freed with its last array."""
         if self._native is not None:
-            self.hits, self.misses, self.reused_bytes, self.fresh_bytes = self._native.end()
+            self.hits, self.misses, self.reused_bytes, self.fresh_bytes, self.carved_bytes = self._native.end()
             self._native = None
 
 
 @contextmanager
-def reusing(cap: int) -> Iterator[Reuse]:
+def reusing(cap: int, arena: int = 0) -> Iterator[Reuse]:
     """Within the block, NumPy arrays of 4 MiB or more made on this thread
     take the memory of arrays of the same size freed before them, up to
     ``cap`` bytes kept, instead of a fresh mapping whose pages the kernel
     zeroes again (phase0's worker provides the allocator: reuse.c in package
-    bridge). A no-op under a plain python. The cache is emptied and the heap
-    trimmed on the way out; arrays made inside may outlive the block.
+    bridge). With ``arena``, up to that many bytes of what the cache lets go
+    of (a size no longer made) are kept too, and arrays the cache has no
+    block for are carved out of them. A no-op under a plain python. The
+    cache is emptied, the arena closed and the heap trimmed on the way out;
+    arrays made inside may outlive the block.
     """
     native = sys.modules.get("_phase0_reuse")
     set_handler = _numpy_set_handler() if native is not None else None
@@ -104,6 +133,7 @@ def reusing(cap: int) -> Iterator[Reuse]:
     native.begin(cap)
     previous = set_handler(native.handler)
     reuse = Reuse(native)
+    reuse.arena(arena)
     try:
         if _umath().get_handler_name() != "phase0_reuse":
             reuse._native = None  # not this NumPy's handler API: left as it was

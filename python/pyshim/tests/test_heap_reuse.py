@@ -26,10 +26,13 @@ def test_reusing_without_the_worker_leaves_numpy_alone_and_trims_once(monkeypatc
         assert umath.get_handler_name(a) == "default_allocator"
         reuse.age()
         assert reuse.held() == 0
+        reuse.arena(1 << 30)
+        with reuse.carving():
+            assert umath.get_handler_name(np.ones(1 << 21, dtype=np.float32)) == "default_allocator"
         reuse.stop()
         assert trims == []
     assert trims == [1]
-    assert (reuse.hits, reuse.misses, reuse.reused_bytes, reuse.fresh_bytes) == (0, 0, 0, 0)
+    assert (reuse.hits, reuse.misses, reuse.reused_bytes, reuse.fresh_bytes, reuse.carved_bytes) == (0, 0, 0, 0, 0)
 
 
 def test_numpys_set_handler_installs_a_handler_and_returns_the_previous_one() -> None:

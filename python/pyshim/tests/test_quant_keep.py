@@ -3,6 +3,7 @@ where it is not the tied embedding itself (gate 2 would not patch it)."""
 
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
 
@@ -90,3 +91,26 @@ def test_a_baseline_without_gate_2_drops_what_gate_1_kept(checkpoint: Path, tmp_
     args = baseline_args(checkpoint, llms_dir=None, prompt_style="base", prompt="The capital of France is", config=go_config(checkpoint), weights_module=None)
     ops.baseline(json.dumps(args))
     assert weights._kept is None
+
+
+@pytest.mark.parametrize("family", ["llama", "phi3"])
+def test_the_arena_holds_what_is_kept_from_each_layer_on(tmp_path: Path, family: str) -> None:
+    """What the allocator's arena may hold at each layer is the bf16 bytes of
+    the projections still to be kept, the last layer's not counted (it runs
+    with the allocator stopped); Phi's fused rows counted once, split."""
+    from safetensors import safe_open
+
+    from phase0_shim.quant.families import FamilyReference
+    from phase0_shim.quant.reading import Reference
+    from phase0_testmodels.quant.families import make_phi3_model
+
+    model = make_phi3_model(tmp_path / "phi3", seed=0) if family == "phi3" else make_quant_model(tmp_path / "llama", "llama")
+    with safe_open(str(model / "model.safetensors"), "np") as f:
+        shapes = {k: f.get_slice(k).get_shape() for k in f.keys()}
+    n = 1 + max(int(k.split(".")[2]) for k in shapes if k.startswith("model.layers."))
+    per_layer = [
+        sum(2 * math.prod(shape) for k, shape in shapes.items() if k.startswith(f"model.layers.{layer}.") and k.endswith("_proj.weight")) for layer in range(n)
+    ]
+    need = weights._kept_bytes(FamilyReference(Reference(model), "phi3" if family == "phi3" else ""), n)
+    assert need == [sum(per_layer[layer : n - 1]) for layer in range(n)] + [0]
+    assert need[0] > 0 and need[n - 1] == 0

@@ -5,6 +5,7 @@ second thread while the loader dequantizes the next.
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -46,14 +47,18 @@ _Kept = tuple[tuple[str, str, int], str, list[tuple[int, str, Any]]]
 _kept: _Kept | None = None
 
 
-def _bf16(value: Any) -> Any:
+def _bf16(value: Any, reuse: heap.Reuse | None = None) -> Any:
     """A kept tensor as bf16, the dtype gate 2 patches in: the loader's own
     array when it is bf16 already, else one bf16 copy (a float32 loader's
-    whole model kept as float32 would take twice the memory)."""
+    whole model kept as float32 would take twice the memory), through
+    gate 1's allocator when given (carved out of its arena, room allowing)."""
     import ml_dtypes
 
     a = np.asarray(value)
-    return a if a.dtype == ml_dtypes.bfloat16 else np.asarray(a, dtype=np.float32).astype(ml_dtypes.bfloat16)
+    if a.dtype == ml_dtypes.bfloat16:
+        return a
+    with reuse.carving() if reuse is not None else contextlib.nullcontext():
+        return np.asarray(a, dtype=np.float32).astype(ml_dtypes.bfloat16)
 
 
 def _is_bf16(value: Any) -> bool:
@@ -95,6 +100,22 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
         return _facts(args, module, ref, reuse)
 
 
+def _kept_bytes(ref: Reference, n_layers: int) -> list[int]:
+    """For each layer, the bf16 bytes of the projections gate 1 keeps for
+    gate 2 from that layer on, up to the last layer (which runs with the
+    allocator stopped): what the allocator's arena may hold of the loader's
+    freed memory to carve them from. Kept, each projection would otherwise
+    be memory the worker never touched, while the loader's head frees that
+    much just before the layers (at Gemma 3 4B, 7 GB, at ~2 s/GiB of first
+    touches on this project's VM). No more: the arena is then never memory
+    gate 1 would not hold by its end anyway."""
+    need = [0] * (n_layers + 1)
+    for layer in reversed(range(n_layers - 1)):
+        names = [projection_name(layer, field) for field in PROJECTIONS]
+        need[layer] = need[layer + 1] + sum(2 * int(np.prod(ref.shape(n))) for n in names if ref.has(n))
+    return need
+
+
 def _facts(args: QuantArgs, module: Any, ref: FamilyReference, reuse: heap.Reuse) -> QuantFactsResult:
     global _kept
     family = args.get("family", "")
@@ -103,6 +124,9 @@ def _facts(args: QuantArgs, module: Any, ref: FamilyReference, reuse: heap.Reuse
     n_layers = int(args["n_layers"])
     loader, layers = find_loader(module, args["source"], n_layers, ref)
     keep: list[tuple[int, str, Any]] | None = [] if args.get("keep") else None
+    # What is kept is carved out of what the loader frees (see _kept_bytes).
+    need = _kept_bytes(ref, n_layers) if keep is not None else [0] * (n_layers + 1)
+    reuse.arena(need[0])
     tensors: list[QuantTensor] = []
     loaded = set()
     candidates: list[tuple[Reference, QuantCandidate]] = [
@@ -157,12 +181,13 @@ def _facts(args: QuantArgs, module: Any, ref: FamilyReference, reuse: heap.Reuse
                     # The bf16 copy is made on the statistics thread, off
                     # the loader's: Gemma 3 4B's float32 head (0.67 B
                     # elements) took ~3 s of it.
-                    keep.append((layer, field, pool.submit(_bf16, value)))
+                    keep.append((layer, field, pool.submit(_bf16, value, reuse)))
             counts = not held and getattr(value, "nbytes", SMALL) >= SMALL
             if layer >= 0 and layer not in loaded:
                 release_mapped(source)
                 # The last layer runs as under NumPy's own allocator: it ends
                 # where gate 1 holds every kept tensor.
+                reuse.arena(need[min(layer, n_layers)])
                 reuse.next_layer(layer, n_layers)
             if layer >= 0:
                 loaded.add(layer)
