@@ -65,6 +65,17 @@ const (
 	// anything from 27 to 48 s within an hour.
 	quantRuns     = 3
 	quantMaxRatio = 1.5
+	// quantSettle is how long each measurement's worker waits to start
+	// after the last one ended. This VM hands the memory a process frees
+	// back to its host within seconds: 4 GiB touched again at once took
+	// 0.3 s, after 1 s 2.0 s, after 10 s 4.9 s, after 30 s 8.2 s, never
+	// touched 9.4 s. Gate 1 frees the 7.7 GB it keeps at its end, the
+	// loader alone frees as it goes; so without the wait whatever ran right
+	// after a gate found memory ~30 times cheaper (the loader's best was
+	// always that run, a gate right after a gate took 35.8 s instead of
+	// 46.0 s), and the row compared the loader's lucky run with gate 1's
+	// cold ones. Settled, every run starts as a user's run does.
+	quantSettle = 30 * time.Second
 	// quantTimeout bounds one measurement's worker (a 4B stages child
 	// takes ~3 minutes).
 	quantTimeout = 30 * time.Minute
@@ -153,6 +164,7 @@ func (b *bench) quantCase(c quantCase) error {
 	// run's quantized gates run in (with the bridge's NumPy allocator).
 	measure := func(mode string) (quantResult, error) {
 		var res quantResult
+		time.Sleep(quantSettle)
 		argv := []string{mode, where.Module, where.Bundle, where.Ref, strconv.Itoa(c.nLayers)}
 		if c.family != "" {
 			argv = append(argv, "--family", c.family, "--embed-scale", strconv.FormatFloat(c.embed, 'g', -1, 64))
@@ -170,8 +182,8 @@ func (b *bench) quantCase(c quantCase) error {
 	}
 	// The loader alone, under the worker's allocator as gate 1 runs it, and
 	// gate 1, in turn: best of quantRuns each. Each round starts one mode
-	// later, so every mode runs once in every position: on this machine how
-	// cheap a run's fresh memory is depends on what ran just before it.
+	// later, so every mode runs once in every position, and each starts
+	// quantSettle after the one before it ended.
 	var loader, reuse, gate quantResult
 	modes := []struct {
 		mode string

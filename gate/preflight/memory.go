@@ -116,7 +116,9 @@ const quantKeepHeadBytes = 4
 // worker's RssAnon every 50 ms, make bench's stages child): the
 // real-shaped Phi-4-mini 9.13 GiB, in gate 1 (gate 2 6.95), Gemma 3 4B
 // 11.80 GiB; 9.19 and 12.23 GiB since gate 1 runs the loader under the
-// worker's NumPy allocator, which keeps a layer's freed temporaries. While gate 2 held the kept projections beside their twin
+// worker's NumPy allocator, which keeps a layer's freed temporaries (9.20
+// and 12.23 with its arena, which never takes the worker past the resident
+// peak it reached). While gate 2 held the kept projections beside their twin
 // (issue 38) the peaks were 12.63 and 13.94 GiB, in gate 2, and a
 // quantized 8B key was estimated at 28.9 GiB.
 func (m Memory) WithQuantized(dequantHead bool) Memory {

@@ -21,8 +21,9 @@
 //
 // The interpreter also gets one module of phase0's own, _phase0_reuse
 // (reuse.c): a NumPy data allocator that hands freed large blocks to the next
-// array of the same size, which quantized gate 1 turns on while a tree
-// folder's loader runs (docs/worker.md).
+// array of the same size and carves arrays out of the blocks it lets go of,
+// which quantized gate 1 turns on while a tree folder's loader runs
+// (docs/worker.md).
 package bridge
 
 /*

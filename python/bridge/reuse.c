@@ -13,16 +13,19 @@
 // The cache is bounded: at most cap bytes and P0_REUSE_SLOTS blocks, the
 // least recently freed dropped first, and age() drops whatever was not freed
 // again since the previous age() (a size the code stopped using). Outside
-// begin()/end() every call passes straight to malloc/free, so arrays made
-// while the cache was on can outlive it.
+// begin()/end() every call passes straight to malloc/free (but for a piece
+// carved from the arena, below), so arrays made while the cache was on can
+// outlive it.
 //
 // With arena(cap), the blocks the cache lets go of (a size the code stopped
 // making, or one pushed out by the bound) are not freed but kept, up to cap
-// bytes, and the arrays the cache has no block for are carved out of them:
-// memory the process has touched already instead of a fresh mapping. At
-// gate 1 that is the projections kept for gate 2, carved out of what the
-// loader's head freed. A carved piece is a live array; its block is freed
-// when the arena is closed (end()) and its last piece goes.
+// bytes not carved yet and never so many that the process would pass the
+// resident peak it has reached, and the arrays the cache has no block for
+// are carved out of them: memory the process has touched already instead
+// of a fresh mapping. At gate 1 that is the projections kept for gate 2,
+// carved out of what the loader's head freed. A carved piece is a live
+// array; its block is freed when the arena is closed (end()) and its last
+// piece goes.
 #include "bridge.h"
 
 #include <fcntl.h>
