@@ -50,3 +50,18 @@ def test_a_transposed_view_is_counted_without_a_copy() -> None:
     a = np.zeros((64, 32), dtype=np.float32)
     a[3, 5], a[60, 31] = np.nan, np.inf
     assert _nonfinite(a.T) == _nonfinite(a) == 2
+
+
+def test_the_count_is_made_a_chunk_of_rows_at_a_time() -> None:
+    """Over many chunks the count is the whole tensor's, and each chunk of
+    rows is told once, in order; a transposed view is told nothing (its
+    rows are not the tensor's)."""
+    from phase0_shim.quant.stats import _nonfinite
+
+    a = np.zeros((10000, 1024), dtype=ml_dtypes.bfloat16)  # 4096 rows a chunk
+    a[0, 0], a[4095, 1023], a[4096, 0], a[9999, 5] = np.nan, np.inf, -np.inf, np.nan
+    told: list[tuple[int, int]] = []
+    assert _nonfinite(a, lambda s, e: told.append((s, e))) == 4
+    assert told == [(0, 4096), (4096, 8192), (8192, 10000)]
+    told.clear()
+    assert _nonfinite(np.asarray(a.T), None) == 4 and _nonfinite(a.T, lambda s, e: told.append((s, e))) == 4 and told == []

@@ -107,6 +107,14 @@ class FamilyReference(Reference):
         split = self._split(name)
         self.base.release(split[0] if split is not None else self._name(name))
 
+    def release_rows(self, name: str, start: int, end: int) -> None:
+        split = self._split(name)
+        if split is None:
+            self.base.release_rows(self._name(name), start, end)
+        else:
+            whole, first, stop = split
+            self.base.release_rows(whole, first + start, min(first + end, stop))
+
     def stored(self, field: str) -> str:
         """How the family's bundle stores field ("" as the reference has it)."""
         return FAMILY_STORED.get(self.family, {}).get(field, "")
