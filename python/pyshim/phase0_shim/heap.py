@@ -88,11 +88,12 @@ class Reuse:
         active: for another thread's copies of what the work keeps, which
         NumPy would otherwise map afresh (each thread has its own context,
         and a new one starts with NumPy's own allocator)."""
-        set_handler = _numpy_set_handler() if self._native is not None else None
-        if set_handler is None or self._native is None:
+        native = self._native  # once: stop() may run on another thread meanwhile (the handler stays valid)
+        set_handler = _numpy_set_handler() if native is not None else None
+        if set_handler is None or native is None:
             yield
             return
-        previous = set_handler(self._native.handler)
+        previous = set_handler(native.handler)
         try:
             yield
         finally:
