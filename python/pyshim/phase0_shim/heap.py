@@ -112,16 +112,16 @@ class Reuse:
 
 
 @contextmanager
-def reusing(cap: int, arena: int = 0) -> Iterator[Reuse]:
+def reusing(cap: int) -> Iterator[Reuse]:
     """Within the block, NumPy arrays of 4 MiB or more made on this thread
     take the memory of arrays of the same size freed before them, up to
     ``cap`` bytes kept, instead of a fresh mapping whose pages the kernel
     zeroes again (phase0's worker provides the allocator: reuse.c in package
-    bridge). With ``arena``, up to that many bytes of what the cache lets go
-    of (a size no longer made) are kept too, and arrays the cache has no
-    block for are carved out of them. A no-op under a plain python. The
-    cache is emptied, the arena closed and the heap trimmed on the way out;
-    arrays made inside may outlive the block.
+    bridge); with :meth:`Reuse.arena`, what the cache lets go of (a size no
+    longer made) is kept too, and arrays the cache has no block for are
+    carved out of it. A no-op under a plain python. The cache is emptied,
+    the arena closed and the heap trimmed on the way out; arrays made
+    inside may outlive the block.
     """
     native = sys.modules.get("_phase0_reuse")
     set_handler = _numpy_set_handler() if native is not None else None
@@ -134,7 +134,6 @@ def reusing(cap: int, arena: int = 0) -> Iterator[Reuse]:
     native.begin(cap)
     previous = set_handler(native.handler)
     reuse = Reuse(native)
-    reuse.arena(arena)
     try:
         if _umath().get_handler_name() != "phase0_reuse":
             reuse._native = None  # not this NumPy's handler API: left as it was

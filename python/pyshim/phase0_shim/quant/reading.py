@@ -56,38 +56,36 @@ class Reference:
         """Drop the tensor's pages from this process (they stay in the page
         cache): the mapped reference would otherwise count whole in the
         worker's RSS by the last layer."""
-        import mmap
-
-        mm, base, entry = self._where[name]
-        raw = getattr(mm, "_mmap", None)
-        if raw is None:
-            return
+        _, _, entry = self._where[name]
         o0, o1 = entry["data_offsets"]
-        start = (base + o0) // mmap.PAGESIZE * mmap.PAGESIZE
-        with contextlib.suppress(OSError, ValueError):
-            raw.madvise(mmap.MADV_DONTNEED, start, base + o1 - start)
+        self._drop(name, 0, o1 - o0)
 
     def release_rows(self, name: str, start: int, end: int) -> None:
         """release() for the tensor's rows [start, end) only: a tensor read
         a chunk of rows at a time holds one chunk's pages, not the whole
         tensor's (the 1B embedding's 0.5 GB were most of gate 1's peak over
-        the bf16 model stage). Dropped pages of a read-only file mapping
-        fault back in from the page cache, so rounding out to whole pages
-        costs a re-read at most, never a value."""
+        the bf16 model stage)."""
+        _, _, entry = self._where[name]
+        rows = int(entry["shape"][0]) if entry["shape"] else 0
+        if rows > 0:
+            o0, o1 = entry["data_offsets"]
+            row_bytes = (o1 - o0) // rows
+            self._drop(name, start * row_bytes, min(end, rows) * row_bytes)
+
+    def _drop(self, name: str, lo: int, hi: int) -> None:
+        """Drop bytes [lo, hi) of the tensor's data from this process, out
+        to whole pages. Dropped pages of a read-only file mapping fault back
+        in from the page cache: rounding out costs a re-read at most, never
+        a value."""
         import mmap
 
         mm, base, entry = self._where[name]
         raw = getattr(mm, "_mmap", None)
-        rows = int(entry["shape"][0]) if entry["shape"] else 0
-        if raw is None or rows <= 0:
+        if raw is None or hi <= lo:
             return
-        o0, o1 = entry["data_offsets"]
-        row_bytes = (o1 - o0) // rows
-        lo = (base + o0 + start * row_bytes) // mmap.PAGESIZE * mmap.PAGESIZE
-        hi = base + o0 + min(end, rows) * row_bytes
-        if hi > lo:
-            with contextlib.suppress(OSError, ValueError):
-                raw.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+        start = (base + entry["data_offsets"][0] + lo) // mmap.PAGESIZE * mmap.PAGESIZE
+        with contextlib.suppress(OSError, ValueError):
+            raw.madvise(mmap.MADV_DONTNEED, start, base + entry["data_offsets"][0] + hi - start)
 
     def get(self, name: str) -> np.ndarray:
         """The tensor as stored (bf16 stays bf16), shaped."""

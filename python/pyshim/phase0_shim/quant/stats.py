@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -245,9 +245,15 @@ def _bf16_bits(a: np.ndarray) -> np.ndarray:
     return ((u + np.uint32(0x7FFF) + ((u >> 16) & np.uint32(1))) >> 16).astype(np.uint16)
 
 
-def _chunk_rows(a: np.ndarray) -> int:
-    """Rows of a taken at once by a pass over a whole tensor (~4 M elements)."""
-    return max(1, (CHUNK_ROWS * 8192) // max(1, int(np.prod(a.shape[1:]))))
+def _row_chunks(a: np.ndarray, done: Callable[[int, int], None] | None = None) -> Iterator[slice]:
+    """a's rows a chunk at a time (~4 M elements) for a pass over a whole
+    tensor; ``done(start, end)`` is told each chunk once the caller is done
+    with it (when it asks for the next)."""
+    rows = max(1, (CHUNK_ROWS * 8192) // max(1, int(np.prod(a.shape[1:]))))
+    for r in range(0, a.shape[0], rows):
+        yield slice(r, r + rows)
+        if done is not None:
+            done(r, min(r + rows, a.shape[0]))
 
 
 def _differing(x: np.ndarray, y: np.ndarray, done: Callable[[int, int], None] | None = None) -> int:
@@ -256,12 +262,7 @@ def _differing(x: np.ndarray, y: np.ndarray, done: Callable[[int, int], None] | 
     chunk of rows once it is compared."""
     if x.ndim < 2:
         return int((_bf16_bits(x).ravel() != _bf16_bits(y).ravel()).sum())
-    rows, total = _chunk_rows(y), 0
-    for r in range(0, y.shape[0], rows):
-        total += _differing_rows(x[r : r + rows], y[r : r + rows])
-        if done is not None:
-            done(r, min(r + rows, y.shape[0]))
-    return total
+    return sum(_differing_rows(x[s], y[s]) for s in _row_chunks(y, done))
 
 
 def _differing_rows(x: np.ndarray, y: np.ndarray) -> int:
@@ -287,12 +288,7 @@ def _nonfinite(a: np.ndarray, done: Callable[[int, int], None] | None = None) ->
         a, done = a.T, None  # a transposed view (a head judged as a projection): the same count, no strided copy
     if a.ndim < 2:
         return _nonfinite_flat(a)
-    rows, total = _chunk_rows(a), 0
-    for r in range(0, a.shape[0], rows):
-        total += _nonfinite_flat(a[r : r + rows])
-        if done is not None:
-            done(r, min(r + rows, a.shape[0]))
-    return total
+    return sum(_nonfinite_flat(a[s]) for s in _row_chunks(a, done))
 
 
 def _nonfinite_flat(a: np.ndarray) -> int:
