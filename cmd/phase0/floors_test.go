@@ -21,7 +21,7 @@ var floors = []struct {
 	what string
 }{
 	{[]string{"internal"}, "leaf utilities and test kits: no phase0 concepts"},
-	{[]string{"read", "npu"}, "formats and readers: what phase0 is handed (checkpoints, config.json, the HF cache, the hub, the llms tree, model lists, fingerprints) and the machine's NPUs"},
+	{[]string{"read", "npu", "wire"}, "formats and readers: what phase0 is handed (checkpoints, config.json, the HF cache, the hub, the llms tree, model lists, fingerprints), the machine's NPUs, and the worker's op contract (every struct that crosses the Python boundary)"},
 	{[]string{"gate"}, "the gates: each judges facts into a verdict section (gate 1 `weights`, gate 2 `baseline`, gate 3 `config`, the quantized gates `quant`), the reference and the machine"},
 	{[]string{"python"}, "the Python side: the embedded interpreter, the worker child, the typed op boundary, warm sessions and the shim itself"},
 	{[]string{"output"}, "what phase0 writes: the generated workspace, the report and its renderings, the record"},

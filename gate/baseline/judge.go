@@ -11,25 +11,19 @@ import (
 	"slices"
 	"sort"
 	"strings"
-)
 
-// Token is a vocabulary entry the runner described (decoded text and kind).
-type Token struct {
-	ID          int    `json:"id"`
-	Text        string `json:"text"`
-	Special     bool   `json:"special"`
-	Placeholder bool   `json:"placeholder"`
-}
+	"phase0/wire"
+)
 
 // Input is everything the judgement needs from one prefill.
 type Input struct {
 	Logits        []float32
-	RunnerTop1    int     // the runner's own top1_token
-	VocabSize     int     // from the config
-	TokenizerSize int     // len(tokenizer)
-	PadID, UnkID  *int    // nil when the tokenizer has none
-	EOSIDs        []int   // may be empty
-	Described     []Token // the runner's top tokens with their text
+	RunnerTop1    int          // the runner's own top1_token
+	VocabSize     int          // from the config
+	TokenizerSize int          // len(tokenizer)
+	PadID, UnkID  *int         // nil when the tokenizer has none
+	EOSIDs        []int        // may be empty
+	Described     []wire.Token // the runner's top tokens with their text
 }
 
 // Stats are the logits' health numbers.
@@ -132,7 +126,7 @@ func Judge(in Input) Verdict {
 	return v
 }
 
-func describe(ts []Token, id int) *Token {
+func describe(ts []wire.Token, id int) *wire.Token {
 	for i := range ts {
 		if ts[i].ID == id {
 			return &ts[i]
@@ -199,7 +193,7 @@ func stats(logits []float32) Stats {
 }
 
 // topK returns the k most probable finite tokens, ties broken by lower id.
-func topK(logits []float32, s *Stats, k int, described []Token) []Ranked {
+func topK(logits []float32, s *Stats, k int, described []wire.Token) []Ranked {
 	idx := make([]int, 0, len(logits))
 	for i, f := range logits {
 		x := float64(f)

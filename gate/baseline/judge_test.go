@@ -5,6 +5,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"phase0/wire"
 )
 
 // peaked returns logits where id `top` clearly wins over a spread of others.
@@ -22,7 +24,7 @@ func ip(i int) *int { return &i }
 func base(logits []float32, top int) Input {
 	return Input{Logits: logits, RunnerTop1: top, VocabSize: len(logits), TokenizerSize: len(logits),
 		PadID: ip(0), UnkID: ip(1), EOSIDs: []int{2},
-		Described: []Token{{ID: 3, Text: "\n"}, {ID: 4, Text: "<|reserved_special_token_4|>", Special: true, Placeholder: true}, {ID: top, Text: " Paris"}}}
+		Described: []wire.Token{{ID: 3, Text: "\n"}, {ID: 4, Text: "<|reserved_special_token_4|>", Special: true, Placeholder: true}, {ID: top, Text: " Paris"}}}
 }
 
 func TestHealthyLogitsPass(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"phase0/internal/stformat"
 	"phase0/read/model"
 	"phase0/read/safetensors"
+	"phase0/wire"
 )
 
 // SourceBehaviour marks findings about what the module does (its RoPE
@@ -20,49 +21,12 @@ import (
 // Config says.
 const SourceBehaviour = "behaviour"
 
-// BehaviourFacts is the worker's behaviour_facts answer: what the weights
-// module and its helpers compute, next to what transformers computes for
-// the same config. The arrays travel as one float32 payload, split by Arrays.
-type BehaviourFacts struct {
-	Rope          RopeFacts   `json:"rope"`
-	HelpersModule *string     `json:"helpers_module"`
-	HelpersFound  bool        `json:"helpers_found"`
-	HelpersRaised string      `json:"helpers_raised,omitempty"`
-	Norms         []NormFacts `json:"norms"`
-	Arrays        []ArraySpec `json:"arrays"`
+// Behaviour is the worker's behaviour facts with their float32 payload
+// split into the arrays they describe.
+type Behaviour struct {
+	wire.BehaviourFacts
 
 	arrays map[string]Array
-}
-
-// RopeFacts describes the module's generate_rope_lut call.
-type RopeFacts struct {
-	SeqLen   int     `json:"seq_len"`
-	HeadDim  int     `json:"head_dim"`
-	RopeType string  `json:"rope_type"` // transformers' rope type for the checkpoint
-	Defined  bool    `json:"defined"`
-	Raised   string  `json:"raised,omitempty"`
-	Type     string  `json:"type,omitempty"`
-	DType    string  `json:"dtype,omitempty"`
-	Shape    []int64 `json:"shape,omitempty"`
-}
-
-// NormFacts describes one helper run on the RMSNorm probe.
-type NormFacts struct {
-	Helper  string `json:"helper"` // rms_norm or qk_norm_per_head
-	Defined bool   `json:"defined"`
-	Width   int    `json:"width"`  // the normalised axis
-	Groups  int    `json:"groups"` // heads for qk_norm_per_head, else 1
-	// Eps is transformers' rms_norm_eps for the reference; EpsArgument is
-	// the eps passed to the helper (nil: its own default, as production calls it).
-	Eps         float64  `json:"eps,omitempty"`          // absent when the helper is not defined
-	EpsArgument *float64 `json:"eps_argument,omitempty"` // absent unless the helper ran
-	Raised      string   `json:"raised,omitempty"`
-}
-
-// ArraySpec names one part of the float32 payload.
-type ArraySpec struct {
-	Name  string  `json:"name"`
-	Shape []int64 `json:"shape"`
 }
 
 // Array is one named part of the payload.
@@ -77,10 +41,10 @@ var ErrBadBehaviour = errors.New("malformed behaviour facts")
 
 // DecodeBehaviour decodes the facts strictly (an unknown field is a renamed
 // one) and splits payload by their array specs, which must cover it exactly.
-func DecodeBehaviour(raw []byte, payload []float32) (*BehaviourFacts, error) {
+func DecodeBehaviour(raw []byte, payload []float32) (*Behaviour, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	var b BehaviourFacts
+	var b Behaviour
 	if err := dec.Decode(&b); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadBehaviour, err)
 	}
@@ -113,7 +77,7 @@ func DecodeBehaviour(raw []byte, payload []float32) (*BehaviourFacts, error) {
 }
 
 // Array returns a named part of the payload.
-func (b *BehaviourFacts) Array(name string) (Array, bool) {
+func (b *Behaviour) Array(name string) (Array, bool) {
 	a, ok := b.arrays[name]
 	return a, ok
 }
@@ -139,7 +103,7 @@ const normTolerance = 1e-2
 // position up to max_seq, and its helpers' RMSNorm against transformers'
 // with config.json's rms_norm_eps on a probe where eps matters. who names
 // the module in findings.
-func (c *Consistency) Behaviour(cfg *model.Config, b *BehaviourFacts, who string) {
+func (c *Consistency) Behaviour(cfg *model.Config, b *Behaviour, who string) {
 	c.source(SourceBehaviour)
 	c.rope(cfg, b, who)
 	c.norms(cfg, b)
@@ -148,7 +112,7 @@ func (c *Consistency) Behaviour(cfg *model.Config, b *BehaviourFacts, who string
 // RopeBehaviour judges the module's RoPE table alone: a quantized
 // deployment's module that defines generate_rope_lut but takes its norms
 // from elsewhere (the fused decode) has no helpers to probe.
-func (c *Consistency) RopeBehaviour(cfg *model.Config, b *BehaviourFacts, who string) {
+func (c *Consistency) RopeBehaviour(cfg *model.Config, b *Behaviour, who string) {
 	c.source(SourceBehaviour)
 	c.rope(cfg, b, who)
 }
@@ -211,7 +175,7 @@ func diffTables(got, want []float32) tableDiff {
 
 func bf16(f float32) float64 { return float64(stformat.BF16Float32(stformat.RoundBF16(f))) }
 
-func (c *Consistency) rope(cfg *model.Config, b *BehaviourFacts, who string) {
+func (c *Consistency) rope(cfg *model.Config, b *Behaviour, who string) {
 	r := b.Rope
 	c.check(SourceBehaviour, "rope_table")
 	call := fmt.Sprintf("generate_rope_lut(config=LlamaConfig(), seq_len=%d)", r.SeqLen)
@@ -280,7 +244,7 @@ func describeScaling(s *model.RopeScaling) string {
 	return out
 }
 
-func (c *Consistency) norms(cfg *model.Config, b *BehaviourFacts) {
+func (c *Consistency) norms(cfg *model.Config, b *Behaviour) {
 	helpers := "the helpers module"
 	if b.HelpersModule != nil {
 		helpers = *b.HelpersModule
@@ -311,7 +275,7 @@ func (c *Consistency) norms(cfg *model.Config, b *BehaviourFacts) {
 
 // norm compares one helper with transformers' RMSNorm on the probe: row 0
 // has mean square eps in every group (so another eps shows), row 1 is N(0, 1).
-func (c *Consistency) norm(cfg *model.Config, b *BehaviourFacts, n NormFacts, helpers string) {
+func (c *Consistency) norm(cfg *model.Config, b *Behaviour, n wire.NormFacts, helpers string) {
 	p := "norm." + n.Helper + "."
 	x, okX := b.Array(p + "x")
 	w, okW := b.Array(p + "weight")
@@ -383,21 +347,11 @@ func impliedEps(x, w, y []float32, width int) float64 {
 	return sum / float64(groups)
 }
 
-// TieFacts is how the loaded lm_head relates to embed_table (the "tie" entry
-// of the worker's loader_facts).
-type TieFacts struct {
-	SameObject bool  `json:"same_object"` // lm_head is embed_table
-	Elements   int64 `json:"elements"`
-	// Differing counts elements that differ (bf16 by bit pattern); nil when
-	// the shapes differ.
-	Differing *int64 `json:"differing"`
-}
-
 // Tie judges the tie by the loader's arrays: a tied config's lm_head must
 // hold embed_table's values; an untied config's must not quietly be them
 // (unless the checkpoint's own lm_head.weight is a byte-identical copy).
 // t is nil when the loader returned no arrays, which gate 1 reports.
-func (c *Consistency) Tie(cfg *model.Config, t *TieFacts, inv *safetensors.Inventory, fsys fs.FS) {
+func (c *Consistency) Tie(cfg *model.Config, t *wire.TieFacts, inv *safetensors.Inventory, fsys fs.FS) {
 	if t == nil {
 		return
 	}
@@ -420,7 +374,7 @@ func (c *Consistency) Tie(cfg *model.Config, t *TieFacts, inv *safetensors.Inven
 	}
 }
 
-func sameText(t *TieFacts) string {
+func sameText(t *wire.TieFacts) string {
 	if t.SameObject {
 		return "is embed_table (the same array)"
 	}

@@ -8,6 +8,7 @@ import (
 
 	"phase0/gate/verdict"
 	"phase0/read/model"
+	"phase0/wire"
 )
 
 func TestDecodeBehaviour(t *testing.T) {
@@ -125,15 +126,15 @@ func TestTieJudgement(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		tied  bool
-		facts *TieFacts
+		facts *wire.TieFacts
 		want  string // finding substring; "" = PASS
 	}{
-		{"tied, same array", true, &TieFacts{SameObject: true, Elements: 8, Differing: n(0)}, ""},
-		{"tied, equal copy", true, &TieFacts{Elements: 8, Differing: n(0)}, ""},
-		{"tied, own matrix", true, &TieFacts{Elements: 8, Differing: n(3)}, "differs from its embed_table at 3 of 8 elements"},
-		{"tied, other shape", true, &TieFacts{Elements: 8}, "another shape"},
-		{"untied, own matrix", false, &TieFacts{Elements: 8, Differing: n(8)}, ""},
-		{"untied, embeddings reused", false, &TieFacts{SameObject: true, Elements: 8, Differing: n(0)}, "does not tie the embeddings but the loader's lm_head is embed_table"},
+		{"tied, same array", true, &wire.TieFacts{SameObject: true, Elements: 8, Differing: n(0)}, ""},
+		{"tied, equal copy", true, &wire.TieFacts{Elements: 8, Differing: n(0)}, ""},
+		{"tied, own matrix", true, &wire.TieFacts{Elements: 8, Differing: n(3)}, "differs from its embed_table at 3 of 8 elements"},
+		{"tied, other shape", true, &wire.TieFacts{Elements: 8}, "another shape"},
+		{"untied, own matrix", false, &wire.TieFacts{Elements: 8, Differing: n(8)}, ""},
+		{"untied, embeddings reused", false, &wire.TieFacts{SameObject: true, Elements: 8, Differing: n(0)}, "does not tie the embeddings but the loader's lm_head is embed_table"},
 		{"no arrays", false, nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,25 +10,8 @@ import (
 	"strings"
 
 	"phase0/read/model"
+	"phase0/wire"
 )
-
-// GeneratedFacts is what the worker reports of the generated LlamaConfig():
-// every field as Python holds it, types kept (28.0 is not 28, 0 is not false).
-type GeneratedFacts struct {
-	Class  string                     `json:"class"`
-	Fields map[string]json.RawMessage `json:"fields"`
-}
-
-// TransformersFacts is what transformers resolves for the model folder:
-// AutoConfig's attributes, and the parameters (name → shape) of the model it
-// builds from them (on the meta device; tied lm_head omitted, as a
-// checkpoint omits it).
-type TransformersFacts struct {
-	Class      string                     `json:"class"`
-	Attributes map[string]json.RawMessage `json:"attributes"`
-	Parameters map[string][]int64         `json:"parameters"`
-	Version    string                     `json:"transformers_version"`
-}
 
 // kind says how a field's values are compared.
 type kind int
@@ -106,7 +89,7 @@ func configFields(cfg *model.Config) (map[string]json.RawMessage, error) {
 // Generated compares every field module's LlamaConfig() carries with cfg.
 // A field it lacks fails, except those judgedByBehaviour and those
 // impliedWhenAbsent.
-func (c *Consistency) Generated(cfg *model.Config, g *GeneratedFacts, module Module) error {
+func (c *Consistency) Generated(cfg *model.Config, g *wire.GeneratedFacts, module Module) error {
 	want, err := configFields(cfg)
 	if err != nil {
 		return err
@@ -149,7 +132,7 @@ func (c *Consistency) Generated(cfg *model.Config, g *GeneratedFacts, module Mod
 // Transformers compares what transformers resolved with cfg: each Config
 // field from AutoConfig's attributes (QKV bias and QK norm from the modules
 // it builds), and the parameter set both ways against model.ExpectedTensors.
-func (c *Consistency) Transformers(cfg *model.Config, t *TransformersFacts) error {
+func (c *Consistency) Transformers(cfg *model.Config, t *wire.TransformersFacts) error {
 	want, err := configFields(cfg)
 	if err != nil {
 		return err
@@ -199,7 +182,7 @@ func (c *Consistency) Transformers(cfg *model.Config, t *TransformersFacts) erro
 
 // resolved maps transformers' attribute names and modelling decisions onto
 // model.Config's field names.
-func resolved(t *TransformersFacts) (map[string]json.RawMessage, error) {
+func resolved(t *wire.TransformersFacts) (map[string]json.RawMessage, error) {
 	a := t.Attributes
 	out := map[string]json.RawMessage{}
 	for field, attr := range map[string]string{
@@ -379,7 +362,7 @@ var coreDims = []string{"n_layers", "emb_dim", "n_heads", "n_kv_heads", "head_di
 // CoreDimsDiffer lists each core dimension the module's LlamaConfig()
 // carries with another value than cfg ("emb_dim 1024 (module) vs 64
 // (checkpoint)"); empty when they agree.
-func CoreDimsDiffer(cfg *model.Config, g *GeneratedFacts) ([]string, error) {
+func CoreDimsDiffer(cfg *model.Config, g *wire.GeneratedFacts) ([]string, error) {
 	want, err := configFields(cfg)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"phase0/gate/verdict"
 	"phase0/read/model"
+	"phase0/wire"
 )
 
 func TestGeneratedFieldTypes(t *testing.T) {
@@ -40,7 +41,7 @@ func TestGeneratedFieldTypes(t *testing.T) {
 			}
 		}
 		c := New()
-		if err := c.Generated(cfg, &GeneratedFacts{Class: "LlamaConfig", Fields: fields}, Module{File: "x_weights.py", Generated: true}); err != nil {
+		if err := c.Generated(cfg, &wire.GeneratedFacts{Class: "LlamaConfig", Fields: fields}, Module{File: "x_weights.py", Generated: true}); err != nil {
 			t.Fatal(err)
 		}
 		text := strings.Join(c.Findings, "\n")

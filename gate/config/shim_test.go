@@ -13,9 +13,9 @@ import (
 	"phase0/gate/verdict"
 	"phase0/internal/testenv"
 	"phase0/output/scaffold"
-	"phase0/python/ops"
 	"phase0/python/ops/opstest"
 	"phase0/read/model"
+	"phase0/wire"
 )
 
 // The tests below ask the real phase0_shim (and so the real transformers)
@@ -25,9 +25,9 @@ func TestMain(m *testing.M) { os.Exit(opstest.Main(m)) }
 
 // realFacts asks the real phase0_shim.facts about a model folder and, when
 // module is set, a generated weights module.
-func realFacts(t *testing.T, module, modelDir string) (*config.GeneratedFacts, *config.TransformersFacts) {
+func realFacts(t *testing.T, module, modelDir string) (*wire.GeneratedFacts, *wire.TransformersFacts) {
 	t.Helper()
-	f, err := opstest.Client(t).ConfigFacts(context.Background(), ops.ModuleArgs{WeightsModule: module, ModelDir: modelDir})
+	f, err := opstest.Client(t).ConfigFacts(context.Background(), wire.ModuleArgs{WeightsModule: module, ModelDir: modelDir})
 	if err != nil {
 		t.Fatalf("config_facts: %v", err)
 	}
@@ -209,7 +209,7 @@ func TestBehaviourOfUpstreamStyleModules(t *testing.T) {
 				}
 			}
 			modelDir := filepath.Join(models, tc.model)
-			facts, err := opstest.Client(t).BehaviourFacts(context.Background(), ops.BehaviourArgs{WeightsModule: weights, HelpersModule: helpers, ModelDir: modelDir, MaxSeq: 64})
+			facts, err := opstest.Client(t).BehaviourFacts(context.Background(), wire.BehaviourArgs{WeightsModule: weights, HelpersModule: helpers, ModelDir: modelDir, MaxSeq: 64})
 			if err != nil {
 				t.Fatalf("behaviour_facts: %v", err)
 			}
@@ -230,7 +230,7 @@ func TestBehaviourOfUpstreamStyleModules(t *testing.T) {
 			}
 			delete(carried, "rms_norm_eps")
 			delete(carried, "rope_scaling")
-			if err := c.Generated(a.Config, &config.GeneratedFacts{Class: "LlamaConfig", Fields: carried}, config.Module{File: tc.folder + "_weights.py"}); err != nil {
+			if err := c.Generated(a.Config, &wire.GeneratedFacts{Class: "LlamaConfig", Fields: carried}, config.Module{File: tc.folder + "_weights.py"}); err != nil {
 				t.Fatal(err)
 			}
 			c.Behaviour(a.Config, facts, filepath.Base(weights))

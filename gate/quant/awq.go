@@ -1,5 +1,7 @@
 package quant
 
+import "phase0/wire"
+
 // awq is AutoAWQ's asymmetric 4-bit (qweight/qzeros/scales, group 128
 // along the input). AWQ rescales input channels by activation-aware
 // factors before quantizing and folds their inverse into the previous
@@ -12,7 +14,9 @@ var _ Format = awq{}
 
 func (awq) Name() string { return "AWQ (int4 g128)" }
 
-func (awq) Bound() Bound { return Bound{Group: 128, Levels: 15, Symmetric: false, Slack: 1.0 / 128} }
+func (awq) Bound() wire.QuantBound {
+	return wire.QuantBound{Group: 128, Levels: 15, Symmetric: false, Slack: 1.0 / 128}
+}
 
 // Limits: our AutoAWQ-layout packer (g128 min/max, no channel scaling) on
 // real-shaped Llama-3.2-1B weights gives cosine 0.9950, relative L2 0.100,

@@ -201,7 +201,7 @@ func ConfigFunctionConstants(fn string, fields map[string]json.RawMessage) map[s
 // JudgeBehaviour judges the module's RoPE table by behaviour against
 // transformers (gate/config), and its norms too when the module defines
 // rms_norm (norms); a finding there is one of this section's.
-func (c *Constants) JudgeBehaviour(cfg *model.Config, b *config.BehaviourFacts, norms bool) {
+func (c *Constants) JudgeBehaviour(cfg *model.Config, b *config.Behaviour, norms bool) {
 	cc := config.New()
 	module := c.Module
 	if c.RopeFrom != "" {

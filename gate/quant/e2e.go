@@ -8,49 +8,8 @@ import (
 
 	"phase0/gate/verdict"
 	"phase0/read/tensornames"
+	"phase0/wire"
 )
-
-// E2EFacts are the worker's answer for quantized gate 2: the reference's
-// transformers model prefilled as loaded (bf16) and again with every
-// projection swapped for the folder's dequantized one, on the canonical
-// prompt and on the calibration passage.
-type E2EFacts struct {
-	Loader               string    `json:"loader"`
-	Patched              int       `json:"patched"`
-	HeadPatched          bool      `json:"head_patched"`
-	FromGate1            bool      `json:"from_gate_1"`
-	ReferenceTop         []int     `json:"reference_top"`
-	ReferenceTopLogprobs []float64 `json:"reference_top_logprobs"`
-	QuantizedTop         []int     `json:"quantized_top"`
-	QuantizedTopLogprobs []float64 `json:"quantized_top_logprobs"`
-	KLPrompt             float64   `json:"kl_prompt"`
-	PassageTokens        int       `json:"passage_tokens"`
-	KLPassage            []float64 `json:"kl_passage"`
-	ReferenceNLL         []float64 `json:"reference_nll"`
-	QuantizedNLL         []float64 `json:"quantized_nll"`
-	ReferenceArgmax      []int     `json:"reference_argmax"`
-	QuantizedArgmax      []int     `json:"quantized_argmax"`
-	// DPPassage is, per passage position, the drop of the reference's
-	// top-1 probability: p_bf16(top-1) − p_quantized(the same token).
-	DPPassage []float64 `json:"dp_passage"`
-	// HiddenCosine is, per decoder layer, the mean over the prompt's tokens
-	// of the cosine of the layer's output with the reference's.
-	HiddenCosine []float64 `json:"hidden_cosine"`
-	// The twin: the reference's own projections through the format's rule
-	// and back, prefilled in the same model before the folder's tensors.
-	TwinRule         string    `json:"twin_rule"`
-	TwinError        string    `json:"twin_error"`
-	TwinQuantized    int       `json:"twin_quantized"`
-	TwinHead         bool      `json:"twin_head"`
-	TwinTop          []int     `json:"twin_top"`
-	TwinTopLogprobs  []float64 `json:"twin_top_logprobs"`
-	KLPromptTwin     float64   `json:"kl_prompt_twin"`
-	KLPassageTwin    []float64 `json:"kl_passage_twin"`
-	TwinNLL          []float64 `json:"twin_nll"`
-	TwinArgmax       []int     `json:"twin_argmax"`
-	DPPassageTwin    []float64 `json:"dp_passage_twin"`
-	HiddenCosineTwin []float64 `json:"hidden_cosine_twin"`
-}
 
 // E2ELimits are quantized gate 2's limits for one format: the paired rule
 // against the twin (the judged one) and a coarse absolute backstop.
@@ -106,7 +65,7 @@ type EndToEnd struct {
 // JudgeE2E judges quantized gate 2 for a folder of format f, against the
 // number of projections the reference has (nLayers × 7): the bundle against
 // its twin, paired per passage token, and against the coarse backstop.
-func JudgeE2E(f Format, facts *E2EFacts, nLayers int) *EndToEnd {
+func JudgeE2E(f Format, facts *wire.QuantE2EFacts, nLayers int) *EndToEnd {
 	lim := f.E2ELimits()
 	e := &EndToEnd{Section: verdict.NewSection(), Format: f.Name(), Loader: facts.Loader, Patched: facts.Patched, HeadPatched: facts.HeadPatched, FromGate1: facts.FromGate1, Limits: lim,
 		KLPrompt: facts.KLPrompt, KLPromptTwin: facts.KLPromptTwin}
@@ -206,7 +165,7 @@ func (e *EndToEnd) AgainstGate1(w *Weights) {
 }
 
 // twinUnavailable says why the facts carry no twin to judge against ("" when they do).
-func twinUnavailable(f Format, facts *E2EFacts, nLayers int) string {
+func twinUnavailable(f Format, facts *wire.QuantE2EFacts, nLayers int) string {
 	if b := f.Bound(); b.Group <= 0 || b.Levels <= 0 {
 		return fmt.Sprintf("format %s has no quantization rule phase0 knows (group %d, levels %d) to build the twin with", f.Name(), b.Group, b.Levels)
 	}

@@ -7,13 +7,14 @@ import (
 
 	"phase0/gate/verdict"
 	"phase0/read/model"
+	"phase0/wire"
 )
 
 // twinFacts are synthetic facts of a 2-layer model over n passage tokens:
 // the twin's per-token KL alternates lo/hi around klTwin, the bundle's is
 // the twin's times ratio plus shift; top-1 agreement drops by lost tokens.
-func twinFacts(n int, klTwin, ratio, shift float64, lost int) *E2EFacts {
-	f := &E2EFacts{Loader: "class Q4nxModel", Patched: 14, TwinQuantized: 14, TwinRule: "affine 4-bit g32",
+func twinFacts(n int, klTwin, ratio, shift float64, lost int) *wire.QuantE2EFacts {
+	f := &wire.QuantE2EFacts{Loader: "class Q4nxModel", Patched: 14, TwinQuantized: 14, TwinRule: "affine 4-bit g32",
 		ReferenceTop: []int{5, 6, 7, 8, 9}, QuantizedTop: []int{5, 6, 7, 8, 9}, TwinTop: []int{5, 6, 7, 8, 9}, PassageTokens: n + 1,
 		HiddenCosine: []float64{0.99, 0.98}, HiddenCosineTwin: []float64{0.99, 0.98}}
 	for i := range n {
@@ -45,7 +46,7 @@ func TestJudgeE2E(t *testing.T) {
 	parts.HiddenCosine = []float64{0.99, 0.41}
 	for _, c := range []struct {
 		name  string
-		facts *E2EFacts
+		facts *wire.QuantE2EFacts
 		want  verdict.Status
 		names string
 	}{
@@ -97,8 +98,8 @@ func TestJudgeE2EWithoutATwin(t *testing.T) {
 // unknownRule is a format whose quantization rule phase0 does not know.
 type unknownRule struct{ q4nx }
 
-func (unknownRule) Name() string { return "Q9" }
-func (unknownRule) Bound() Bound { return Bound{} }
+func (unknownRule) Name() string           { return "Q9" }
+func (unknownRule) Bound() wire.QuantBound { return wire.QuantBound{} }
 
 // TestConfigFunctionConstants: a *_config() value that disagrees with
 // config.json fails naming the function, the field and both values.

@@ -11,9 +11,9 @@ import (
 	"phase0/gate/quant"
 	"phase0/gate/verdict"
 	"phase0/internal/testenv"
-	"phase0/python/ops"
 	"phase0/python/ops/opstest"
 	"phase0/read/model"
+	"phase0/wire"
 )
 
 // familyTree is an upstream-style tree holding our fixture modules of the
@@ -45,7 +45,7 @@ var (
 func judgeFamily(t *testing.T, fx, llms string, c familyCase, bundle string) *quant.Weights {
 	t.Helper()
 	f := quant.Q4NX()
-	facts, err := opstest.Client(t).QuantFacts(context.Background(), ops.QuantArgs{
+	facts, err := opstest.Client(t).QuantFacts(context.Background(), wire.QuantArgs{
 		WeightsModule: filepath.Join(llms, c.folder, c.module), Source: filepath.Join(fx, "bundles", c.family, bundle),
 		ReferenceDir: filepath.Join(fx, c.family), NLayers: c.layers, Bound: f.Bound(), Family: c.family, EmbedScale: c.embedScale})
 	if err != nil {
@@ -163,7 +163,7 @@ func gate3Family(t *testing.T, fx, llms string, c familyCase) *quant.Constants {
 		t.Fatal(err)
 	}
 	k := quant.CheckConstants(c.module, quant.ModuleConstants(src), a.Config, nil)
-	f, err := opstest.Client(t).QuantFamilyFacts(context.Background(), ops.QuantFamilyArgs{WeightsModule: module, Family: c.family, ReferenceDir: dir,
+	f, err := opstest.Client(t).QuantFamilyFacts(context.Background(), wire.QuantFamilyArgs{WeightsModule: module, Family: c.family, ReferenceDir: dir,
 		Source: filepath.Join(fx, "bundles", c.family, "clean")})
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestUpstreamFamilyModulesGate3(t *testing.T) {
 			t.Fatal(err)
 		}
 		k := quant.CheckConstants(c.fc.module, quant.ModuleConstants(src), a.Config, nil)
-		f, err := opstest.Client(t).QuantFamilyFacts(context.Background(), ops.QuantFamilyArgs{WeightsModule: module, Family: c.fc.family, ReferenceDir: dir, Source: dir})
+		f, err := opstest.Client(t).QuantFamilyFacts(context.Background(), wire.QuantFamilyArgs{WeightsModule: module, Family: c.fc.family, ReferenceDir: dir, Source: dir})
 		if err != nil {
 			t.Fatal(err)
 		}

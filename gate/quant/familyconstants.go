@@ -7,6 +7,7 @@ import (
 
 	"phase0/gate/verdict"
 	"phase0/read/model"
+	"phase0/wire"
 )
 
 // A deployed family's module (Gemma 3, Phi-3) hard-codes constants beyond
@@ -15,30 +16,6 @@ import (
 // table. The worker evaluates the module (op quant_family_facts); each
 // family says what its constants stand for (gemma3.go, phi3.go), and its
 // tables are judged by behaviour against transformers'.
-
-// FamilyFacts are the worker's answer for a deployed family's module.
-type FamilyFacts struct {
-	// Constants are the module's numeric top-level constants as Python
-	// evaluates them (EMBED_SCALE = float(np.sqrt(D)) included).
-	Constants map[string]float64 `json:"constants"`
-	// GlobalLayers are the layers the module's is_global_layer makes
-	// global; nil when it defines none.
-	GlobalLayers []int          `json:"global_layers"`
-	Rope         []RopeTable    `json:"rope"`
-	RopeError    string         `json:"rope_error"`
-	FactorRel    float64        `json:"factor_rel_diff"`
-	FactorRelBF  float64        `json:"factor_rel_diff_bf16"`
-	Import       *ImportFailure `json:"import_failure"`
-}
-
-// RopeTable is one of the module's RoPE tables against transformers' for
-// the same positions.
-type RopeTable struct {
-	Label     string  `json:"label"`
-	Positions []int   `json:"positions"`
-	MaxDiff   float64 `json:"max_abs_diff"`
-	OtherDiff float64 `json:"other_max_abs_diff"` // against the other layer kind's table; -1 when none
-}
 
 // familyConstant is what one of a family's constant names stands for.
 type familyConstant struct {
@@ -57,7 +34,7 @@ const RopeTolerance = 0.01
 // JudgeFamily adds a deployed family's part of quantized gate 3 to c: its
 // module's family constants against config.json, which layers it makes
 // global, and its RoPE tables by behaviour.
-func (c *Constants) JudgeFamily(family string, f *FamilyFacts, cfg *model.Config, d *model.Deployed) {
+func (c *Constants) JudgeFamily(family string, f *wire.QuantFamilyFacts, cfg *model.Config, d *model.Deployed) {
 	names := make([]string, 0, len(familyConstants[family]))
 	for n := range familyConstants[family] {
 		names = append(names, n)

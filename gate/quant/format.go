@@ -3,6 +3,8 @@ package quant
 import (
 	"bytes"
 	"fmt"
+
+	"phase0/wire"
 )
 
 // Format is what differs between quantization formats: its name, the
@@ -12,7 +14,7 @@ type Format interface {
 	// Name is the format as reports show it ("Q4NX").
 	Name() string
 	// Bound is the per-element error bound the worker counts against.
-	Bound() Bound
+	Bound() wire.QuantBound
 	// Limits are the per-tensor limits of a clean quantization.
 	Limits() Limits
 	// E2ELimits are quantized gate 2's limits (the dequantized weights

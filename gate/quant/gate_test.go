@@ -10,8 +10,8 @@ import (
 	"phase0/gate/quant"
 	"phase0/gate/verdict"
 	"phase0/internal/testenv"
-	"phase0/python/ops"
 	"phase0/python/ops/opstest"
+	"phase0/wire"
 )
 
 func TestMain(m *testing.M) { os.Exit(opstest.Main(m)) }
@@ -47,7 +47,7 @@ func judge(t *testing.T, dir, bundle string) *quant.Weights {
 	t.Helper()
 	f := quant.Q4NX()
 	module := q4nxModule(t)
-	facts, err := opstest.Client(t).QuantFacts(context.Background(), ops.QuantArgs{WeightsModule: module, Source: filepath.Join(dir, "bundles", bundle),
+	facts, err := opstest.Client(t).QuantFacts(context.Background(), wire.QuantArgs{WeightsModule: module, Source: filepath.Join(dir, "bundles", bundle),
 		ReferenceDir: filepath.Join(dir, "ref"), NLayers: 2, Bound: f.Bound()})
 	if err != nil {
 		t.Fatal(err)
@@ -125,8 +125,8 @@ func TestQuantE2EOp(t *testing.T) {
 		want   verdict.Status
 		names  string
 	}{{"clean", verdict.Pass, "judged against its affine 4-bit g32 (16 levels), bf16 scale and min twin"}, {"nibbles", verdict.Fail, "hidden states first part from the reference at layer 0"}} {
-		facts, err := opstest.Client(t).QuantE2E(context.Background(), ops.QuantE2EOnlyArgs{
-			QuantE2EArgs: ops.QuantE2EArgs{WeightsModule: module, Source: filepath.Join(dir, "bundles", c.bundle), ReferenceDir: filepath.Join(dir, "ref"), NLayers: 2, Rule: quant.Q4NX().Bound()},
+		facts, err := opstest.Client(t).QuantE2E(context.Background(), wire.QuantE2EOnlyArgs{
+			QuantE2EArgs: wire.QuantE2EArgs{WeightsModule: module, Source: filepath.Join(dir, "bundles", c.bundle), ReferenceDir: filepath.Join(dir, "ref"), NLayers: 2, Rule: quant.Q4NX().Bound()},
 			ModelDir:     filepath.Join(dir, "ref"), PromptTokens: []int{1, 20, 30, 40, 50}})
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"phase0/read/model"
 	"phase0/read/tensornames"
+	"phase0/wire"
 )
 
 // Gemma 3's bundles store their kept tensors under conventions
@@ -48,7 +49,7 @@ const conventionExplains = 0.02
 
 // conventionFailure is why a kept tensor stored under a convention failed,
 // with the mistake the numbers point at.
-func conventionFailure(t Tensor) string {
+func conventionFailure(t wire.QuantTensor) string {
 	c, ok := conventions[tensornames.Convention(t.Convention)]
 	if !ok {
 		return fmt.Sprintf("stored under convention %q, which phase0 does not know", t.Convention)

@@ -7,21 +7,22 @@ import (
 
 	"phase0/gate/verdict"
 	"phase0/read/tensornames"
+	"phase0/wire"
 )
 
 // Weights is quantized gate 1: every tensor of every layer the folder's
 // own loader returned, judged against the bf16 reference.
 type Weights struct {
 	verdict.Section
-	Format  string `json:"format"`
-	Loader  string `json:"loader"`
-	Limits  Limits `json:"limits"`
-	Bound   Bound  `json:"bound"`
-	Layers  int    `json:"layers"`
-	Judged  int    `json:"tensors_judged"`
-	Kept    int    `json:"tensors_kept_bf16"`
-	Rows    []Row  `json:"rows"`
-	Weakest *Row   `json:"weakest,omitempty"` // the quantized tensor with the lowest cosine
+	Format  string          `json:"format"`
+	Loader  string          `json:"loader"`
+	Limits  Limits          `json:"limits"`
+	Bound   wire.QuantBound `json:"bound"`
+	Layers  int             `json:"layers"`
+	Judged  int             `json:"tensors_judged"`
+	Kept    int             `json:"tensors_kept_bf16"`
+	Rows    []Row           `json:"rows"`
+	Weakest *Row            `json:"weakest,omitempty"` // the quantized tensor with the lowest cosine
 	// Closeness is layer 0 against the key's reference and the other
 	// cached candidate checkpoints (for the pairing check).
 	Closeness []Closeness `json:"closeness,omitempty"`
@@ -48,7 +49,7 @@ type Expect struct {
 }
 
 // Judge judges the worker's facts for a folder of format f.
-func Judge(f Format, facts *Facts, want Expect) *Weights {
+func Judge(f Format, facts *wire.QuantFactsResult, want Expect) *Weights {
 	w := &Weights{Section: verdict.NewSection(), Format: f.Name(), Loader: facts.Loader, Limits: f.Limits(), Bound: f.Bound(), Layers: facts.LayersLoaded, Rows: []Row{}}
 	lim := w.Limits
 	seen := map[string]bool{}
@@ -142,7 +143,7 @@ func beyondLimits(f Format, m Metrics, lim Limits) (metric string, value float64
 }
 
 // cause is what the numbers say went wrong, or "".
-func cause(t Tensor, m Metrics, lim Limits, family string) string {
+func cause(t wire.QuantTensor, m Metrics, lim Limits, family string) string {
 	conf := func(name string) float64 {
 		if c, ok := t.Confusions[name]; ok {
 			return cosine(c)

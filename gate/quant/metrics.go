@@ -1,6 +1,10 @@
 package quant
 
-import "math"
+import (
+	"math"
+
+	"phase0/wire"
+)
 
 // Metrics are what gate 1 judges for one quantized tensor.
 type Metrics struct {
@@ -19,7 +23,7 @@ type Metrics struct {
 // Of computes the metrics from the sums. An all-zero side has cosine 0
 // and a relative L2 of +Inf against a zero reference (never NaN: the
 // report is JSON).
-func Of(s Stats) Metrics {
+func Of(s wire.QuantStats) Metrics {
 	m := Metrics{MaxAbsDiff: s.MaxAbsDiff}
 	if s.N == 0 {
 		return m
@@ -44,4 +48,4 @@ func Of(s Stats) Metrics {
 }
 
 // cosine of a confusion's sums.
-func cosine(s Stats) float64 { return Of(s).Cosine }
+func cosine(s wire.QuantStats) float64 { return Of(s).Cosine }

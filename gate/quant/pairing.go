@@ -11,6 +11,7 @@ import (
 	"phase0/gate/verdict"
 	"phase0/read/llmstree"
 	"phase0/read/tensornames"
+	"phase0/wire"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -47,7 +48,7 @@ type CandidateID struct{ ID, Dir string }
 // MeasureCloseness computes the closeness of layer 0's projections to the
 // key's reference (from gate 1's facts) and to each candidate the worker
 // compared. With fewer than two checkpoints there is nothing to tell apart.
-func MeasureCloseness(facts *Facts, reference string, candidates []CandidateID) []Closeness {
+func MeasureCloseness(facts *wire.QuantFactsResult, reference string, candidates []CandidateID) []Closeness {
 	if len(facts.Candidates) == 0 {
 		return nil
 	}

@@ -1,5 +1,7 @@
 package quant
 
+import "phase0/wire"
+
 // q40 is the host Q4_0 of qwen25_3b_q4 (fused_decode/qwen25_3b_requant.py):
 // symmetric 4-bit, one scale per 32 input elements, scale = absmax/8,
 // q in −8..7. Error per element ≤ half a step (absmax/8 / 2) plus bf16
@@ -10,7 +12,9 @@ var _ Format = q40{}
 
 func (q40) Name() string { return "Q4_0" }
 
-func (q40) Bound() Bound { return Bound{Group: 32, Levels: 8, Symmetric: true, Slack: 1.0 / 128} }
+func (q40) Bound() wire.QuantBound {
+	return wire.QuantBound{Group: 32, Levels: 8, Symmetric: true, Slack: 1.0 / 128}
+}
 
 // Limits: calibrated with phase0's own Q4_0 packer (the tests' quant
 // package) on real-shaped Llama-3.2-1B weights (cosine 0.9956, rel L2

@@ -1,5 +1,7 @@
 package quant
 
+import "phase0/wire"
+
 // q4nx is FastFlowLM's Q4NX (fused_decode/proj_qmm_pack.py): 4-bit affine
 // blocks of 32 rows × 256 columns, a bf16 scale and min per row per
 // 32-column group, q in 0..15 from the group's min and max; I8 and Q4NX
@@ -11,8 +13,8 @@ var _ Format = q4nx{}
 
 func (q4nx) Name() string { return "Q4NX" }
 
-func (q4nx) Bound() Bound {
-	return Bound{Group: 32, Levels: 15, Symmetric: false, Slack: 1.0 / 128, BlockRows: q4nxRowBlock, BlockCols: q4nxColBlock}
+func (q4nx) Bound() wire.QuantBound {
+	return wire.QuantBound{Group: 32, Levels: 15, Symmetric: false, Slack: 1.0 / 128, BlockRows: q4nxRowBlock, BlockCols: q4nxColBlock}
 }
 
 // Limits: a clean min/max pack of real-shaped Llama-3.2-1B weights gives

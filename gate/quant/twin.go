@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"phase0/wire"
 )
 
 // PairedLimits are quantized gate 2's rule against the twin. Each passage
@@ -95,7 +97,7 @@ type TwinComparison struct {
 
 // compareTwin computes both sides' figures and the paired rules; the
 // facts' passage lists have one length (JudgeE2E checked).
-func compareTwin(f *E2EFacts, lim PairedLimits) *TwinComparison {
+func compareTwin(f *wire.QuantE2EFacts, lim PairedLimits) *TwinComparison {
 	n := len(f.KLPassage)
 	c := &TwinComparison{Rule: f.TwinRule, Tokens: n,
 		Bundle: side(f.KLPassage, f.DPPassage, f.QuantizedNLL, f.ReferenceNLL, f.QuantizedArgmax, f.ReferenceArgmax, f.HiddenCosine),

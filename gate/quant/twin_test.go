@@ -10,16 +10,17 @@ import (
 	"testing"
 
 	"phase0/gate/verdict"
+	"phase0/wire"
 )
 
 // pinnedFacts reads worker facts pinned under testdata/DIR/NAME.json.
-func pinnedFacts(t *testing.T, dir, name string) *E2EFacts {
+func pinnedFacts(t *testing.T, dir, name string) *wire.QuantE2EFacts {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("testdata", dir, name+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f E2EFacts
+	var f wire.QuantE2EFacts
 	if err := json.Unmarshal(raw, &f); err != nil {
 		t.Fatalf("testdata/%s/%s.json: %v", dir, name, err)
 	}

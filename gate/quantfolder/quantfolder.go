@@ -22,6 +22,7 @@ import (
 	"phase0/read/llmstree"
 	"phase0/read/model"
 	"phase0/read/safetensors"
+	"phase0/wire"
 )
 
 // MaxTextBytes bounds a file of the tree or the bundle read as text (a
@@ -304,7 +305,7 @@ func (q *Folder) CandidateDirs() []string {
 // ImportError names what the module could not import, and the folder
 // beside llms/ that is missing: a --llms-dir holding an extracted llms/
 // alone cannot run upstream's quantized modules.
-func (q *Folder) ImportError(f *quant.ImportFailure) error {
+func (q *Folder) ImportError(f *wire.QuantImportFailure) error {
 	var rel []string
 	for _, p := range f.MissingPaths {
 		if r, err := filepath.Rel(q.Dir, p); err == nil {

@@ -13,29 +13,8 @@ import (
 	"phase0/read/model"
 	"phase0/read/safetensors"
 	"phase0/read/tensornames"
+	"phase0/wire"
 )
-
-// ArrayFacts is what the worker reports of one array the loader returned.
-type ArrayFacts struct {
-	Type    string   `json:"type"`            // "ndarray", or the Python type name of something else
-	Shape   []int64  `json:"shape,omitempty"` // shape, dtype and samples: ndarrays only
-	DType   string   `json:"dtype,omitempty"`
-	Samples []Sample `json:"samples,omitempty"`
-}
-
-// Sample is one loaded value: bf16 arrays give the 16-bit pattern, others a number.
-type Sample struct {
-	Index []int64 `json:"index"`
-	Bits  *uint16 `json:"bits,omitempty"`
-	Value any     `json:"value,omitempty"`
-}
-
-// LoaderFacts is the worker's loader_facts: LlamaWeights' arrays as loaded.
-// (Its "tie" entry is gate 3's: config.TieFacts.)
-type LoaderFacts struct {
-	Globals map[string]ArrayFacts   `json:"globals"`
-	Layers  []map[string]ArrayFacts `json:"layers"`
-}
 
 // Loader is gates.python_weights: the generated (or existing) weights module
 // loading the checkpoint, judged here from the facts Python reported.
@@ -111,7 +90,7 @@ func optionalField(field string) (string, bool) {
 // ask for, and every sampled value equal to the checkpoint tensor it should
 // come from (transpose-aware), so a loader that reads w_gate from up_proj,
 // swaps q and k or forgets a transpose fails naming the field.
-func CheckLoader(cfg *model.Config, facts *LoaderFacts, inv *safetensors.Inventory, fsys fs.FS) *Loader {
+func CheckLoader(cfg *model.Config, facts *wire.LoaderFacts, inv *safetensors.Inventory, fsys fs.FS) *Loader {
 	l := NewLoader()
 	shapes := map[string][]int64{}
 	for _, spec := range model.ExpectedTensors(cfg) {
@@ -120,7 +99,7 @@ func CheckLoader(cfg *model.Config, facts *LoaderFacts, inv *safetensors.Invento
 	if cfg.TieWordEmbeddings {
 		shapes["lm_head.weight"] = shapes["model.embed_tokens.weight"]
 	}
-	check := func(where string, f loaderField, hf string, a ArrayFacts, ok bool) {
+	check := func(where string, f loaderField, hf string, a wire.ArrayFacts, ok bool) {
 		want := shapes[hf]
 		if f.transposed {
 			want = []int64{want[1], want[0]}
@@ -183,7 +162,7 @@ func CheckLoader(cfg *model.Config, facts *LoaderFacts, inv *safetensors.Invento
 // compare reads the checkpoint elements at the sampled positions and checks
 // the loaded bf16 bits against them (the checkpoint value rounded to bf16 as
 // ml_dtypes rounds, nearest-even).
-func (l *Loader) compare(where string, f loaderField, t safetensors.Tensor, a ArrayFacts, fsys fs.FS) {
+func (l *Loader) compare(where string, f loaderField, t safetensors.Tensor, a wire.ArrayFacts, fsys fs.FS) {
 	if len(t.Shape) != len(a.Shape) || len(a.Samples) == 0 {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"phase0/internal/sttest"
 	"phase0/read/model"
 	"phase0/read/safetensors"
+	"phase0/wire"
 )
 
 // distinct gives every tensor its own bytes, so a value read from the wrong
@@ -27,17 +28,17 @@ func distinct(ts []sttest.WriteTensor) []sttest.WriteTensor {
 // loadedAs builds the facts a loader would report: for each field, the
 // shape in the (in, out) layout and samples read from the checkpoint tensor
 // source(field) — transposed or not as the loader would have done it.
-func loadedAs(t *testing.T, cfg *model.Config, inv *safetensors.Inventory, fsys fs.FS, source func(field, hf string) (string, bool)) *LoaderFacts {
+func loadedAs(t *testing.T, cfg *model.Config, inv *safetensors.Inventory, fsys fs.FS, source func(field, hf string) (string, bool)) *wire.LoaderFacts {
 	t.Helper()
-	facts := &LoaderFacts{Globals: map[string]ArrayFacts{}}
-	describe := func(f loaderField, hf string) ArrayFacts {
+	facts := &wire.LoaderFacts{Globals: map[string]wire.ArrayFacts{}}
+	describe := func(f loaderField, hf string) wire.ArrayFacts {
 		name, transposed := source(f.field, hf)
 		tn, _ := inv.Tensor(name)
 		shape := append([]int64{}, tn.Shape...)
 		if transposed {
 			shape = []int64{shape[1], shape[0]}
 		}
-		a := ArrayFacts{Type: "ndarray", Shape: shape, DType: "bfloat16"}
+		a := wire.ArrayFacts{Type: "ndarray", Shape: shape, DType: "bfloat16"}
 		idx := func(n int64) []int64 { return []int64{0, 1, n / 2, n - 1} }
 		var points [][]int64
 		if len(shape) == 1 {
@@ -65,7 +66,7 @@ func loadedAs(t *testing.T, cfg *model.Config, inv *safetensors.Inventory, fsys 
 				t.Fatal(err)
 			}
 			bits := binary.LittleEndian.Uint16(raw[0])
-			a.Samples = append(a.Samples, Sample{Index: p, Bits: &bits})
+			a.Samples = append(a.Samples, wire.ArraySample{Index: p, Bits: &bits})
 		}
 		return a
 	}
@@ -73,7 +74,7 @@ func loadedAs(t *testing.T, cfg *model.Config, inv *safetensors.Inventory, fsys 
 		facts.Globals[f.field] = describe(f, f.hf)
 	}
 	for i := 0; i < cfg.NLayers; i++ {
-		layer := map[string]ArrayFacts{}
+		layer := map[string]wire.ArrayFacts{}
 		for _, f := range layerFields(cfg) {
 			layer[f.field] = describe(f, strings.Replace(f.hf, "%d", strconv.Itoa(i), 1))
 		}

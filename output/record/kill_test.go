@@ -16,6 +16,7 @@ import (
 	"phase0/gate/quant"
 	"phase0/gate/verdict"
 	"phase0/output/report"
+	"phase0/wire"
 )
 
 // A child copy of this test binary commits the "new" record of killFixture
@@ -253,7 +254,7 @@ func TestEveryRenderedFileIsRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var facts quant.E2EFacts
+	var facts wire.QuantE2EFacts
 	if err := json.Unmarshal(raw, &facts); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"phase0/gate/quant"
+	"phase0/wire"
 )
 
 // TestQuantE2EBesideItsTwin: a quantized key's report.md shows quantized
@@ -21,7 +22,7 @@ func TestQuantE2EBesideItsTwin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var f quant.E2EFacts
+	var f wire.QuantE2EFacts
 	if err := json.Unmarshal(raw, &f); err != nil {
 		t.Fatal(err)
 	}

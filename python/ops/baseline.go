@@ -1,12 +1,15 @@
 package ops
 
-import "phase0/gate/baseline"
+import (
+	"phase0/gate/baseline"
+	"phase0/wire"
+)
 
 // BaselineSection hands the runner's facts and logits to gate 2 (baseline.Gate2)
 // and records the runner's descriptive facts in the section. vocab is the
 // checkpoint's vocab_size (config.json, as Go extracted it): the logits come
 // from the HF model, whatever a module's Config says.
-func BaselineSection(res *BaselineResult, logits []float32, vocab int, seconds, maxPerplexityRatio float64) *baseline.Baseline {
+func BaselineSection(res *wire.BaselineResult, logits []float32, vocab int, seconds, maxPerplexityRatio float64) *baseline.Baseline {
 	b := baseline.NewBaseline()
 	b.Seconds = seconds
 	b.RunnerPath, b.Prompt, b.PromptStyle = res.RunnerPath, res.Prompt, res.PromptStyle
@@ -28,4 +31,13 @@ func BaselineSection(res *BaselineResult, logits []float32, vocab int, seconds, 
 	}
 	baseline.Gate2(b, f)
 	return b
+}
+
+// Described is the tokens as the judge reads them.
+func Described(top []wire.TopToken) []wire.Token {
+	out := make([]wire.Token, len(top))
+	for i, t := range top {
+		out[i] = t.Token
+	}
+	return out
 }

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"phase0/gate/config"
-	"phase0/gate/quant"
 	"phase0/internal/testenv"
 	"phase0/python/worker"
+	"phase0/wire"
 )
 
 // The worker re-executes this test binary; it must act as the worker then.
@@ -22,28 +21,6 @@ func TestMain(m *testing.M) {
 		os.Exit(worker.Main())
 	}
 	os.Exit(m.Run())
-}
-
-// signatures are the Go types of every op's arguments and result, as the
-// methods of Client use them.
-var signatures = map[string][2]reflect.Type{
-	opEnvironment:     {reflect.TypeFor[NoArgs](), reflect.TypeFor[Environment]()},
-	opDownload:        {reflect.TypeFor[DownloadArgs](), reflect.TypeFor[DownloadResult]()},
-	opDefaultModel:    {reflect.TypeFor[DefaultModelArgs](), reflect.TypeFor[DefaultModelResult]()},
-	opLoaderFacts:     {reflect.TypeFor[ModuleArgs](), reflect.TypeFor[LoaderFactsResult]()},
-	opConfigFacts:     {reflect.TypeFor[ModuleArgs](), reflect.TypeFor[ConfigFactsResult]()},
-	opModuleConfig:    {reflect.TypeFor[ModuleConfigArgs](), reflect.TypeFor[ModuleConfigResult]()},
-	opBehaviourFacts:  {reflect.TypeFor[BehaviourArgs](), reflect.TypeFor[config.BehaviourFacts]()},
-	opBaseline:        {reflect.TypeFor[BaselineArgs](), reflect.TypeFor[BaselineResult]()},
-	opReferencePlan:   {reflect.TypeFor[BaselineArgs](), reflect.TypeFor[ReferencePlanResult]()},
-	opPromptTokens:    {reflect.TypeFor[BaselineArgs](), reflect.TypeFor[PromptTokensResult]()},
-	opRecordReference: {reflect.TypeFor[RecordReferenceArgs](), reflect.TypeFor[NoResult]()},
-	opPythonSources:   {reflect.TypeFor[NoArgs](), reflect.TypeFor[Imports]()},
-	opResetSession:    {reflect.TypeFor[NoArgs](), reflect.TypeFor[ResetResult]()},
-	opQuantFacts:      {reflect.TypeFor[QuantArgs](), reflect.TypeFor[quant.Facts]()},
-	opQuantModule:     {reflect.TypeFor[QuantModuleArgs](), reflect.TypeFor[QuantModuleFacts]()},
-	opQuantE2E:        {reflect.TypeFor[QuantE2EOnlyArgs](), reflect.TypeFor[quant.E2EFacts]()},
-	opQuantFamily:     {reflect.TypeFor[QuantFamilyArgs](), reflect.TypeFor[quant.FamilyFacts]()},
 }
 
 // fieldSchema mirrors phase0_shim.contract.FieldSchema.
@@ -74,7 +51,7 @@ func pythonSchema(t *testing.T) map[string]opSchema {
 	defer c.Close()
 	got, _, err := call[struct {
 		Ops map[string]opSchema `json:"ops"`
-	}](context.Background(), c, "schema", NoArgs{})
+	}](context.Background(), c, "schema", wire.NoArgs{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +71,7 @@ func goFields(t reflect.Type) map[string]fieldSchema {
 		return nil
 	}
 	out := map[string]fieldSchema{}
-	for name, f := range Fields(t) {
+	for name, f := range wire.Fields(t) {
 		out[name] = fieldSchema{Optional: f.Optional, Fields: goFields(f.Type)}
 	}
 	return out
@@ -130,6 +107,10 @@ func compare(where string, gof, pyf map[string]fieldSchema) []string {
 // classes included) are the same on both sides.
 func TestContract(t *testing.T) {
 	py := pythonSchema(t)
+	signatures := map[string]wire.Op{}
+	for _, op := range wire.Ops {
+		signatures[op.Name] = op
+	}
 	goOps, pyOps := sortedKeys(signatures), sortedKeys(py)
 	if !slices.Equal(goOps, pyOps) {
 		t.Errorf("ops differ: Go calls %v, phase0_shim.ops exposes %v", goOps, pyOps)
@@ -140,7 +121,7 @@ func TestContract(t *testing.T) {
 			continue
 		}
 		sig := signatures[op]
-		diffs := append(compare(op+" args", goFields(sig[0]), p.Args), compare(op+" result", goFields(sig[1]), p.Result)...)
+		diffs := append(compare(op+" args", goFields(sig.Args), p.Args), compare(op+" result", goFields(sig.Result), p.Result)...)
 		sort.Strings(diffs)
 		for _, d := range diffs {
 			t.Errorf("%s", d)

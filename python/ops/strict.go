@@ -8,18 +8,13 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"phase0/wire"
 )
 
 // ErrContract marks a result whose keys do not match the Go type declared
 // for it: the Python op and this package disagree about the boundary.
 var ErrContract = errors.New("op result does not match its Go type")
-
-// Field declares how a JSON key of an op's arguments or result travels: its
-// json tag names it, and the tag's omitempty option marks it optional (the
-// key may be absent). Every other field is required: its key must be
-// present, with null allowed only for pointer, slice, map and interface
-// types. The same rule holds at every depth of a result, and the Python
-// TypedDicts follow it (optional keys live in a total=False class).
 
 // decodeStrict decodes data into out (a pointer) after checking, at every
 // depth, that each JSON object has exactly the keys of the Go struct it
@@ -97,7 +92,7 @@ func checkObject(data json.RawMessage, t reflect.Type, path string) error {
 	if err := json.Unmarshal(data, &obj); err != nil {
 		return fmt.Errorf("result %s is not a JSON object (want %s): %w", describe(path), t, err)
 	}
-	fields := Fields(t)
+	fields := wire.Fields(t)
 	for _, k := range sortedKeys(obj) {
 		f, ok := fields[k]
 		if !ok {
@@ -113,58 +108,6 @@ func checkObject(data json.RawMessage, t reflect.Type, path string) error {
 		}
 	}
 	return nil
-}
-
-// FieldInfo is one JSON key of a Go struct.
-type FieldInfo struct {
-	Type     reflect.Type
-	Optional bool // the json tag has omitempty: the key may be absent
-}
-
-// Fields lists the JSON keys of struct type t as encoding/json sees them:
-// json tags name them, "-" and unexported fields are skipped, and untagged
-// embedded structs contribute their own keys.
-func Fields(t reflect.Type) map[string]FieldInfo {
-	out := map[string]FieldInfo{}
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag := f.Tag.Get("json")
-		if tag == "-" {
-			continue
-		}
-		name, opts, _ := strings.Cut(tag, ",")
-		if f.Anonymous && name == "" {
-			et := f.Type
-			if et.Kind() == reflect.Pointer {
-				et = et.Elem()
-			}
-			if et.Kind() == reflect.Struct {
-				for k, v := range Fields(et) {
-					out[k] = v
-				}
-				continue
-			}
-		}
-		if !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		out[name] = FieldInfo{Type: f.Type, Optional: hasOption(opts, "omitempty")}
-	}
-	return out
-}
-
-func hasOption(opts, want string) bool {
-	for opts != "" {
-		var o string
-		o, opts, _ = strings.Cut(opts, ",")
-		if o == want {
-			return true
-		}
-	}
-	return false
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -52,19 +51,5 @@ func TestDecodeStrict(t *testing.T) {
 				t.Fatalf("error %v, want an ErrContract naming some_op and %q", err, c.want)
 			}
 		})
-	}
-}
-
-// TestFieldsFlattensEmbedded: an embedded struct's keys are the outer
-// struct's own, as encoding/json sees them (LoaderFactsResult, TokenInfo).
-func TestFieldsFlattensEmbedded(t *testing.T) {
-	got := sortedKeys(goFields(reflect.TypeFor[TokenInfo]()))
-	want := "id in_tokenizer logit placeholder special text token"
-	if strings.Join(got, " ") != want {
-		t.Errorf("TokenInfo keys %v, want %s", got, want)
-	}
-	got = sortedKeys(goFields(reflect.TypeFor[RecordReferenceArgs]()))
-	if len(got) != 15 || !strings.Contains(strings.Join(got, " "), "model_dir") {
-		t.Errorf("RecordReferenceArgs keys %v: want BaselineArgs' 10 (quant included) and its own 5", got)
 	}
 }

@@ -3,10 +3,12 @@ package fingerprint
 import (
 	"os"
 	"path/filepath"
-	"phase0/internal/testenv"
 	"strings"
 	"testing"
 	"time"
+
+	"phase0/internal/testenv"
+	"phase0/wire"
 )
 
 // TestCTimeSeesAnInPlaceRewrite: a file too large to hash, rewritten through
@@ -109,8 +111,8 @@ func TestSourcesSeeShadowingAndSkipStdlib(t *testing.T) {
 	testenv.WriteFile(t, filepath.Join(site, "numpy", "__init__.py"), "")
 	testenv.WriteFile(t, filepath.Join(site, "x.pth"), "import y\n")
 	testenv.WriteFile(t, filepath.Join(user, "mylib.py"), "A = 1\n")
-	im := Imports{
-		Modules: []Module{
+	im := wire.Imports{
+		Modules: []wire.ImportedModule{
 			{Name: "os", File: filepath.Join(stdlib, "os.py")},
 			{Name: "numpy", File: filepath.Join(site, "numpy", "__init__.py"), Search: []string{filepath.Join(site, "numpy")}},
 			{Name: "mylib", File: filepath.Join(user, "mylib.py")},

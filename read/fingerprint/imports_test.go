@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"phase0/internal/testenv"
+	"phase0/wire"
 )
 
 // TestCPUFlagsAreAChange: a verdict recorded on one CPU is not reused on a
@@ -106,7 +107,7 @@ func TestImportDirsSeeShadowingPackage(t *testing.T) {
 	testenv.WriteFile(t, filepath.Join(site, "mypkg", "models", "__init__.py"), "")
 	testenv.WriteFile(t, filepath.Join(qwen3, "__init__.py"), "")
 	testenv.WriteFile(t, filepath.Join(qwen3, "modeling_qwen3.py"), "WHO = 'module'\n")
-	facts := func() (Imports, string) {
+	facts := func() (wire.Imports, string) {
 		t.Helper()
 		script := "import json, sys\nsys.path.insert(0, sys.argv[1])\nimport mypkg.models.qwen3.modeling_qwen3 as m\n" +
 			"from phase0_shim.sources import imports\nprint(json.dumps({'imports': imports(), 'who': m.WHO}))\n"
@@ -117,8 +118,8 @@ func TestImportDirsSeeShadowingPackage(t *testing.T) {
 			t.Fatalf("python: %v", err)
 		}
 		var got struct {
-			Imports Imports `json:"imports"`
-			Who     string  `json:"who"`
+			Imports wire.Imports `json:"imports"`
+			Who     string       `json:"who"`
 		}
 		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatal(err)

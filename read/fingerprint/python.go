@@ -11,28 +11,8 @@ import (
 	"strings"
 
 	"phase0/internal/pyimport"
+	"phase0/wire"
 )
-
-// Imports is what the Python worker reports about itself after a run: every
-// module it imported (name, file, and a package's search folders), its
-// sys.path, where its standard library lives and its site-packages folders.
-// Python reports; Go stamps.
-type Imports struct {
-	Modules  []Module `json:"modules"`
-	SysPath  []string `json:"sys_path"`
-	Stdlib   []string `json:"stdlib"`
-	SiteDirs []string `json:"site_dirs"`
-}
-
-// Module is one entry of sys.modules.
-type Module struct {
-	Name string `json:"name"`
-	// File is the module's __file__ ("" for built-in and namespace modules).
-	File string `json:"file"`
-	// Search is a package's __path__: the folders its submodules were
-	// looked up in (empty for a plain module).
-	Search []string `json:"search"`
-}
 
 // Sources is the Python code a run executed and what steered it, stamped:
 //   - Files: every module file it imported from outside the standard
@@ -68,7 +48,7 @@ type Sources struct {
 // StampSources stamps what a worker reported. Module files outside the
 // site folders (the user's code) are hashed by content; installed packages,
 // thousands of files, by metadata (ctime still moves on any rewrite).
-func StampSources(im Imports) Sources {
+func StampSources(im wire.Imports) Sources {
 	s := Sources{Modules: map[string]string{}}
 	outside := func(p string) bool { return !under(p, im.Stdlib) || under(p, im.SiteDirs) }
 	var files, dirs []string

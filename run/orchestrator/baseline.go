@@ -12,15 +12,16 @@ import (
 	"phase0/python/ops"
 	"phase0/read/model"
 	"phase0/run/reuse"
+	"phase0/wire"
 )
 
 // baselineRequest builds ops.baseline's arguments for the canonical-prompt prefill.
-func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weightsModule string) ops.BaselineArgs {
+func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weightsModule string) wire.BaselineArgs {
 	style := s.PromptStyle
 	if style == "" && s.Prompt == "" {
 		style = ref.PromptStyle
 	}
-	return ops.BaselineArgs{
+	return wire.BaselineArgs{
 		ModelDir: ref.Dir, ModelID: ref.ID, LLMSDir: s.LLMSDir, PromptStyle: style, Prompt: s.Prompt,
 		Config: cfg, WeightsModule: weightsModule, MaxSeq: s.MaxSeq, DecodeN: s.Decode,
 	}
@@ -55,7 +56,7 @@ func hfBaselineStage(ctx context.Context, st *state) (*baseline.Baseline, outcom
 // promptFits refuses, before the model loads, a prompt that does not fit
 // max_seq (baseline.CheckPromptFits), counted by the tokenizer alone; a
 // count that raises is left to the baseline op to report.
-func promptFits(ctx context.Context, st *state, args ops.BaselineArgs) error {
+func promptFits(ctx context.Context, st *state, args wire.BaselineArgs) error {
 	r, err := st.py().PromptTokens(ctx, args)
 	if err != nil {
 		return workerFailure(err)

@@ -10,18 +10,19 @@ import (
 	"phase0/gate/verdict"
 	"phase0/output/report"
 	"phase0/python/ops"
+	"phase0/wire"
 )
 
 // passageResult is an ops.baseline answer with healthy logits and the given
 // per-token NLLs on the calibration passage.
-func passageResult(vocab int, nll ...float64) (*ops.BaselineResult, []float32) {
+func passageResult(vocab int, nll ...float64) (*wire.BaselineResult, []float32) {
 	logits := make([]float32, vocab)
 	for i := range logits {
 		logits[i] = float32(i%7) / 7
 	}
 	logits[42] = 9
-	res := &ops.BaselineResult{Runner: "bundled", Prompt: "p", Tokens: []int{1, 2}, Top1Token: 42, VocabSize: vocab, TokenizerSize: vocab}
-	res.Calibration = &ops.PassageFacts{Passage: "The sun rose.", Tokens: make([]int, len(nll)+1)}
+	res := &wire.BaselineResult{Runner: "bundled", Prompt: "p", Tokens: []int{1, 2}, Top1Token: 42, VocabSize: vocab, TokenizerSize: vocab}
+	res.Calibration = &wire.PassageFacts{Passage: "The sun rose.", Tokens: make([]int, len(nll)+1)}
 	for i := range nll {
 		res.Calibration.NLL = append(res.Calibration.NLL, &nll[i])
 	}

@@ -7,7 +7,7 @@ import (
 
 	"phase0/gate/preflight"
 	"phase0/gate/verdict"
-	"phase0/python/ops"
+	"phase0/wire"
 )
 
 // Preflight says whether this machine is ready for Phase 0 and the phases
@@ -16,12 +16,12 @@ import (
 func Preflight(ctx context.Context, s *Settings) *preflight.Report {
 	py := s.opsClient()
 	defer py.Close()
-	return preflight.Run(machineInput(s, func() (ops.Environment, error) { return py.Environment(ctx) }))
+	return preflight.Run(machineInput(s, func() (wire.Environment, error) { return py.Environment(ctx) }))
 }
 
 // machineInput is the preflight input from the settings; environment asks
 // the configured interpreter for its versions (facts only).
-func machineInput(s *Settings, environment func() (ops.Environment, error)) preflight.Input {
+func machineInput(s *Settings, environment func() (wire.Environment, error)) preflight.Input {
 	in := preflight.Input{LLMsDir: s.LLMSDir, Getenv: s.getenv}
 	if cache, err := s.python().Cache(); err == nil {
 		in.DiskPath = cache
@@ -43,7 +43,7 @@ func machineInput(s *Settings, environment func() (ops.Environment, error)) pref
 // machineStage records the machine-readiness section in the run
 // report, asking the run's own worker for the Python facts.
 func machineStage(ctx context.Context, st *state) (*preflight.Report, outcome, error) {
-	in := machineInput(st.in.s, func() (ops.Environment, error) { return st.py().Environment(ctx) })
+	in := machineInput(st.in.s, func() (wire.Environment, error) { return st.py().Environment(ctx) })
 	if ctx.Err() != nil {
 		return nil, outcome{}, fmt.Errorf("%w in the machine check: %w", errInterrupted, ctx.Err())
 	}

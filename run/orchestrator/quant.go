@@ -19,6 +19,7 @@ import (
 	"phase0/read/hfcache"
 	"phase0/read/llmstree"
 	"phase0/run/reuse"
+	"phase0/wire"
 )
 
 // Quantized deployments (llama32_1b_q4nx …) are validated through the
@@ -95,7 +96,7 @@ func quantWeightsStage(ctx context.Context, st *state) (*quant.Weights, outcome,
 	// The dequantized tensors stay in the worker for quantized gate 2 (the
 	// quant_baseline stage, same session): the folder's loader runs once.
 	family, embedScale := st.facts.analysis.DeployedFamily()
-	facts, err := st.py().QuantFacts(ctx, ops.QuantArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers, Bound: q.Format.Bound(),
+	facts, err := st.py().QuantFacts(ctx, wire.QuantArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers, Bound: q.Format.Bound(),
 		CandidateDirs: q.CandidateDirs(), Keep: true, Family: family, EmbedScale: embedScale})
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
@@ -120,9 +121,9 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 	rt := q.RopeTables(filepath.Dir(q.Dir)) // what the folder's prefill and decode use
 	rt.AddTheta(consts, files)
 	var notes []string
-	var rope *ops.QuantModuleFacts
+	var rope *wire.QuantModuleFacts
 	if ok, _ := pythonReady(st); ok {
-		mf, err := st.py().QuantModuleFacts(ctx, ops.QuantModuleArgs{WeightsModule: q.Module})
+		mf, err := st.py().QuantModuleFacts(ctx, wire.QuantModuleArgs{WeightsModule: q.Module})
 		if err != nil {
 			if stop := workerFailure(err); stop != nil {
 				return nil, outcome{}, stop
@@ -150,7 +151,7 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 		// A deployed family's module builds its RoPE table its own way
 		// (Gemma per layer kind, Phi from the bundle's LongRoPE factors):
 		// judged by the family's facts instead of the shared behaviour.
-		f, err := st.py().QuantFamilyFacts(ctx, ops.QuantFamilyArgs{WeightsModule: q.Module, Family: family, ReferenceDir: st.facts.model.Dir, Source: q.Source})
+		f, err := st.py().QuantFamilyFacts(ctx, wire.QuantFamilyArgs{WeightsModule: q.Module, Family: family, ReferenceDir: st.facts.model.Dir, Source: q.Source})
 		if err != nil {
 			if stop := workerFailure(err); stop != nil {
 				return nil, outcome{}, stop
@@ -180,7 +181,7 @@ func quantConfigStage(ctx context.Context, st *state) (*quant.Constants, outcome
 // for a bf16 module: the module's own (built for its *_config(), else
 // LlamaConfig()), or the table and config of the module its prefill takes
 // it from (from). A worker failure that is not the module's is returned.
-func (st *state) quantRopeBehaviour(ctx context.Context, c *quant.Constants, rope *ops.QuantModuleFacts, from string) error {
+func (st *state) quantRopeBehaviour(ctx context.Context, c *quant.Constants, rope *wire.QuantModuleFacts, from string) error {
 	q := st.facts.quant
 	fn := ""
 	for name := range rope.Configs {
@@ -188,7 +189,7 @@ func (st *state) quantRopeBehaviour(ctx context.Context, c *quant.Constants, rop
 			fn = name
 		}
 	}
-	args := ops.BehaviourArgs{WeightsModule: q.Module, ModelDir: st.facts.model.Dir, MaxSeq: st.in.s.MaxSeq, ConfigFunction: fn}
+	args := wire.BehaviourArgs{WeightsModule: q.Module, ModelDir: st.facts.model.Dir, MaxSeq: st.in.s.MaxSeq, ConfigFunction: fn}
 	if from != "" {
 		args.WeightsModule, args.ConfigFunction = from, ""
 		c.RopeFrom = from
@@ -231,7 +232,7 @@ type quantGate2 struct {
 // the canonical prompt and the calibration passage; Go judges both.
 func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, error) {
 	q, cfg := st.facts.quant, st.facts.analysis.Config
-	e2eArgs := ops.QuantE2EArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers, Rule: q.Format.Bound()}
+	e2eArgs := wire.QuantE2EArgs{WeightsModule: q.Module, Source: q.Source, ReferenceDir: st.facts.model.Dir, NLayers: cfg.NLayers, Rule: q.Format.Bound()}
 	notRun := q.E2ENotRun(st.sections.quantWeights) // the bundle's fault is gate 1's, never the reference's
 	if rec, _ := bf16Record(st); rec != nil && rec.Gates.HFBaseline != nil && len(rec.Gates.HFBaseline.Tokens) > 0 {
 		// Gate 2 is the reference's own baseline, recorded as a PASS on
@@ -243,7 +244,7 @@ func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, er
 			out.e2e = quant.E2ENotRun(q.Format, notRun)
 			return out, outcome{status: b.Status, detail: "bf16: " + b.Summary + "; quantized: " + out.e2e.Summary}, nil
 		}
-		facts, err := st.py().QuantE2E(ctx, ops.QuantE2EOnlyArgs{QuantE2EArgs: e2eArgs, ModelDir: st.facts.model.Dir, PromptTokens: b.Tokens})
+		facts, err := st.py().QuantE2E(ctx, wire.QuantE2EOnlyArgs{QuantE2EArgs: e2eArgs, ModelDir: st.facts.model.Dir, PromptTokens: b.Tokens})
 		if err != nil {
 			if stop := workerFailure(err); stop != nil {
 				return quantGate2{}, outcome{}, stop

@@ -13,8 +13,8 @@ import (
 	"phase0/internal/atomicfile"
 	"phase0/output/report"
 	"phase0/output/scaffold"
-	"phase0/python/ops"
 	"phase0/read/fingerprint"
+	"phase0/wire"
 )
 
 // referenceApplies: recording is on (reference_steps > 0) and, in run, the
@@ -158,7 +158,7 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 		r.Why = append(r.Why, why...)
 	}
 
-	rec := ops.RecordReferenceArgs{BaselineArgs: args, Steps: r.Steps, TopK: r.TopK, Dtype: r.Dtype, OutDir: dir,
+	rec := wire.RecordReferenceArgs{BaselineArgs: args, Steps: r.Steps, TopK: r.TopK, Dtype: r.Dtype, OutDir: dir,
 		Meta: map[string]any{"key": key, "key_sha256": r.KeySHA256, "revision": ref.Revision}}
 	if rec.MaxSeq < 1 {
 		rec.MaxSeq = 1

@@ -12,7 +12,7 @@ import (
 	"phase0/gate/weights"
 	"phase0/output/report"
 	"phase0/output/scaffold"
-	"phase0/python/ops"
+	"phase0/wire"
 )
 
 // Run is all of Phase 0 for one model.
@@ -32,14 +32,14 @@ func Run(ctx context.Context, s *Settings, modelArg, version string) *report.Rep
 // (judged in gate 3).
 type loaded struct {
 	loader *weights.Loader
-	tie    *config.TieFacts
+	tie    *wire.TieFacts
 }
 
 // pythonWeightsStage is gate 1 from the user's side: the generated loader loads the
 // real checkpoint in Python, and Go judges what came back.
 func pythonWeightsStage(ctx context.Context, st *state) (loaded, outcome, error) {
 	src := st.facts.model
-	facts, err := st.py().LoaderFacts(ctx, ops.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: src.Dir})
+	facts, err := st.py().LoaderFacts(ctx, wire.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: src.Dir})
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return loaded{}, outcome{}, stop
@@ -58,7 +58,7 @@ func pythonWeightsStage(ctx context.Context, st *state) (loaded, outcome, error)
 func configFactsStage(ctx context.Context, st *state) (*config.Consistency, outcome, error) {
 	cc := st.sections.crossCheck.Clone()
 	cfg, src := st.facts.analysis.Config, st.facts.model
-	facts, err := st.py().ConfigFacts(ctx, ops.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: src.Dir})
+	facts, err := st.py().ConfigFacts(ctx, wire.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: src.Dir})
 	if err != nil {
 		if stop := workerFailure(err); stop != nil {
 			return nil, outcome{}, stop
@@ -89,7 +89,7 @@ func configFactsStage(ctx context.Context, st *state) (*config.Consistency, outc
 // evaluate stops the run.
 func (st *state) behaviour(ctx context.Context, cc *config.Consistency, module string) error {
 	w := st.facts.workspace
-	args := ops.BehaviourArgs{WeightsModule: st.weightsModule(), HelpersModule: filepath.Join(w.dir, w.spec.Name+"_cpu_helpers.py"),
+	args := wire.BehaviourArgs{WeightsModule: st.weightsModule(), HelpersModule: filepath.Join(w.dir, w.spec.Name+"_cpu_helpers.py"),
 		ModelDir: st.facts.model.Dir, MaxSeq: st.in.s.MaxSeq}
 	b, err := st.py().BehaviourFacts(ctx, args)
 	if err != nil {

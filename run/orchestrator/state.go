@@ -22,6 +22,7 @@ import (
 	"phase0/read/model"
 	"phase0/read/safetensors"
 	"phase0/run/reuse"
+	"phase0/wire"
 )
 
 // errInterrupted marks a run stopped by SIGINT/SIGTERM/SIGHUP: exit 130,
@@ -77,7 +78,7 @@ type facts struct {
 	checkpoint *checkpoint     // weights: the tensor inventory
 	memory     *memoryVerdict  // memory: the estimate and, when too small, the refusal
 	workspace  *workspace      // generate: <name>/, its spec and what was written
-	tie        *config.TieFacts
+	tie        *wire.TieFacts
 	inputs     *reuse.Record       // record_inputs: inputs.json, written with the record (nil: a verdict not to reuse)
 	recorded   *recorded           // record: where the report was written
 	quant      *quantfolder.Folder // quant_folder: the quantized folder's module, format and bundle

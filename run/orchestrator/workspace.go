@@ -17,9 +17,9 @@ import (
 	"phase0/output/record"
 	"phase0/output/report"
 	"phase0/output/scaffold"
-	"phase0/python/ops"
 	"phase0/read/llmstree"
 	"phase0/run/wsfolder"
+	"phase0/wire"
 )
 
 // weightsModule is <name>_weights.py of this run: the generated one, or the
@@ -177,7 +177,7 @@ func (st *state) generatedReport(ws string, spec scaffold.Spec, mode string, for
 // this is not (upstream's qwen3_0_6b is not a tiny Qwen3's workspace). A
 // module that cannot be imported is left to the gates, which report why.
 func (st *state) checkLocalModel(ctx context.Context, spec scaffold.Spec, module string) error {
-	facts, err := st.py().ModuleConfig(ctx, ops.ModuleConfigArgs{WeightsModule: module})
+	facts, err := st.py().ModuleConfig(ctx, wire.ModuleConfigArgs{WeightsModule: module})
 	if err != nil {
 		return workerFailure(err)
 	}

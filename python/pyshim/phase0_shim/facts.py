@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from phase0_shim.config import generated_config, import_module_from_path
-from phase0_shim.optypes import GeneratedFacts, LoaderFactsResult, TieFacts, TransformersFacts
+from phase0_shim.optypes import ArrayFacts, ArraySample, GeneratedFacts, LoaderFactsResult, TieFacts, TransformersFacts
 
 # LlamaWeights' whole-model arrays, and the per-layer fields a loader may fill.
 GLOBAL_FIELDS = ("embed_table", "final_norm", "lm_head")
@@ -83,7 +83,7 @@ def _probe_indices(n: int) -> list[int]:
     return sorted({i for i in (0, 1, n // 2, n - 1) if 0 <= i < n})
 
 
-def array_facts(value: Any) -> dict[str, Any]:
+def array_facts(value: Any) -> ArrayFacts:
     """Shape, dtype and sampled values of one loaded array.
 
     Samples are taken at the first, second, middle and last index of each
@@ -92,13 +92,13 @@ def array_facts(value: Any) -> dict[str, Any]:
     """
     if not isinstance(value, np.ndarray):
         return {"type": type(value).__name__}
-    out: dict[str, Any] = {"type": "ndarray", "shape": list(value.shape), "dtype": str(value.dtype)}
+    out: ArrayFacts = {"type": "ndarray", "shape": list(value.shape), "dtype": str(value.dtype)}
     if value.ndim not in (1, 2) or value.size == 0:
         out["samples"] = []
         return out
     grids = [_probe_indices(n) for n in value.shape]
     points = [[i] for i in grids[0]] if value.ndim == 1 else [[i, j] for i in grids[0] for j in grids[1]]
-    samples = []
+    samples: list[ArraySample] = []
     bits = value.view(np.uint16) if value.dtype.name == "bfloat16" else None
     for p in points:
         at = tuple(p)

@@ -26,7 +26,7 @@ from phase0_shim.optypes import (
     BaselineResult,
     ConfigFactsResult,
     Decode,
-    EnvironmentResult,
+    Environment,
     LoaderFactsResult,
     ModuleArgs,
     QuantE2EFacts,
@@ -50,8 +50,8 @@ TOP_K = 10
 STAGE_BASELINE = "hf_baseline"
 
 
-@op("environment", NoArgs, EnvironmentResult)
-def environment(_: NoArgs) -> EnvironmentResult:
+@op("environment", NoArgs, Environment)
+def environment(_: NoArgs) -> Environment:
     """Versions of what the worker runs on (empty when a package is missing); a liveness check too."""
     import sys
     from importlib import metadata

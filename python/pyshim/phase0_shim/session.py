@@ -21,19 +21,13 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import TypedDict
-
 from phase0_shim.opargs import NoArgs, op
+from phase0_shim.optypes import ResetResult
 from phase0_shim.sources import imports
 
 # sys.path as the worker started: the shim folder first, then the interpreter's own.
 _STARTING_SYS_PATH = list(sys.path)
 _SHIM_ROOT = Path(__file__).resolve().parent.parent
-
-
-class ResetResult(TypedDict):
-    forgotten: list[str]
-    sys_path: list[str]
 
 
 def _kept_roots() -> list[Path]:

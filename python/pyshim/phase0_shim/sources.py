@@ -12,27 +12,13 @@ from __future__ import annotations
 import site
 import sys
 import sysconfig
-from typing import TypedDict
-
 from phase0_shim.opargs import NoArgs, op
+from phase0_shim.optypes import ImportedModule, Imports
 
 
-class Module(TypedDict):
-    name: str
-    file: str  # "" for built-in and namespace modules
-    search: list[str]  # a package's __path__; [] for a plain module
-
-
-class Imports(TypedDict):
-    modules: list[Module]
-    sys_path: list[str]
-    stdlib: list[str]
-    site_dirs: list[str]
-
-
-def imported_modules() -> list[Module]:
+def imported_modules() -> list[ImportedModule]:
     """Every loaded module: the import map, and where its submodules were looked up."""
-    out: list[Module] = []
+    out: list[ImportedModule] = []
     for name, module in sorted(list(sys.modules.items()), key=lambda item: item[0]):
         if module is None:  # a failed import remembered as missing
             continue

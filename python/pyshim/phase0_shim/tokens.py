@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from phase0_shim.optypes import SpecialIds, TokenJSON
+from phase0_shim.optypes import SpecialIDs, TopToken
 
 # Reserved/unused vocabulary slots that a healthy model should never predict:
 # <|reserved_special_token_7|> (Llama 3), <unused12> (Gemma), [unused3] (BERT),
@@ -35,7 +35,7 @@ class TokenInfo:
     special: bool
     placeholder: bool
 
-    def to_json(self) -> TokenJSON:
+    def to_json(self) -> TopToken:
         return {
             "id": self.id,
             "token": self.token,
@@ -98,7 +98,7 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def special_token_ids(tokenizer: Any, model_dir: Path | str) -> SpecialIds:
+def special_token_ids(tokenizer: Any, model_dir: Path | str) -> SpecialIDs:
     """bos/pad/unk ids and every eos id (tokenizer, config.json, generation_config.json)."""
     eos: list[int] = []
     sources = (
