@@ -9,7 +9,6 @@ import (
 	"phase0/gate/baseline"
 	"phase0/output/report"
 	"phase0/python/bridge"
-	"phase0/python/ops"
 	"phase0/read/model"
 	"phase0/run/reuse"
 	"phase0/wire"
@@ -49,7 +48,7 @@ func hfBaselineStage(ctx context.Context, st *state) (*baseline.Baseline, outcom
 	if err := runnerIsVerifys(st.in.s, res.RunnerPath); err != nil {
 		return nil, outcome{}, err
 	}
-	b := ops.BaselineSection(&res, logits, st.facts.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
+	b := baseline.FromRunner(&res, logits, st.facts.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
 	return b, outcome{status: b.Status, detail: b.Summary}, nil
 }
 

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"phase0/gate/baseline"
 	"phase0/gate/verdict"
 	"phase0/output/report"
-	"phase0/python/ops"
 	"phase0/wire"
 )
 
@@ -43,7 +43,7 @@ func TestBaselinePerplexityRuleInEveryFormat(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, logits := passageResult(512, tc.nll...)
-			b := ops.BaselineSection(res, logits, 512, 1, tc.ratio)
+			b := baseline.FromRunner(res, logits, 512, 1, tc.ratio)
 			if b.Status != tc.status {
 				t.Fatalf("status %s, want %s; reasons %q", b.Status, tc.status, b.Reasons)
 			}
@@ -90,7 +90,7 @@ func TestBaselinePerplexityRuleInEveryFormat(t *testing.T) {
 func TestBaselineWithoutPassageFactsFails(t *testing.T) {
 	res, logits := passageResult(512, 1)
 	res.Calibration = nil
-	b := ops.BaselineSection(res, logits, 512, 1, 0)
+	b := baseline.FromRunner(res, logits, 512, 1, 0)
 	if b.Status != verdict.Fail || !strings.Contains(b.Summary, "no calibration passage facts") {
 		t.Errorf("status %s, summary %q", b.Status, b.Summary)
 	}
@@ -102,7 +102,7 @@ func TestBaselineWithoutPassageFactsFails(t *testing.T) {
 func TestPerplexityLimitUsesTheCheckpointsVocab(t *testing.T) {
 	res, logits := passageResult(512, math.Log(600), math.Log(600))
 	res.VocabSize = 151936 // what the module's LlamaConfig() said
-	b := ops.BaselineSection(res, logits, 512, 1, 0)
+	b := baseline.FromRunner(res, logits, 512, 1, 0)
 	if b.Status != verdict.Fail || b.Calibration == nil || b.Calibration.VocabSize != 512 || !strings.Contains(b.Summary, "exceeds the limit 51.2") {
 		t.Errorf("status %s, calibration %+v, summary %q", b.Status, b.Calibration, b.Summary)
 	}

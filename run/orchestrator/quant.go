@@ -282,7 +282,7 @@ func quantBaselineStage(ctx context.Context, st *state) (quantGate2, outcome, er
 		b.Fail(st.explain("quant_baseline", err))
 		return quantGate2{baseline: b}, outcome{status: b.Status, detail: b.Summary}, nil
 	}
-	b := ops.BaselineSection(&res, logits, cfg.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
+	b := baseline.FromRunner(&res, logits, cfg.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
 	out := quantGate2{baseline: b}
 	status, detail := b.Status, b.Summary
 	switch {

@@ -5,8 +5,9 @@ registered with :func:`op` (or :func:`op_with_array` when it also returns a
 float32 payload) under the name Go calls it by. The decorator parses the
 arguments strictly (an unknown or a missing key is an error naming the op and
 the key) and checks the result against its class before encoding it, so a
-renamed key fails on the side that renamed it. Go's package ``ops`` declares
-the same keys, and its contract test compares both sides through
+renamed key fails on the side that renamed it. Go's package ``wire`` declares
+the same keys (:mod:`phase0_shim.optypes` is generated from it), and the
+contract test of Go's package ``ops`` compares both sides through
 :mod:`phase0_shim.contract`.
 
 Optional keys are the ones a class declares with ``total=False`` (required

@@ -3,7 +3,7 @@
 Each op takes one JSON string and returns a JSON string, or a tuple of (JSON
 string, float32 C-contiguous 1-D NumPy array). Its arguments and result are
 the TypedDicts of :mod:`phase0_shim.optypes`, parsed and checked by the
-:func:`phase0_shim.opargs.op` decorator; Go's package ``ops`` mirrors them.
+:func:`phase0_shim.opargs.op` decorator, generated from Go's package ``wire``.
 Python runs things and reports facts; Go judges them. JSON output never
 contains NaN or Infinity.
 """
