@@ -95,7 +95,7 @@ type QuantArgs struct {
 	// Keep leaves the dequantized projections (and head) in the worker for
 	// quantized gate 2 in the same session: the folder's loader runs once.
 	Keep bool `json:"keep,omitempty"`
-	// Family is a deployed family's name (tensornames.Families): the
+	// Family is a deployed family's name (tensornames.FamilyAdditions): the
 	// worker reads the reference through its prefixes, fused tensors and
 	// conventions. "" for the supported families.
 	Family string `json:"family,omitempty"`

@@ -46,12 +46,14 @@ var testSessions = warm.New(2, 0)
 func settingsFor(t *testing.T, llms string) *Settings {
 	t.Helper()
 	var progress bytes.Buffer
+	var s *Settings
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("progress:\n%s", progress.String())
 		}
+		dumpFacts(t, s, progress.String)
 	})
-	s := &Settings{
+	s = &Settings{
 		LLMSDir: llms, Python: testenv.Python(t), PyShimDir: testenv.PyShim(), MaxSeq: 64, Timeout: 5 * time.Minute,
 		MemoryCheck: true, AttentionFallback: true, Progress: &progress, Sessions: testSessions,
 	}
