@@ -26,23 +26,38 @@ var (
 // (docs/DEVELOPING.md, "Checking a refactor").
 const factsDumpEnv = "PHASE0_TEST_FACTS_DUMP"
 
-var (
-	stageSeconds = regexp.MustCompile(`(?m)^(phase0: \S+\s+\S+)\s+[0-9.]+s`)
-	tempPath     = regexp.MustCompile(`/tmp/[^\s"']*?/[0-9]{3,}`)
-	clock        = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(Z|[+-][0-9:]+)`)
-	durations    = regexp.MustCompile(`"(seconds[a-z_]*|started|recorded|elapsed[a-z_]*)": [^,}\n]+`)
-	secondsText  = regexp.MustCompile(`[0-9]+(\.[0-9]+)?\s?(s|ms)\b`)
-	available    = regexp.MustCompile(`[0-9.]+ GiB available`)
-)
+// masks hide what two runs of the same code may differ in: durations and
+// rates, clocks, temporary paths and the hashes of their names, free memory
+// and disk, ports, pids, progress bars and heartbeats, the reference's key
+// (it digests paths).
+var masks = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`(?m)^(phase0: \S+\s+\S+)\s+[0-9.]+s`), "$1"},
+	{regexp.MustCompile(`(?m)^phase0: \S+: .*\n`), ""},
+	{regexp.MustCompile(`(?m)^.*(Fetching [0-9]+ files|Loading weights|\[transformers\]).*\n`), ""},
+	{regexp.MustCompile(`/tmp/go-build[0-9]+`), "<gobuild>"},
+	{regexp.MustCompile(`/tmp/[^\s"']*?/[0-9]{3,}`), "<tmp>"},
+	{regexp.MustCompile(`-[0-9a-f]{12}/`), "-<hash>/"},
+	{regexp.MustCompile(`/-[0-9a-f]{8}\b`), "/-<hash>"},
+	{regexp.MustCompile(`\.tmp-[0-9]+`), ".tmp-<n>"},
+	{regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+(Z|[+-][0-9:]+)`), "<clock>"},
+	{regexp.MustCompile(`"(seconds[a-z_]*|started|recorded|elapsed[a-z_]*|key_sha256)": [^,}\n]+`), `"$1": <t>`},
+	{regexp.MustCompile(`"(mem_available|disk_free)[a-z_]*": [0-9]+`), `"$1": <n>`},
+	{regexp.MustCompile(`[0-9.]+ MiB/s`), "<rate>"},
+	{regexp.MustCompile(`[0-9]+(\.[0-9]+)?\s?(s|ms)\b`), "<t>"},
+	{regexp.MustCompile(`[0-9]+(\.[0-9]+)? GiB`), "<GiB>"},
+	{regexp.MustCompile(`127\.0\.0\.1:[0-9]+`), "127.0.0.1:<port>"},
+	{regexp.MustCompile(`pid [0-9]+ \([^)]*\)`), "pid <pid>"},
+}
 
-// maskRun hides what two runs of the same code may differ in.
+// maskRun applies the masks.
 func maskRun(s string) string {
-	s = stageSeconds.ReplaceAllString(s, "$1")
-	s = tempPath.ReplaceAllString(s, "<tmp>")
-	s = clock.ReplaceAllString(s, "<clock>")
-	s = durations.ReplaceAllString(s, `"$1": <t>`)
-	s = secondsText.ReplaceAllString(s, "<t>")
-	return available.ReplaceAllString(s, "<mem> available")
+	for _, m := range masks {
+		s = m.re.ReplaceAllString(s, m.with)
+	}
+	return s
 }
 
 // dumpFacts, registered by settingsFor, writes the test's progress and
