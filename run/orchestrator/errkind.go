@@ -13,11 +13,11 @@ import (
 	"phase0/run/settings"
 )
 
-// ErrUsage is in the chain of an invocation's error (bad flags, settings,
+// errUsage is in the chain of an invocation's error (bad flags, settings,
 // arguments: nothing ran), marked by Usage.
-var ErrUsage = errors.New("usage error")
+var errUsage = errors.New("usage error")
 
-// Usage marks err as the invocation's (ErrUsage, errors.Is) with msg as its
+// Usage marks err as the invocation's (errUsage, errors.Is) with msg as its
 // text: the command line cuts a long message, and keeps the chain.
 func Usage(msg string, err error) error { return &usageError{msg: msg, err: err} }
 
@@ -28,7 +28,7 @@ type usageError struct {
 
 func (e *usageError) Error() string        { return e.msg }
 func (e *usageError) Unwrap() error        { return e.err }
-func (e *usageError) Is(target error) bool { return target == ErrUsage }
+func (e *usageError) Is(target error) bool { return target == errUsage }
 
 // errorKind is why err stopped a run, read from its chain (sentinel errors
 // and *worker.Error's Kind), never from its text: the report's error_kind
@@ -41,7 +41,7 @@ func errorKind(err error) report.ErrorKind {
 		return ""
 	case errors.Is(err, errInterrupted), errors.As(err, &we) && we.Kind == worker.KindCancelled:
 		return report.ErrorInterrupted
-	case errors.Is(err, ErrUsage), errors.Is(err, settings.ErrValue), errors.Is(err, settings.ErrFile):
+	case errors.Is(err, errUsage), errors.Is(err, settings.ErrValue), errors.Is(err, settings.ErrFile):
 		return report.ErrorUsage
 	case errors.Is(err, resolve.ErrNoModel):
 		return report.ErrorModelNotFound
