@@ -6,11 +6,11 @@ import (
 	"strings"
 )
 
-// PythonFile is the worker's copy of the vocabulary, the text of
+// pythonFile is the worker's copy of the vocabulary, the text of
 // python/pyshim/phase0_shim/quant/vocab.py: generated, never edited by hand
 // (go test ./read/tensornames -run Python -update rewrites it; the test
 // fails when the file differs).
-func PythonFile() string {
+func pythonFile() string {
 	var b strings.Builder
 	b.WriteString(`"""The tensor vocabulary the Go side declares (read/tensornames).
 

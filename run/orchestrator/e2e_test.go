@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -310,7 +309,7 @@ func TestMissingPythonIsAnError(t *testing.T) {
 	s := settingsFor(t, "")
 	s.Python = ""
 	r := BaselineRun(context.Background(), s, tiny(t, "qwen3"), "test")
-	if r.Status != verdict.Error || !errors.Is(errors.New(r.Error), ErrNoPython) && !strings.Contains(r.Error, "PHASE0_PYTHON") {
+	if r.Status != verdict.Error || r.ErrorKind != report.ErrorPythonEnvironment || !strings.Contains(r.Error, "PHASE0_PYTHON") {
 		t.Errorf("status %s, error %q", r.Status, r.Error)
 	}
 }

@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -91,7 +90,7 @@ func TestNoPythonIsCouldNotEvaluate(t *testing.T) {
 	s := settingsFor(t, llms)
 	s.Python = ""
 	r := Run(context.Background(), s, tiny(t, "llama-llama3"), "test")
-	if r.Status != verdict.Error || ExitCode(r) != 2 || !errors.Is(errors.New(r.Error), ErrNoPython) && !strings.Contains(r.Error, "PHASE0_PYTHON") {
+	if r.Status != verdict.Error || ExitCode(r) != 2 || r.ErrorKind != report.ErrorPythonEnvironment || !strings.Contains(r.Error, "PHASE0_PYTHON") {
 		t.Fatalf("status %s, exit %d, error %q", r.Status, ExitCode(r), r.Error)
 	}
 	if entries, _ := os.ReadDir(llms); len(entries) != 0 {

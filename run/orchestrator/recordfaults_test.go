@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"phase0/gate/verdict"
+	"phase0/output/report"
 	"phase0/output/scaffold"
 )
 
@@ -91,8 +92,8 @@ func TestRecordFaults(t *testing.T) {
 			}
 		}}
 		r := Run(context.Background(), s, model, "test")
-		if r.Status != verdict.Error || !strings.Contains(r.Error, "nothing was written") || !strings.Contains(r.Error, todo) {
-			t.Fatalf("status %s, error %q; want ERROR naming %s", r.Status, r.Error, todo)
+		if r.Status != verdict.Error || r.ErrorKind != report.ErrorRecord || !strings.Contains(r.Error, "nothing was written") || !strings.Contains(r.Error, todo) {
+			t.Fatalf("status %s, kind %q, error %q; want ERROR, record_failed, naming %s", r.Status, r.ErrorKind, r.Error, todo)
 		}
 		if after := mustRead(t, filepath.Join(reports, "report.json")); !bytes.Equal(before, after) {
 			t.Error("report.json was rewritten by a record that failed")

@@ -33,7 +33,7 @@ var ErrInterrupted = errInterrupted
 // (bad flags or settings): status ERROR, so --json still prints one object.
 func ErrorReport(command, modelArg, version string, err error) *report.Report {
 	r := &report.Report{Tool: "phase0", Version: version, Command: command, Model: modelArg, Status: verdict.Error,
-		Error: err.Error(), Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: []string{},
+		Error: err.Error(), ErrorKind: errorKind(err), Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: []string{},
 		Stages: []report.Stage{}, Started: time.Now().UTC().Truncate(time.Second)}
 	r.Interrupted = errors.Is(err, errInterrupted)
 	return r

@@ -9,13 +9,6 @@ import (
 // DefaultModel is the MODEL name for the bundled real checkpoint.
 const DefaultModel = resolve.DefaultModel
 
-// ErrNoModel means the MODEL argument names nothing phase0 can find; ErrHub
-// marks a hub id that could not be resolved or downloaded.
-var (
-	ErrNoModel = resolve.ErrNoModel
-	ErrHub     = resolve.ErrHub
-)
-
 // resolvedModel is a MODEL argument turned into a local folder.
 type resolvedModel = resolve.Model
 

@@ -364,7 +364,7 @@ func (st *state) report() *report.Report {
 	if st.facts.reuse.reused != nil {
 		r := st.reusedReport()
 		if st.err != nil { // completing the reused answer failed
-			r.Status, r.Error, r.Interrupted = verdict.Error, st.err.Error(), errors.Is(st.err, errInterrupted)
+			r.Status, r.Error, r.ErrorKind, r.Interrupted = verdict.Error, st.err.Error(), errorKind(st.err), errors.Is(st.err, errInterrupted)
 		}
 		return r
 	}
@@ -374,7 +374,7 @@ func (st *state) report() *report.Report {
 		Stages: append([]report.Stage{}, st.stages...), Started: in.started, Gates: st.gates(), Workspace: st.workspaceReport(),
 		Preflight: st.sections.machine, Reference: st.sections.reference}
 	if st.err != nil {
-		r.Error = st.err.Error()
+		r.Error, r.ErrorKind = st.err.Error(), errorKind(st.err)
 		r.Interrupted = errors.Is(st.err, errInterrupted)
 	}
 	if ref := st.facts.model; ref != nil {

@@ -278,6 +278,9 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 			if r.Status != verdict.Error || ExitCode(r) != 2 {
 				t.Fatalf("status %s, exit %d, error %q; want ERROR, 2", r.Status, ExitCode(r), r.Error)
 			}
+			if locked := r.ErrorKind == report.ErrorWorkspaceLocked; locked != (tc.name == "lock held by another process") {
+				t.Errorf("error kind %q", r.ErrorKind)
+			}
 			for _, w := range tc.want {
 				if !strings.Contains(r.Error, w) {
 					t.Errorf("error %q does not say %q", r.Error, w)
