@@ -3,7 +3,7 @@ package report
 // ErrorKind says why a run could not be evaluated (status ERROR, exit 2 or
 // 130), as one of a closed set of snake_case words a program can switch on
 // instead of reading the error's text (docs/reports.md#error-kinds). The
-// orchestrator decides it from the error's chain; a PASS, FAIL or REJECTED
+// package run/errkind decides it from the error's chain; a PASS, FAIL or REJECTED
 // report has none.
 type ErrorKind string
 

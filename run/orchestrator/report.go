@@ -9,6 +9,7 @@ import (
 	"phase0/gate/verdict"
 	"phase0/output/report"
 	"phase0/read/model"
+	"phase0/run/errkind"
 )
 
 // Report is the one JSON object phase0 prints with --json: package report
@@ -33,7 +34,7 @@ var ErrInterrupted = errInterrupted
 // (bad flags or settings): status ERROR, so --json still prints one object.
 func ErrorReport(command, modelArg, version string, err error) *report.Report {
 	r := &report.Report{Tool: "phase0", Version: version, Command: command, Model: modelArg, Status: verdict.Error,
-		Error: err.Error(), ErrorKind: errorKind(err), Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: []string{},
+		Error: err.Error(), ErrorKind: errkind.Of(err), Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: []string{},
 		Stages: []report.Stage{}, Started: time.Now().UTC().Truncate(time.Second)}
 	r.Interrupted = errors.Is(err, errInterrupted)
 	return r

@@ -21,12 +21,13 @@ import (
 	"phase0/read/llmstree"
 	"phase0/read/model"
 	"phase0/read/safetensors"
+	"phase0/run/errkind"
 	"phase0/run/reuse"
 )
 
 // errInterrupted marks a run stopped by SIGINT/SIGTERM/SIGHUP: exit 130,
 // and nothing recorded.
-var errInterrupted = errors.New("interrupted")
+var errInterrupted = errkind.ErrInterrupted
 
 // state is one command's run, in three parts, each written in one place:
 //
@@ -364,7 +365,7 @@ func (st *state) report() *report.Report {
 	if st.facts.reuse.reused != nil {
 		r := st.reusedReport()
 		if st.err != nil { // completing the reused answer failed
-			r.Status, r.Error, r.ErrorKind, r.Interrupted = verdict.Error, st.err.Error(), errorKind(st.err), errors.Is(st.err, errInterrupted)
+			r.Status, r.Error, r.ErrorKind, r.Interrupted = verdict.Error, st.err.Error(), errkind.Of(st.err), errors.Is(st.err, errInterrupted)
 		}
 		return r
 	}
@@ -374,7 +375,7 @@ func (st *state) report() *report.Report {
 		Stages: append([]report.Stage{}, st.stages...), Started: in.started, Gates: st.gates(), Workspace: st.workspaceReport(),
 		Preflight: st.sections.machine, Reference: st.sections.reference}
 	if st.err != nil {
-		r.Error, r.ErrorKind = st.err.Error(), errorKind(st.err)
+		r.Error, r.ErrorKind = st.err.Error(), errkind.Of(st.err)
 		r.Interrupted = errors.Is(st.err, errInterrupted)
 	}
 	if ref := st.facts.model; ref != nil {

@@ -1,10 +1,11 @@
-package orchestrator
+package errkind
 
 import (
 	"errors"
 	"fmt"
 	"testing"
 
+	"phase0/internal/pyenv"
 	"phase0/output/record"
 	"phase0/output/report"
 	"phase0/python/worker"
@@ -24,11 +25,11 @@ func TestErrorKindReadsTheChain(t *testing.T) {
 		{nil, ""},
 		{fmt.Errorf("%w: no such folder /x", resolve.ErrNoModel), report.ErrorModelNotFound},
 		{fmt.Errorf("%w: downloading org/m: %w", resolve.ErrHub, crashed), report.ErrorHub},
-		{fmt.Errorf("%w in resolve: %w", errInterrupted, fmt.Errorf("%w: %w", resolve.ErrHub, crashed)), report.ErrorInterrupted},
+		{fmt.Errorf("%w in resolve: %w", ErrInterrupted, fmt.Errorf("%w: %w", resolve.ErrHub, crashed)), report.ErrorInterrupted},
 		{&worker.Error{Op: "baseline", Kind: worker.KindCancelled}, report.ErrorInterrupted},
 		{fmt.Errorf("--workers: %w", settings.ErrValue), report.ErrorUsage},
 		{Usage("model not found: a message that says otherwise", errors.New("cut")), report.ErrorUsage},
-		{fmt.Errorf("%w: pass --python", ErrNoPython), report.ErrorPythonEnvironment},
+		{fmt.Errorf("%w: pass --python", pyenv.ErrNoPython), report.ErrorPythonEnvironment},
 		{fmt.Errorf("python_weights: %w", crashed), report.ErrorWorkerCrashed},
 		{&worker.Error{Op: "loader_facts", Kind: worker.KindTimedOut}, report.ErrorWorkerTimedOut},
 		{&worker.Error{Op: "loader_facts", Kind: worker.KindNotStarted}, report.ErrorWorkerNotStarted},
@@ -36,8 +37,8 @@ func TestErrorKindReadsTheChain(t *testing.T) {
 		{fmt.Errorf("recording: %w", record.ErrRecord), report.ErrorRecord},
 		{errors.New("model not found"), report.ErrorOther},
 	} {
-		if got := errorKind(tc.err); got != tc.want {
-			t.Errorf("errorKind(%v) = %q, want %q", tc.err, got, tc.want)
+		if got := Of(tc.err); got != tc.want {
+			t.Errorf("Of(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }

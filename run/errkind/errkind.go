@@ -1,8 +1,12 @@
-package orchestrator
+// Package errkind names why a run could not be evaluated: the report's
+// error_kind, read from the error's chain (sentinel errors and the worker's
+// Kind), never from its text (docs/reports.md#error-kinds).
+package errkind
 
 import (
 	"errors"
 
+	"phase0/internal/pyenv"
 	"phase0/internal/wslock"
 	"phase0/output/record"
 	"phase0/output/report"
@@ -12,6 +16,10 @@ import (
 	"phase0/run/resolve"
 	"phase0/run/settings"
 )
+
+// ErrInterrupted marks a run stopped by SIGINT/SIGTERM/SIGHUP or the
+// caller's cancel: exit 130 (the orchestrator wraps it).
+var ErrInterrupted = errors.New("interrupted")
 
 // errUsage is in the chain of an invocation's error (bad flags, settings,
 // arguments: nothing ran), marked by Usage.
@@ -30,16 +38,16 @@ func (e *usageError) Error() string        { return e.msg }
 func (e *usageError) Unwrap() error        { return e.err }
 func (e *usageError) Is(target error) bool { return target == errUsage }
 
-// errorKind is why err stopped a run, read from its chain (sentinel errors
+// Of is why err stopped a run, read from its chain (sentinel errors
 // and *worker.Error's Kind), never from its text: the report's error_kind
 // (docs/reports.md#error-kinds). The first match decides, so an interrupt
 // that ended a download is interrupted, not hub.
-func errorKind(err error) report.ErrorKind {
+func Of(err error) report.ErrorKind {
 	var we *worker.Error
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, errInterrupted), errors.As(err, &we) && we.Kind == worker.KindCancelled:
+	case errors.Is(err, ErrInterrupted), errors.As(err, &we) && we.Kind == worker.KindCancelled:
 		return report.ErrorInterrupted
 	case errors.Is(err, errUsage), errors.Is(err, settings.ErrValue), errors.Is(err, settings.ErrFile):
 		return report.ErrorUsage
@@ -49,7 +57,7 @@ func errorKind(err error) report.ErrorKind {
 		return report.ErrorHub
 	case errors.Is(err, model.ErrConfig):
 		return report.ErrorConfigUnreadable
-	case errors.Is(err, ErrNoPython), errors.Is(err, bridge.ErrUnsupportedPython), errors.Is(err, worker.ErrMissingRequirement):
+	case errors.Is(err, pyenv.ErrNoPython), errors.Is(err, bridge.ErrUnsupportedPython), errors.Is(err, worker.ErrMissingRequirement):
 		return report.ErrorPythonEnvironment
 	case errors.Is(err, wslock.ErrHeld):
 		return report.ErrorWorkspaceLocked
