@@ -31,6 +31,7 @@ import (
 
 	"phase0/gate/verdict"
 	"phase0/internal/atomicfile"
+	"phase0/internal/errmark"
 	"phase0/output/report"
 	"phase0/output/scaffold"
 )
@@ -73,7 +74,7 @@ var (
 // old one removed).
 func Commit(r *report.Report, dir string, docs []report.File, inputs string, encode func([]report.File) ([]byte, error)) error {
 	if err := commit(r, dir, docs, inputs, encode); err != nil {
-		return &recordError{err}
+		return errmark.Wrap(ErrRecord, err)
 	}
 	return nil
 }
@@ -82,13 +83,6 @@ func Commit(r *report.Report, dir string, docs []report.File, inputs string, enc
 // (errors.Is): the record could not be written, which says nothing about
 // the model.
 var ErrRecord = errors.New("the record could not be written")
-
-// recordError marks an error as ErrRecord without changing its text.
-type recordError struct{ err error }
-
-func (e *recordError) Error() string        { return e.err.Error() }
-func (e *recordError) Unwrap() error        { return e.err }
-func (e *recordError) Is(target error) bool { return target == ErrRecord }
 
 func commit(r *report.Report, dir string, docs []report.File, inputs string, encode func([]report.File) ([]byte, error)) error {
 	files, err := report.Files(r, dir)
@@ -223,7 +217,7 @@ func paths(files []report.File) []string {
 func Docs(r *report.Report, ws string, own, passed bool, entry func() string, blockers []string) ([]report.File, error) {
 	out, err := renderDocs(r, ws, own, passed, entry, blockers)
 	if err != nil {
-		return nil, &recordError{err}
+		return nil, errmark.Wrap(ErrRecord, err)
 	}
 	return out, nil
 }

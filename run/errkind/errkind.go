@@ -6,6 +6,7 @@ package errkind
 import (
 	"errors"
 
+	"phase0/internal/errmark"
 	"phase0/internal/pyenv"
 	"phase0/internal/wslock"
 	"phase0/output/record"
@@ -27,16 +28,7 @@ var errUsage = errors.New("usage error")
 
 // Usage marks err as the invocation's (errUsage, errors.Is) with msg as its
 // text: the command line cuts a long message, and keeps the chain.
-func Usage(msg string, err error) error { return &usageError{msg: msg, err: err} }
-
-type usageError struct {
-	msg string
-	err error
-}
-
-func (e *usageError) Error() string        { return e.msg }
-func (e *usageError) Unwrap() error        { return e.err }
-func (e *usageError) Is(target error) bool { return target == errUsage }
+func Usage(msg string, err error) error { return errmark.With(errUsage, msg, err) }
 
 // Of is why err stopped a run, read from its chain (sentinel errors
 // and *worker.Error's Kind), never from its text: the report's error_kind

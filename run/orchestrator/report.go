@@ -34,8 +34,14 @@ var ErrInterrupted = errInterrupted
 // (bad flags or settings): status ERROR, so --json still prints one object.
 func ErrorReport(command, modelArg, version string, err error) *report.Report {
 	r := &report.Report{Tool: "phase0", Version: version, Command: command, Model: modelArg, Status: verdict.Error,
-		Error: err.Error(), ErrorKind: errkind.Of(err), Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: []string{},
+		Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: []string{},
 		Stages: []report.Stage{}, Started: time.Now().UTC().Truncate(time.Second)}
-	r.Interrupted = errors.Is(err, errInterrupted)
+	setError(r, err)
 	return r
+}
+
+// setError says in r why the run could not be evaluated: err's text, its
+// kind and whether it was an interrupt.
+func setError(r *report.Report, err error) {
+	r.Error, r.ErrorKind, r.Interrupted = err.Error(), errkind.Of(err), errors.Is(err, errInterrupted)
 }

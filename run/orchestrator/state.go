@@ -365,7 +365,8 @@ func (st *state) report() *report.Report {
 	if st.facts.reuse.reused != nil {
 		r := st.reusedReport()
 		if st.err != nil { // completing the reused answer failed
-			r.Status, r.Error, r.ErrorKind, r.Interrupted = verdict.Error, st.err.Error(), errkind.Of(st.err), errors.Is(st.err, errInterrupted)
+			r.Status = verdict.Error
+			setError(r, st.err)
 		}
 		return r
 	}
@@ -375,8 +376,7 @@ func (st *state) report() *report.Report {
 		Stages: append([]report.Stage{}, st.stages...), Started: in.started, Gates: st.gates(), Workspace: st.workspaceReport(),
 		Preflight: st.sections.machine, Reference: st.sections.reference}
 	if st.err != nil {
-		r.Error, r.ErrorKind = st.err.Error(), errkind.Of(st.err)
-		r.Interrupted = errors.Is(st.err, errInterrupted)
+		setError(r, st.err)
 	}
 	if ref := st.facts.model; ref != nil {
 		r.ModelID, r.ModelDir, r.Revision, r.Source = ref.ID, ref.Dir, ref.Revision, ref.Source
