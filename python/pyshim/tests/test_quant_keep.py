@@ -11,6 +11,7 @@ import pytest
 
 from phase0_shim.quant import weights
 from phase0_shim.quant.vocab import PROJECTIONS
+from phase0_shim.session import STATE
 from phase0_testmodels.quant.models import make_quant_model
 
 MODULE = """
@@ -61,12 +62,13 @@ def test_a_tied_head_that_is_the_embedding_is_not_kept(checkpoint: Path, tmp_pat
         {"weights_module": str(path), "source": str(checkpoint), "reference_dir": str(checkpoint), "n_layers": 2, "bound": bound, "keep": True}  # type: ignore[typeddict-item]
     )
     assert facts["import_failure"] is None
-    assert weights._kept is not None
-    kept = {(layer, field) for layer, field, _ in weights._kept[2]}
+    run = STATE.quant()
+    assert run is not None and run.kept is not None
+    kept = {(layer, field) for layer, field, _ in run.kept.tensors}
     # The loader's float32 tensors kept as bf16 copies, made on the
     # statistics thread and resolved by the time gate 1 returns.
-    dtypes = {type(a).__name__ + ":" + str(getattr(a, "dtype", "")) for _, _, a in weights._kept[2]}
-    weights._kept = None
+    dtypes = {type(a).__name__ + ":" + str(getattr(a, "dtype", "")) for _, _, a in run.kept.tensors}
+    STATE.drop_quant()
     assert dtypes == {"ndarray:bfloat16"}
     assert {(k, f) for k in range(2) for f in PROJECTIONS} <= kept
     assert ((-1, "lm_head") in kept) == (head == "own")
@@ -87,10 +89,10 @@ def test_a_baseline_without_gate_2_drops_what_gate_1_kept(checkpoint: Path, tmp_
     weights.quant_facts_of(
         {"weights_module": str(path), "source": str(checkpoint), "reference_dir": str(checkpoint), "n_layers": 2, "bound": bound, "keep": True}  # type: ignore[typeddict-item]
     )
-    assert weights._kept is not None
+    assert STATE.quant() is not None
     args = baseline_args(checkpoint, llms_dir=None, prompt_style="base", prompt="The capital of France is", config=go_config(checkpoint), weights_module=None)
     ops.baseline(json.dumps(args))
-    assert weights._kept is None
+    assert STATE.quant() is None
 
 
 @pytest.mark.parametrize("family", ["llama", "phi3"])
