@@ -40,7 +40,7 @@ func scanStage(ctx context.Context, st *state) (*weights.Result, outcome, error)
 	scanned := st.sections.weights.Clone()
 	if err != nil {
 		scanned.Fail(fmt.Errorf("scanning tensors: %w", err))
-		return scanned, outcome{status: verdict.Fail, detail: err.Error()}, nil
+		return scanned, outcome{Status: verdict.Fail, Detail: err.Error()}, nil
 	}
 	nf := make([]weights.NonFinite, 0, len(found))
 	for _, f := range found {
@@ -54,5 +54,5 @@ func scanStage(ctx context.Context, st *state) (*weights.Result, outcome, error)
 	}
 	secs := time.Since(start).Seconds()
 	detail := fmt.Sprintf("%.1f MiB at %.0f MiB/s, %d tensor(s) with NaN/Inf", float64(inv.TotalBytes)/(1<<20), float64(inv.TotalBytes)/(1<<20)/max(secs, 1e-9), len(nf))
-	return scanned, outcome{status: scanned.Status, detail: detail}, nil
+	return scanned, outcome{Status: scanned.Status, Detail: detail}, nil
 }
