@@ -14,13 +14,10 @@ import (
 	"phase0/python/bridge"
 	"phase0/python/worker"
 	"phase0/read/model"
+	"phase0/run/chain"
 	"phase0/run/resolve"
 	"phase0/run/settings"
 )
-
-// ErrInterrupted marks a run stopped by SIGINT/SIGTERM/SIGHUP or the
-// caller's cancel: exit 130 (the orchestrator wraps it).
-var ErrInterrupted = errors.New("interrupted")
 
 // errUsage is in the chain of an invocation's error (bad flags, settings,
 // arguments: nothing ran), marked by Usage.
@@ -39,7 +36,7 @@ func Of(err error) report.ErrorKind {
 	switch {
 	case err == nil:
 		return ""
-	case errors.Is(err, ErrInterrupted), errors.As(err, &we) && we.Kind == worker.KindCancelled:
+	case errors.Is(err, chain.ErrInterrupted), errors.As(err, &we) && we.Kind == worker.KindCancelled:
 		return report.ErrorInterrupted
 	case errors.Is(err, errUsage), errors.Is(err, settings.ErrValue), errors.Is(err, settings.ErrFile):
 		return report.ErrorUsage

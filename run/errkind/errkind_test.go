@@ -9,6 +9,7 @@ import (
 	"phase0/output/record"
 	"phase0/output/report"
 	"phase0/python/worker"
+	"phase0/run/chain"
 	"phase0/run/resolve"
 	"phase0/run/settings"
 )
@@ -25,7 +26,7 @@ func TestErrorKindReadsTheChain(t *testing.T) {
 		{nil, ""},
 		{fmt.Errorf("%w: no such folder /x", resolve.ErrNoModel), report.ErrorModelNotFound},
 		{fmt.Errorf("%w: downloading org/m: %w", resolve.ErrHub, crashed), report.ErrorHub},
-		{fmt.Errorf("%w in resolve: %w", ErrInterrupted, fmt.Errorf("%w: %w", resolve.ErrHub, crashed)), report.ErrorInterrupted},
+		{fmt.Errorf("%w in resolve: %w", chain.ErrInterrupted, fmt.Errorf("%w: %w", resolve.ErrHub, crashed)), report.ErrorInterrupted},
 		{&worker.Error{Op: "baseline", Kind: worker.KindCancelled}, report.ErrorInterrupted},
 		{fmt.Errorf("--workers: %w", settings.ErrValue), report.ErrorUsage},
 		{Usage("model not found: a message that says otherwise", errors.New("cut")), report.ErrorUsage},

@@ -9,6 +9,7 @@ import (
 	"phase0/gate/verdict"
 	"phase0/output/report"
 	"phase0/read/model"
+	"phase0/run/chain"
 	"phase0/run/errkind"
 )
 
@@ -26,10 +27,6 @@ func ExitCode(r *report.Report) int {
 	return r.Status.ExitCode()
 }
 
-// ErrInterrupted marks a run stopped by a signal (errors.Is): its report
-// says interrupted, and the exit is 130.
-var ErrInterrupted = errInterrupted
-
 // ErrorReport is the report of an invocation that never reached a model
 // (bad flags or settings): status ERROR, so --json still prints one object.
 func ErrorReport(command, modelArg, version string, err error) *report.Report {
@@ -43,5 +40,5 @@ func ErrorReport(command, modelArg, version string, err error) *report.Report {
 // setError says in r why the run could not be evaluated: err's text, its
 // kind and whether it was an interrupt.
 func setError(r *report.Report, err error) {
-	r.Error, r.ErrorKind, r.Interrupted = err.Error(), errkind.Of(err), errors.Is(err, errInterrupted)
+	r.Error, r.ErrorKind, r.Interrupted = err.Error(), errkind.Of(err), errors.Is(err, chain.ErrInterrupted)
 }

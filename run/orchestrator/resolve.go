@@ -14,5 +14,5 @@ type resolvedModel = resolve.Model
 
 // resolveModel turns a MODEL argument into a local folder (resolve.Arg).
 func resolveModel(ctx context.Context, s *Settings, arg string) (*resolvedModel, error) {
-	return resolve.Arg(ctx, &resolve.Options{Getenv: s.getenv, Cache: s.python().Cache, HeadersOnly: s.HeadersOnly, Progress: s.Progress, Ops: s.opsClient}, arg)
+	return resolve.Arg(ctx, &resolve.Options{Getenv: s.Getenv, Cache: s.python().Cache, HeadersOnly: s.HeadersOnly, Progress: s.Progress, Ops: s.opsClient}, arg)
 }
