@@ -61,9 +61,9 @@ func WithSysRoot(root string) ProbeOption { return func(p *probe) { p.sys = root
 // WithDevRoot looks for device nodes under root instead of /dev.
 func WithDevRoot(root string) ProbeOption { return func(p *probe) { p.dev = root } }
 
-// WithOpen replaces the function that opens a device node to check access.
+// withOpen replaces the function that opens a device node to check access.
 // Tests use it to deny access where running as root would ignore file modes.
-func WithOpen(open func(name string) (io.Closer, error)) ProbeOption {
+func withOpen(open func(name string) (io.Closer, error)) ProbeOption {
 	return func(p *probe) { p.open = open }
 }
 

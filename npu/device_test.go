@@ -181,7 +181,7 @@ func TestDevices(t *testing.T) {
 			tc.build(ft)
 			opts := []ProbeOption{WithSysRoot(ft.sys), WithDevRoot(ft.dev)}
 			if tc.open != nil {
-				opts = append(opts, WithOpen(tc.open))
+				opts = append(opts, withOpen(tc.open))
 			}
 			got, err := Devices(opts...)
 			if tc.wantErr != "" {

@@ -73,23 +73,16 @@ type Arg struct {
 	Data  []byte
 }
 
-// Bytes makes an argument from raw bytes holding elements of type t.
-func Bytes(role Role, t DType, data []byte) Arg { return Arg{DType: t, Role: role, Data: data} }
+// bytesArg makes an argument from raw bytes holding elements of type t.
+func bytesArg(role Role, t DType, data []byte) Arg { return Arg{DType: t, Role: role, Data: data} }
 
-// F32Arg, BF16Arg (bf16 bit patterns as uint16, as ml_dtypes stores them),
-// I8Arg, I32Arg and U32Arg view a typed slice as an argument without copying.
-func F32Arg(role Role, xs []float32) Arg { return view(role, F32, xs) }
-func BF16Arg(role Role, xs []uint16) Arg { return view(role, BF16, xs) }
-func I8Arg(role Role, xs []int8) Arg     { return view(role, I8, xs) }
-func I32Arg(role Role, xs []int32) Arg   { return view(role, I32, xs) }
-func U32Arg(role Role, xs []uint32) Arg  { return view(role, U32, xs) }
-
-func view[T float32 | uint16 | int8 | int32 | uint32](role Role, t DType, xs []T) Arg {
+// f32Arg views a float32 slice as an argument without copying.
+func f32Arg(role Role, xs []float32) Arg {
 	var b []byte
 	if len(xs) > 0 {
 		b = unsafe.Slice((*byte)(unsafe.Pointer(&xs[0])), len(xs)*int(unsafe.Sizeof(xs[0])))
 	}
-	return Arg{DType: t, Role: role, Data: b}
+	return Arg{DType: F32, Role: role, Data: b}
 }
 
 func (a Arg) label(i int) string {

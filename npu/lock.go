@@ -14,13 +14,6 @@ import (
 // never interleave on the device.
 const LockPath = "/tmp/npu.lock"
 
-// SessionLockPath is the lock upstream's tooling takes around whole runs
-// (`flock -x -w 1800 /tmp/mlir-air-npu.lock make verify`). It is deliberately
-// a different file from LockPath: flock locks belong to open files, so one
-// process taking the same file twice would deadlock itself. The Runner never
-// takes it; a caller wrapping a whole session may.
-const SessionLockPath = "/tmp/mlir-air-npu.lock"
-
 // lockPoll is how often a busy lock is retried; filelock polls the same way.
 const lockPoll = 20 * time.Millisecond
 

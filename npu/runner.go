@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// ErrNoXRT is returned by NewRunner in builds without the xrt tag.
+// ErrNoXRT is returned by newRunner in builds without the xrt tag.
 var ErrNoXRT = errors.New("npu: built without XRT (rebuild with -tags xrt)")
 
 // maxInstrBytes bounds the instruction stream read from disk; real ones are
@@ -60,18 +60,18 @@ type bufferSet struct {
 	types []DType
 }
 
-// RunnerOption configures NewRunner.
+// RunnerOption configures newRunner.
 type RunnerOption func(*Runner)
 
-// WithBackend runs on b instead of XRT (tests pass a fake).
-func WithBackend(b Backend) RunnerOption { return func(r *Runner) { r.backend = b } }
+// withBackend runs on b instead of XRT (tests pass a fake).
+func withBackend(b Backend) RunnerOption { return func(r *Runner) { r.backend = b } }
 
-// WithLockPath uses another lock file than LockPath (tests use a temp dir).
-func WithLockPath(path string) RunnerOption { return func(r *Runner) { r.lock.path = path } }
+// withLockPath uses another lock file than LockPath (tests use a temp dir).
+func withLockPath(path string) RunnerOption { return func(r *Runner) { r.lock.path = path } }
 
-// NewRunner returns a Runner on XRT's device 0, or ErrNoXRT in builds
+// newRunner returns a Runner on XRT's device 0, or ErrNoXRT in builds
 // without the xrt tag (unless a backend is given).
-func NewRunner(opts ...RunnerOption) (*Runner, error) {
+func newRunner(opts ...RunnerOption) (*Runner, error) {
 	r := &Runner{lock: fileLock{path: LockPath}, kernels: map[string]*loaded{}}
 	for _, o := range opts {
 		o(r)

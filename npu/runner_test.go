@@ -146,7 +146,7 @@ func artifacts(t *testing.T) (xclbin, elf Artifact) {
 func newTestRunner(t *testing.T) (*Runner, *fakeBackend) {
 	lock := filepath.Join(t.TempDir(), "npu.lock")
 	be := &fakeBackend{t: t, lockPath: lock, syncErr: map[int]error{}}
-	r, err := NewRunner(WithBackend(be), WithLockPath(lock))
+	r, err := newRunner(withBackend(be), withLockPath(lock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestRunnerPlanAndReuse(t *testing.T) {
 	x := []float32{1, 2, 3}
 	out := make([]float32, 3)
 	args := func() []Arg {
-		return []Arg{F32Arg(Static, weights), F32Arg(Input, x), F32Arg(Output, out)}
+		return []Arg{f32Arg(Static, weights), f32Arg(Input, x), f32Arg(Output, out)}
 	}
 	be.kernels[0].compute = func(bufs []Buffer) { addDevice(bufs) }
 
@@ -236,7 +236,7 @@ func addDevice(bufs []Buffer) {
 	dev := func(i int) []float32 {
 		b := bufs[i].(*fakeBuffer).device
 		out := make([]float32, len(b)/4)
-		copy(F32Arg(Input, out).Data, b)
+		copy(f32Arg(Input, out).Data, b)
 		return out
 	}
 	w, x := dev(0), dev(1)
@@ -244,7 +244,7 @@ func addDevice(bufs []Buffer) {
 	for i := range out {
 		out[i] = w[i] + x[i]
 	}
-	copy(bufs[2].(*fakeBuffer).device, F32Arg(Output, out).Data)
+	copy(bufs[2].(*fakeBuffer).device, f32Arg(Output, out).Data)
 }
 
 func TestRunnerRolesScratchInOut(t *testing.T) {
@@ -257,7 +257,7 @@ func TestRunnerRolesScratchInOut(t *testing.T) {
 	if be.kernels[0].instr != nil {
 		t.Fatal("an ELF artifact must not carry a separate instruction stream")
 	}
-	args := []Arg{Bytes(Scratch, I8, make([]byte, 4)), Bytes(InOut, BF16, make([]byte, 4))}
+	args := []Arg{bytesArg(Scratch, I8, make([]byte, 4)), bytesArg(InOut, BF16, make([]byte, 4))}
 	for range 2 {
 		if _, err := r.Run(ctx, "k", "", args...); err != nil {
 			t.Fatal(err)
@@ -273,7 +273,7 @@ func TestRunnerErrors(t *testing.T) {
 	ctx := context.Background()
 	xclbin, _ := artifacts(t)
 	three := func() []Arg {
-		return []Arg{F32Arg(Static, make([]float32, 3)), F32Arg(Input, make([]float32, 3)), F32Arg(Output, make([]float32, 3))}
+		return []Arg{f32Arg(Static, make([]float32, 3)), f32Arg(Input, make([]float32, 3)), f32Arg(Output, make([]float32, 3))}
 	}
 	cases := []struct {
 		name    string
@@ -315,7 +315,7 @@ func TestRunnerErrors(t *testing.T) {
 		}, `kernel "k" is already loaded`},
 		{"ragged buffer", func(r *Runner, be *fakeBackend) error {
 			r.Load(ctx, "k", xclbin)
-			_, err := r.Run(ctx, "k", "", Bytes(Input, F32, make([]byte, 6)))
+			_, err := r.Run(ctx, "k", "", bytesArg(Input, F32, make([]byte, 6)))
 			return err
 		}, "arg 0 (input f32): 6 bytes is not a whole number of 4-byte elements"},
 		{"unknown dtype", func(r *Runner, be *fakeBackend) error {
@@ -329,7 +329,7 @@ func TestRunnerErrors(t *testing.T) {
 				return err
 			}
 			args := three()
-			args[1] = F32Arg(Input, make([]float32, 4))
+			args[1] = f32Arg(Input, make([]float32, 4))
 			_, err := r.Run(ctx, "k", "L0", args...)
 			return err
 		}, `key "L0": arg 1 (input f32): 16 bytes of f32, but the key's buffer holds 12 bytes of f32`},
@@ -373,7 +373,7 @@ func TestRunnerFailedFirstRunRewritesStatic(t *testing.T) {
 	if err := r.Load(ctx, "k", xclbin); err != nil {
 		t.Fatal(err)
 	}
-	args := []Arg{F32Arg(Static, []float32{1}), F32Arg(Output, make([]float32, 1))}
+	args := []Arg{f32Arg(Static, []float32{1}), f32Arg(Output, make([]float32, 1))}
 	be.syncErr[0] = errors.New("DMA error")
 	_, err := r.Run(ctx, "k", "L", args...)
 	if err == nil || !strings.Contains(err.Error(), "arg 0 (static f32): sync to device: DMA error") {
@@ -393,9 +393,9 @@ func TestRunnerFailedFirstRunRewritesStatic(t *testing.T) {
 }
 
 func TestRunnerWithoutBackend(t *testing.T) {
-	_, err := NewRunner(WithLockPath(filepath.Join(t.TempDir(), "l")))
+	_, err := newRunner(withLockPath(filepath.Join(t.TempDir(), "l")))
 	if xrtBuilt {
-		t.Skip("built with xrt: NewRunner opens the real device")
+		t.Skip("built with xrt: newRunner opens the real device")
 	}
 	if !errors.Is(err, ErrNoXRT) || !strings.Contains(err.Error(), "rebuild with -tags xrt") {
 		t.Fatalf("err = %v, want ErrNoXRT", err)

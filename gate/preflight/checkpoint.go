@@ -20,7 +20,7 @@ func CheckpointMemory(inv *safetensors.Inventory) Memory {
 // ("" for the skill's), whose vocabulary says whether the bundle brings a
 // quantized head of its own that the folder's loader dequantizes (Gemma 3).
 func QuantizedMemory(inv *safetensors.Inventory, family string) Memory {
-	f, ok := tensornames.FamilyNamed(family)
+	f, ok := tensornames.AdditionsOf(family)
 	return CheckpointMemory(inv).WithQuantized(ok && f.QuantizedHead)
 }
 

@@ -112,15 +112,11 @@ const quantKeepHeadBytes = 4
 // when it does: dequantHead, a family storing its own quantized head, or
 // an untied reference, its loader dequantizing the head whole) and
 // quantized gate 2 holding one copy of the projections (the bundle's,
-// then the twin's in their place). Measured (docs/BENCHMARKS.md, the
-// worker's RssAnon every 50 ms, make bench's stages child): the
-// real-shaped Phi-4-mini 9.13 GiB, in gate 1 (gate 2 6.95), Gemma 3 4B
-// 11.80 GiB; 9.19 and 12.23 GiB since gate 1 runs the loader under the
-// worker's NumPy allocator, which keeps a layer's freed temporaries (9.20
-// and 12.23 with its arena, which never takes the worker past the resident
-// peak it reached). While gate 2 held the kept projections beside their twin
-// (issue 38) the peaks were 12.63 and 13.94 GiB, in gate 2, and a
-// quantized 8B key was estimated at 28.9 GiB.
+// then the twin's in their place). Measured by make bench's stages child
+// (the worker's RssAnon every 50 ms; docs/BENCHMARKS.md): the real-shaped
+// Phi-4-mini peaks at 9.20 GiB and Gemma 3 4B at 12.23 GiB, both in gate 1,
+// which runs the loader under the worker's NumPy allocator and its arena
+// (never past the resident peak the worker already reached).
 func (m Memory) WithQuantized(dequantHead bool) Memory {
 	var heads int64 // tied and taken from the embedding: no head of its own
 	if m.Untied || dequantHead {

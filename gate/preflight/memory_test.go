@@ -132,9 +132,8 @@ func TestQuantizedEstimateCoversMeasuredPeaks(t *testing.T) {
 		measured int64 // the worker's largest RssAnon in the run, bytes
 		by       string
 	}{
-		// make bench's stages child (RssAnon every 50 ms), with quantized
-		// gate 2 holding one copy of the projections: Phi-4-mini 9.13 GiB,
-		// in gate 1 keeping (gate 2 itself 6.95); Gemma 3 4B 11.80 GiB.
+		// make bench's stages child (RssAnon every 50 ms), the peak in
+		// quantized gate 1 keeping the projections for gate 2.
 		{"phi4_mini_q4nx", phi4Mini, false, 9_569_908 << 10, "gate 1 keeps the folder's dequantized projections and head"},
 		{"gemma3_4b_q4nx", gemma3_4B, true, 12_375_112 << 10, "dequantizes the 0.67 B-element head whole"},
 	} {

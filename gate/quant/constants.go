@@ -91,13 +91,13 @@ func ModuleConstants(src []byte) map[string]float64 {
 	return out
 }
 
-// CheckConstants judges a module's constants against the reference's
+// checkConstants judges a module's constants against the reference's
 // config and, when bundle is non-nil, the bundle's config.json.
-func CheckConstants(module string, consts map[string]float64, ref, bundle *model.Config) *Constants {
+func checkConstants(module string, consts map[string]float64, ref, bundle *model.Config) *Constants {
 	return CheckConstantsFrom(module, consts, nil, ref, bundle)
 }
 
-// CheckConstantsFrom is CheckConstants for constants some of which another
+// CheckConstantsFrom is checkConstants for constants some of which another
 // file of the folder hard-codes: files[name] names it, and a finding names
 // that file, not the module.
 func CheckConstantsFrom(module string, consts map[string]float64, files map[string]string, ref, bundle *model.Config) *Constants {
@@ -183,7 +183,7 @@ func fieldOf(name string) (struct {
 
 // ConfigFunctionConstants are the numeric values a module's config
 // function fn returned (the worker called it), keyed "fn().field", for
-// CheckConstants. Fields that are not numbers (dtype) are left out.
+// checkConstants. Fields that are not numbers (dtype) are left out.
 func ConfigFunctionConstants(fn string, fields map[string]json.RawMessage) map[string]float64 {
 	out := map[string]float64{}
 	for field, raw := range fields {

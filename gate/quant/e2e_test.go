@@ -106,7 +106,7 @@ func (unknownRule) Bound() wire.QuantBound { return wire.QuantBound{} }
 func TestConfigFunctionConstants(t *testing.T) {
 	consts := ConfigFunctionConstants("llama31_8b_config", map[string]json.RawMessage{
 		"n_layers": json.RawMessage("32"), "head_dim": json.RawMessage("128"), "dtype": json.RawMessage(`"bfloat16"`)})
-	c := CheckConstants("llama31_8b_q4nx_weights.py", consts, &model.Config{NLayers: 16, HeadDim: 128}, nil)
+	c := checkConstants("llama31_8b_q4nx_weights.py", consts, &model.Config{NLayers: 16, HeadDim: 128}, nil)
 	if c.Status != verdict.Fail || len(c.Checked) != 2 || len(c.Findings) != 1 ||
 		!strings.Contains(c.Findings[0], "llama31_8b_config().n_layers = 32, but the reference's config.json gives n_layers = 16") {
 		t.Errorf("%s %q %+v", c.Status, c.Findings, c.Checked)

@@ -162,7 +162,7 @@ func gate3Family(t *testing.T, fx, llms string, c familyCase) *quant.Constants {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k := quant.CheckConstants(c.module, quant.ModuleConstants(src), a.Config, nil)
+	k := quant.CheckConstantsFrom(c.module, quant.ModuleConstants(src), nil, a.Config, nil)
 	f, err := opstest.Client(t).QuantFamilyFacts(context.Background(), wire.QuantFamilyArgs{WeightsModule: module, Family: c.family, ReferenceDir: dir,
 		Source: filepath.Join(fx, "bundles", c.family, "clean")})
 	if err != nil {
@@ -276,7 +276,7 @@ func TestUpstreamFamilyModulesGate3(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		k := quant.CheckConstants(c.fc.module, quant.ModuleConstants(src), a.Config, nil)
+		k := quant.CheckConstantsFrom(c.fc.module, quant.ModuleConstants(src), nil, a.Config, nil)
 		f, err := opstest.Client(t).QuantFamilyFacts(context.Background(), wire.QuantFamilyArgs{WeightsModule: module, Family: c.fc.family, ReferenceDir: dir, Source: dir})
 		if err != nil {
 			t.Fatal(err)

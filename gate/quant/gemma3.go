@@ -11,7 +11,7 @@ import (
 )
 
 // Gemma 3's bundles store their kept tensors under conventions
-// (tensornames.Families): every RMSNorm weight (four per layer, the
+// (tensornames.FamilyAdditions): every RMSNorm weight (four per layer, the
 // QK-norms, the final norm) as 1 + w, since Gemma's norm computes
 // x · (1 + w) and the kernel computes x · w; the embedding multiplied by
 // √hidden. The worker brings the reference to the convention before the

@@ -43,7 +43,7 @@ type Expect struct {
 	NLayers int
 	QKNorm  bool
 	QKVBias bool
-	// Family is a deployed family's name (tensornames.Families: its extra
+	// Family is a deployed family's name (tensornames.FamilyAdditions: its extra
 	// kept tensors, fused reference tensors, conventions); "" otherwise.
 	Family string
 }
@@ -196,7 +196,7 @@ func expected(want Expect) []string {
 		if want.QKVBias {
 			fields = append(fields, "bq", "bk", "bv")
 		}
-		if fam, ok := tensornames.FamilyNamed(want.Family); ok {
+		if fam, ok := tensornames.AdditionsOf(want.Family); ok {
 			fields = append(fields, fam.KeptFields()...)
 		}
 		for _, f := range fields {

@@ -70,12 +70,12 @@ func TestConstants(t *testing.T) {
 		t.Fatalf("constants %v, want the 7 literal ones", consts)
 	}
 	ref := &model.Config{NLayers: 36, EmbDim: 4096, NHeads: 32, NKVHeads: 8, HeadDim: 128, HiddenDim: 12288, VocabSize: 151936, RopeBase: 1e6, RMSNormEps: 1e-6}
-	if c := CheckConstants("m.py", consts, ref, nil); c.Status != verdict.Pass || len(c.Checked) != 7 {
+	if c := checkConstants("m.py", consts, ref, nil); c.Status != verdict.Pass || len(c.Checked) != 7 {
 		t.Errorf("matching constants: %s %q", c.Status, c.Findings)
 	}
 	bad := *ref
 	bad.HiddenDim, bad.RMSNormEps = 14336, 1e-5
-	c := CheckConstants("m.py", consts, ref, &bad)
+	c := checkConstants("m.py", consts, ref, &bad)
 	want := []string{"m.py: INTER = 12288, but the bundle's config.json gives hidden_dim = 14336", "m.py: RMS_EPS = 1e-06, but the bundle's config.json gives rms_norm_eps = 1e-05"}
 	if c.Status != verdict.Fail || strings.Join(c.Findings, "\n") != strings.Join(want, "\n") {
 		t.Errorf("disagreeing bundle config: %s\n%s", c.Status, strings.Join(c.Findings, "\n"))
@@ -88,12 +88,12 @@ func TestConstants(t *testing.T) {
 // of the module its config comes from is named in the summary.
 func TestConstantsNothingToCheckWarns(t *testing.T) {
 	ref := &model.Config{NLayers: 28, EmbDim: 3072}
-	c := CheckConstants("llama32_3b_q4nx_weights.py", map[string]float64{}, ref, nil)
+	c := checkConstants("llama32_3b_q4nx_weights.py", map[string]float64{}, ref, nil)
 	c.Conclude()
 	if c.Status != verdict.Warn || !strings.Contains(c.Summary, "nothing of gate 3 could be checked") {
 		t.Errorf("nothing checked: %s %q, want WARN saying so", c.Status, c.Summary)
 	}
-	c = CheckConstants("llama32_3b_q4nx_weights.py", map[string]float64{"LlamaConfig().n_layers": 28}, ref, nil)
+	c = checkConstants("llama32_3b_q4nx_weights.py", map[string]float64{"LlamaConfig().n_layers": 28}, ref, nil)
 	c.Behaviour, c.RopeFrom = &config.Consistency{}, "/t/llms/llama32_3b/llama32_3b_weights.py"
 	c.Conclude()
 	if c.Status != verdict.Pass || !strings.Contains(c.Summary, "RoPE table (llama32_3b_weights.py's, which the folder uses) judged by behaviour") {
@@ -120,14 +120,14 @@ func TestBundleConfigJudged(t *testing.T) {
 	} {
 		b := *ref
 		c.bundle(&b)
-		g := CheckConstants("m.py", consts, ref, &b)
+		g := checkConstants("m.py", consts, ref, &b)
 		g.CheckBundleConfig(ref, &b)
 		f := strings.Join(g.Findings, "\n")
 		if c.want == "" && g.Status != verdict.Pass || c.want != "" && (g.Status != verdict.Fail || !strings.Contains(f, c.want)) {
 			t.Errorf("%s: %s\n%s", c.name, g.Status, f)
 		}
 	}
-	g := CheckConstants("m.py", consts, ref, nil)
+	g := checkConstants("m.py", consts, ref, nil)
 	if g.CheckBundleConfig(ref, nil); g.Status != verdict.Pass {
 		t.Errorf("no bundle config: %s %q", g.Status, g.Findings)
 	}

@@ -11,7 +11,7 @@ import (
 // Phi-3's reference fuses q, k, v into one qkv_proj (rows [q; k; v]) and
 // gate, up into gate_up_proj (rows [gate; up]); its bundles hold them
 // split. The worker reads the reference's parts as the split projections
-// (tensornames.Families' Fused), so a bundle split in another order is a
+// (tensornames.FamilyAdditions' Fused), so a bundle split in another order is a
 // projection close to another part's rows: the partner confusion, which
 // here names the order the bundle used.
 
@@ -19,7 +19,7 @@ import (
 // reference tensor: the rows split in another order. "" when field is not
 // part of one in family.
 func fusedOrder(family, field string) string {
-	fam, ok := tensornames.FamilyNamed(family)
+	fam, ok := tensornames.AdditionsOf(family)
 	if !ok {
 		return ""
 	}

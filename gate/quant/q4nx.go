@@ -18,8 +18,8 @@ func (q4nx) Bound() wire.QuantBound {
 }
 
 // Limits: a clean min/max pack of real-shaped Llama-3.2-1B weights gives
-// cosine 0.997 and relative L2 0.078 on every projection (SPEC, and the
-// tiny packs of the tests: 0.9969–0.9970, 0.078–0.079, none beyond the
+// cosine 0.997 and relative L2 0.078 on every projection (docs/quantized.md,
+// "What is judged"; and the tiny packs of the tests: 0.9969–0.9970, 0.078–0.079, none beyond the
 // bound; the worker's own statistics of SmolLM2 quantized off its own
 // grid: cosine ≥ 0.9966, relative L2 ≤ 0.083, std ratio ≤ 1.0054, none
 // beyond). The limits leave room for a quantizer that searches its scales

@@ -1,7 +1,8 @@
 // Package pyenv decides which Python phase0 runs: the one the user names,
 // else the venv `make` built this binary for. Precedence, highest first:
 //
-//  1. the --python flag (the caller passes its value to Resolve),
+//  1. the python setting (--python, or the layers below it: the command line
+//     takes it when set and asks DefaultPython otherwise),
 //  2. $PHASE0_PYTHON,
 //  3. make's venv, recorded in the binary at build time
 //     (go build -ldflags "-X phase0/internal/pyenv.makeVenv=DIR").
@@ -29,19 +30,6 @@ var makeVenv string
 // ErrNoPython is wrapped when no python was named and make's venv is not
 // there to fall back on.
 var ErrNoPython = errors.New("no Python interpreter configured")
-
-// MakeVenv is the venv directory recorded at build time ("" when the binary
-// was not built by make).
-func MakeVenv() string { return makeVenv }
-
-// Resolve returns the absolute path of the python to run: flagValue when not
-// empty (the --python flag), else DefaultPython.
-func Resolve(flagValue string) (string, error) {
-	if flagValue != "" {
-		return absolute("--python", flagValue)
-	}
-	return DefaultPython()
-}
 
 // DefaultPython returns the python phase0 runs when --python is not given:
 // $PHASE0_PYTHON, else make's venv when its installation finished.

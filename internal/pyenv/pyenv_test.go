@@ -28,7 +28,7 @@ func venv(t *testing.T, installed bool) string {
 	return dir
 }
 
-func TestResolvePrecedence(t *testing.T) {
+func TestDefaultPythonPrecedence(t *testing.T) {
 	made := venv(t, true)
 	half := venv(t, false)
 	cwd, err := os.Getwd()
@@ -36,30 +36,28 @@ func TestResolvePrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		name      string
-		flag, env string
-		makeVenv  string
-		want      string   // the path, or
-		wantErr   []string // substrings of the error
+		name     string
+		env      string
+		makeVenv string
+		want     string   // the path, or
+		wantErr  []string // substrings of the error
 	}{
-		{"flag wins over env and make", "/opt/a/bin/python", "/opt/b/bin/python", made, "/opt/a/bin/python", nil},
-		{"env wins over make", "", "/opt/b/bin/python", made, "/opt/b/bin/python", nil},
-		{"make's venv", "", "", made, filepath.Join(made, "bin", "python"), nil},
-		{"relative flag made absolute", "venv/bin/python", "", "", filepath.Join(cwd, "venv", "bin", "python"), nil},
-		{"relative env made absolute", "", "v/bin/python", "", filepath.Join(cwd, "v", "bin", "python"), nil},
-		{"not built by make", "", "", "", "", []string{"not built by make", "--python", EnvPython}},
-		{"make's venv unfinished", "", "", half, "", []string{half, "not installed", "make venv"}},
-		{"make's venv gone", "", "", filepath.Join(made, "gone"), "", []string{"gone", "make venv"}},
+		{"env wins over make", "/opt/b/bin/python", made, "/opt/b/bin/python", nil},
+		{"make's venv", "", made, filepath.Join(made, "bin", "python"), nil},
+		{"relative env made absolute", "v/bin/python", "", filepath.Join(cwd, "v", "bin", "python"), nil},
+		{"not built by make", "", "", "", []string{"not built by make", "--python", EnvPython}},
+		{"make's venv unfinished", "", half, "", []string{half, "not installed", "make venv"}},
+		{"make's venv gone", "", filepath.Join(made, "gone"), "", []string{"gone", "make venv"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(EnvPython, tc.env)
 			defer func(v string) { makeVenv = v }(makeVenv)
 			makeVenv = tc.makeVenv
-			got, err := Resolve(tc.flag)
+			got, err := DefaultPython()
 			if tc.wantErr != nil {
 				if err == nil {
-					t.Fatalf("Resolve(%q) = %s, want an error", tc.flag, got)
+					t.Fatalf("DefaultPython() = %s, want an error", got)
 				}
 				if !errors.Is(err, ErrNoPython) {
 					t.Errorf("error %v does not wrap ErrNoPython", err)
@@ -72,7 +70,7 @@ func TestResolvePrecedence(t *testing.T) {
 				return
 			}
 			if err != nil || got != tc.want {
-				t.Fatalf("Resolve(%q) = %q, %v; want %q", tc.flag, got, err, tc.want)
+				t.Fatalf("DefaultPython() = %q, %v; want %q", got, err, tc.want)
 			}
 		})
 	}

@@ -31,6 +31,7 @@ import (
 
 	"phase0/gate/verdict"
 	"phase0/internal/atomicfile"
+	"phase0/internal/errmark"
 	"phase0/output/report"
 	"phase0/output/scaffold"
 )
@@ -72,6 +73,18 @@ var (
 // encode, given the files just committed (nil encode: no inputs.json, the
 // old one removed).
 func Commit(r *report.Report, dir string, docs []report.File, inputs string, encode func([]report.File) ([]byte, error)) error {
+	if err := commit(r, dir, docs, inputs, encode); err != nil {
+		return errmark.Wrap(ErrRecord, err)
+	}
+	return nil
+}
+
+// ErrRecord is in the chain of every error Commit and Docs return
+// (errors.Is): the record could not be written, which says nothing about
+// the model.
+var ErrRecord = errors.New("the record could not be written")
+
+func commit(r *report.Report, dir string, docs []report.File, inputs string, encode func([]report.File) ([]byte, error)) error {
 	files, err := report.Files(r, dir)
 	if err != nil {
 		return fmt.Errorf("recording the result (nothing was written): %w", err)
@@ -106,7 +119,7 @@ func Commit(r *report.Report, dir string, docs []report.File, inputs string, enc
 		// Committed, but not completed or without its inputs: the report
 		// must not stand as a complete PASS beside an exit 2, nor be
 		// reused. Marking it is best effort; the error stands.
-		r.Status, r.Error = verdict.Error, "the record is incomplete: "+err.Error()
+		r.Status, r.Error, r.ErrorKind = verdict.Error, "the record is incomplete: "+err.Error(), report.ErrorRecord
 		_ = report.Write(r, dir)
 		_ = os.Remove(inputs)
 		return fmt.Errorf("recording the result: %w", err)
@@ -202,6 +215,14 @@ func paths(files []report.File) []string {
 // or nothing. entry is the progress entry (read only on PASS); blockers
 // are TODO's and the timing section's.
 func Docs(r *report.Report, ws string, own, passed bool, entry func() string, blockers []string) ([]report.File, error) {
+	out, err := renderDocs(r, ws, own, passed, entry, blockers)
+	if err != nil {
+		return nil, errmark.Wrap(ErrRecord, err)
+	}
+	return out, nil
+}
+
+func renderDocs(r *report.Report, ws string, own, passed bool, entry func() string, blockers []string) ([]report.File, error) {
 	if !own && len(r.Workspace.Entered) == 0 {
 		return nil, nil
 	}

@@ -49,7 +49,7 @@ func WithKeys(reports []*Report) *Report {
 		first.Status = verdict.Worst(first.Status, r.Status)
 		first.Interrupted = first.Interrupted || r.Interrupted
 		if first.Error == "" && r.Status == verdict.Error {
-			first.Error = r.Error
+			first.Error, first.ErrorKind = r.Error, r.ErrorKind
 			if q := r.Quantized; q != nil {
 				first.Error = fmt.Sprintf("key %q: %s", q.Key, r.Error)
 			}

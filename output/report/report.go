@@ -107,6 +107,7 @@ type Report struct {
 	Status       verdict.Status    `json:"status"`
 	ReusedFrom   *ReusedFrom       `json:"reused_from,omitempty"` // run reused a recorded verdict (the orchestrator's reuse)
 	Error        string            `json:"error,omitempty"`
+	ErrorKind    ErrorKind         `json:"error_kind,omitempty"` // why it could not be evaluated, as a word (errorkind.go)
 	Interrupted  bool              `json:"interrupted"`
 	Architecture string            `json:"architecture"`
 	Family       string            `json:"family"`

@@ -32,9 +32,9 @@ const (
 
 var phase0Box = regexp.MustCompile(`(?m)^- \[[ xX]\] 0: Build CPU Reference[ \t]*$`)
 
-// UpsertPhase0Entry puts entryMarkdown between the phase0 markers in
+// upsertPhase0Entry puts entryMarkdown between the phase0 markers in
 // progress.md (Phase0Entry) and writes it.
-func UpsertPhase0Entry(progressPath, entryMarkdown string) error {
+func upsertPhase0Entry(progressPath, entryMarkdown string) error {
 	text, err := readText(progressPath)
 	if err != nil {
 		return err
@@ -74,9 +74,9 @@ func Phase0Entry(text, progressPath, entryMarkdown string) (string, error) {
 	}
 }
 
-// SetPhase0Status records the Phase 0 outcome in TODO.md (Phase0Status)
+// setPhase0Status records the Phase 0 outcome in TODO.md (Phase0Status)
 // and writes it.
-func SetPhase0Status(todoPath string, pass bool, blockers []string) error {
+func setPhase0Status(todoPath string, pass bool, blockers []string) error {
 	text, err := readText(todoPath)
 	if err != nil {
 		return err

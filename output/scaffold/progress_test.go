@@ -23,7 +23,7 @@ func TestUpsertPhase0Entry(t *testing.T) {
 	header := readWS(t, ws, "docs/development_progress/progress.md")
 
 	entry := "## Phase 0: Build CPU Reference — PASS\n\n- model: phase0-test/Tiny-Qwen3\n"
-	if err := UpsertPhase0Entry(progress, entry); err != nil {
+	if err := upsertPhase0Entry(progress, entry); err != nil {
 		t.Fatal(err)
 	}
 	first := readWS(t, ws, "docs/development_progress/progress.md")
@@ -32,7 +32,7 @@ func TestUpsertPhase0Entry(t *testing.T) {
 		t.Fatalf("after first upsert:\n%s\nwant:\n%s", first, want)
 	}
 
-	if err := UpsertPhase0Entry(progress, entry); err != nil {
+	if err := upsertPhase0Entry(progress, entry); err != nil {
 		t.Fatal(err)
 	}
 	if again := readWS(t, ws, "docs/development_progress/progress.md"); again != first {
@@ -43,7 +43,7 @@ func TestUpsertPhase0Entry(t *testing.T) {
 	if err := os.WriteFile(progress, []byte(first+"\n## Phase 1\n\nnotes\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := UpsertPhase0Entry(progress, "## Phase 0 — FAIL\n"); err != nil {
+	if err := upsertPhase0Entry(progress, "## Phase 0 — FAIL\n"); err != nil {
 		t.Fatal(err)
 	}
 	got := readWS(t, ws, "docs/development_progress/progress.md")
@@ -75,7 +75,7 @@ func TestUpsertPhase0EntryBrokenMarkers(t *testing.T) {
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := UpsertPhase0Entry(p, "new"); err == nil {
+		if err := upsertPhase0Entry(p, "new"); err == nil {
 			t.Errorf("no error for %q", text)
 		}
 		if got, _ := os.ReadFile(p); string(got) != text {
@@ -89,7 +89,7 @@ func TestSetPhase0Status(t *testing.T) {
 	todo := filepath.Join(ws, "TODO.md")
 	original := readWS(t, ws, "TODO.md")
 
-	if err := SetPhase0Status(todo, false, []string{"HF baseline: top-1 is NaN", "config mismatch:\nrope_theta"}); err != nil {
+	if err := setPhase0Status(todo, false, []string{"HF baseline: top-1 is NaN", "config mismatch:\nrope_theta"}); err != nil {
 		t.Fatal(err)
 	}
 	failed := readWS(t, ws, "TODO.md")
@@ -98,14 +98,14 @@ func TestSetPhase0Status(t *testing.T) {
 		t.Fatalf("after failure:\n%s", failed)
 	}
 
-	if err := SetPhase0Status(todo, false, []string{"HF baseline: top-1 is NaN", "config mismatch:\nrope_theta"}); err != nil {
+	if err := setPhase0Status(todo, false, []string{"HF baseline: top-1 is NaN", "config mismatch:\nrope_theta"}); err != nil {
 		t.Fatal(err)
 	}
 	if again := readWS(t, ws, "TODO.md"); again != failed {
 		t.Fatalf("repeated failure is not idempotent:\n%s", again)
 	}
 
-	if err := SetPhase0Status(todo, true, nil); err != nil {
+	if err := setPhase0Status(todo, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	passed := readWS(t, ws, "TODO.md")
@@ -113,7 +113,7 @@ func TestSetPhase0Status(t *testing.T) {
 		t.Fatalf("after pass:\n%s\nwant:\n%s", passed, want)
 	}
 	if _, err := Write(ws, renderTiny(t)); err != nil {
-		t.Errorf("re-scaffold after SetPhase0Status: %v", err)
+		t.Errorf("re-scaffold after setPhase0Status: %v", err)
 	}
 	if !strings.Contains(readWS(t, ws, "TODO.md"), "- [x] 0: Build CPU Reference") {
 		t.Error("re-scaffold lost the Phase 0 tick")
@@ -126,7 +126,7 @@ func TestSetPhase0StatusKeepsUserBlockersAndAddsSection(t *testing.T) {
 	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetPhase0Status(p, false, nil); err != nil {
+	if err := setPhase0Status(p, false, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(p)
@@ -140,7 +140,7 @@ func TestSetPhase0StatusKeepsUserBlockersAndAddsSection(t *testing.T) {
 	if err := os.WriteFile(p, []byte(noSection), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetPhase0Status(p, false, []string{"weights: missing lm_head"}); err != nil {
+	if err := setPhase0Status(p, false, []string{"weights: missing lm_head"}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = os.ReadFile(p)
@@ -154,7 +154,7 @@ func TestSetPhase0StatusNeedsCheckbox(t *testing.T) {
 	if err := os.WriteFile(p, []byte("# my own todo\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetPhase0Status(p, true, nil); !errors.Is(err, ErrTodoLayout) {
+	if err := setPhase0Status(p, true, nil); !errors.Is(err, ErrTodoLayout) {
 		t.Fatalf("error = %v, want ErrTodoLayout", err)
 	}
 }
@@ -171,14 +171,14 @@ func TestPassKeepsAPersonsReviewLine(t *testing.T) {
 	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetPhase0Status(p, false, []string{"weights: missing lm_head"}); err != nil {
+	if err := setPhase0Status(p, false, []string{"weights: missing lm_head"}); err != nil {
 		t.Fatal(err)
 	}
 	failed, _ := os.ReadFile(p)
 	if !strings.Contains(string(failed), "- needs-human-review: weights: missing lm_head <!-- phase0 -->\n") || !strings.Contains(string(failed), human) {
 		t.Fatalf("after a failure:\n%s", failed)
 	}
-	if err := SetPhase0Status(p, true, nil); err != nil {
+	if err := setPhase0Status(p, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := os.ReadFile(p)
@@ -197,7 +197,7 @@ func TestPassKeepsAPersonsReviewLine(t *testing.T) {
 	if err := writeTracked(todo, []byte(legacy)); err != nil {
 		t.Fatal(err)
 	}
-	if err := SetPhase0Status(todo, true, nil); err != nil {
+	if err := setPhase0Status(todo, true, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got := readWS(t, ws, "TODO.md"); strings.Contains(got, "old reason") {

@@ -55,6 +55,7 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 	"mul":           func(a, b int) int { return a * b },
 	"div":           func(a, b int) int { return a / b },
 	"unaligned1024": unaligned1024,
+	"modelDirEnv":   func() string { return ModelDirEnv },
 }).Option("missingkey=error").ParseFS(templateFS, "templates/*.tmpl"))
 
 // Render produces every workspace file for spec, in a fixed order.

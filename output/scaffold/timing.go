@@ -11,7 +11,7 @@ import (
 const PhaseTimingName = "phase_timing.md"
 
 // Phase0Timing is phase0's Phase 0 section of phase_timing.md for one run,
-// in the deploy-new-llm skill's schema; UpsertPhase0Entry puts it between
+// in the deploy-new-llm skill's schema; upsertPhase0Entry puts it between
 // the phase0 markers. Phase 0 compiles and runs nothing on the NPU, so those
 // columns are 0 and the whole wall time is phase0's own.
 func Phase0Timing(start, end time.Time, status string, events []string) string {

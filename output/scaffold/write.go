@@ -30,7 +30,7 @@ type Result struct {
 	// their bytes are not phase0's: never written by it (upstream's own
 	// model, a hand-made file) or changed since it wrote them.
 	Foreign []string
-	// HelpersKept lists the functions in <name>_cpu_helpers.py; filled by Generate.
+	// HelpersKept lists the functions in <name>_cpu_helpers.py; filled by generate.
 	HelpersKept []string
 }
 
@@ -38,8 +38,8 @@ type manifest struct {
 	Files map[string]string `json:"files"` // relative path -> sha256 hex of what phase0 wrote
 }
 
-// Generate renders spec and writes it into workspaceDir (usually <llms>/<name>).
-func Generate(workspaceDir string, spec Spec) (Result, error) {
+// generate renders spec and writes it into workspaceDir (usually <llms>/<name>).
+func generate(workspaceDir string, spec Spec) (Result, error) {
 	files, err := Render(spec)
 	if err != nil {
 		return Result{}, err

@@ -73,7 +73,7 @@ func TestWriteFreshWorkspace(t *testing.T) {
 }
 
 func TestGenerateReportsHelpers(t *testing.T) {
-	res, err := Generate(t.TempDir(), loadSpec(t, "qwen3"))
+	res, err := generate(t.TempDir(), loadSpec(t, "qwen3"))
 	if err != nil {
 		t.Fatal(err)
 	}

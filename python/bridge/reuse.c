@@ -55,7 +55,8 @@ typedef struct {
 
 // Blocks under this size are left to glibc, whose heap reuses them anyway
 // (its mmap threshold adapts up to 32 MiB); it is also where NumPy starts
-// asking for huge pages.
+// asking for huge pages. smallest() lowers it (never under a page) so that
+// tests on small fixtures take the same paths as a real model's arrays.
 #define P0_REUSE_MIN ((size_t)4 << 20)
 #define P0_REUSE_SLOTS 64
 // Arena blocks, and the bytes before each carved piece: its size, which
@@ -69,6 +70,7 @@ static struct {
 	pthread_mutex_t mu;
 	int on;
 	size_t cap, held;
+	size_t smallest; // blocks of this size or more are cached and carved (0: P0_REUSE_MIN)
 	unsigned long long clock; // orders the slots by when they were freed
 	unsigned long long epoch; // age() calls since begin()
 	struct {
@@ -88,6 +90,13 @@ static struct {
 		int open;
 	} block[P0_ARENA_BLOCKS];
 } cache = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+// The smallest block cached or carved: P0_REUSE_MIN unless smallest() set
+// another (read without cache.mu by malloc, hence atomic).
+static size_t smallest_block(void) {
+	size_t n = __atomic_load_n(&cache.smallest, __ATOMIC_RELAXED);
+	return n ? n : P0_REUSE_MIN;
+}
 
 // Gives the whole pages within [p, p + n) back to the kernel.
 static void discard(char *p, size_t n) {
@@ -191,7 +200,7 @@ static void *let_go(void *p, size_t n) {
 	int b = block_of(p);
 	if (b >= 0) return release_piece(b, p);
 	size_t room = arena_room();
-	if (n < P0_REUSE_MIN || room < P0_REUSE_MIN) return p;
+	if (n < smallest_block() || room < smallest_block()) return p;
 	for (int i = 0; i < P0_ARENA_BLOCKS; i++) {
 		if (cache.block[i].base == NULL) {
 			size_t size = n <= room ? n : room & ~(size_t)(P0_PAGE - 1);
@@ -266,7 +275,7 @@ static void *take(size_t n) {
 
 static void *reuse_malloc(void *ctx, size_t n) {
 	(void)ctx;
-	void *p = n >= P0_REUSE_MIN ? take(n) : NULL;
+	void *p = n >= smallest_block() ? take(n) : NULL;
 	if (p != NULL) return p;
 	p = malloc(n ? n : 1);
 	if (p != NULL) advise_huge(p, n);
@@ -277,7 +286,7 @@ static void *reuse_calloc(void *ctx, size_t nelem, size_t elsize) {
 	(void)ctx;
 	if (elsize != 0 && nelem > SIZE_MAX / elsize) return NULL;
 	size_t n = nelem * elsize;
-	void *p = n >= P0_REUSE_MIN ? take(n) : NULL;
+	void *p = n >= smallest_block() ? take(n) : NULL;
 	if (p != NULL) {
 		memset(p, 0, n); // a reused block or a piece holds earlier values
 		return p;
@@ -311,7 +320,7 @@ static void reuse_free(void *ctx, void *p, size_t n) {
 	void *drop[P0_REUSE_SLOTS + 1];
 	int ndrop = 0;
 	pthread_mutex_lock(&cache.mu);
-	if (p != NULL && cache.on && n >= P0_REUSE_MIN && n <= cache.cap) {
+	if (p != NULL && cache.on && n >= smallest_block() && n <= cache.cap) {
 		for (;;) {
 			int empty = -1, oldest = -1;
 			for (int i = 0; i < P0_REUSE_SLOTS; i++) {
@@ -416,6 +425,19 @@ static PyObject *reuse_arena(PyObject *self, PyObject *arg) {
 	return py.None;
 }
 
+// smallest(n: int) -> int: from now on (across begin() and end()), blocks of
+// n bytes or more (never under a page) are cached and carved; the previous
+// value. The default is P0_REUSE_MIN.
+static PyObject *reuse_smallest(PyObject *self, PyObject *arg) {
+	(void)self;
+	size_t n = py.PyLong_AsSize_t(arg);
+	if (n == (size_t)-1 && py.PyErr_Occurred() != NULL) return NULL;
+	if (n < P0_PAGE) n = P0_PAGE;
+	size_t previous = smallest_block();
+	__atomic_store_n(&cache.smallest, n, __ATOMIC_RELAXED);
+	return py.PyLong_FromSize_t(previous);
+}
+
 // age() -> int: lets go of the blocks not freed again since the previous
 // age() (or begin()); the bytes.
 static PyObject *reuse_age(PyObject *self, PyObject *unused) {
@@ -472,6 +494,7 @@ static PyObject *reuse_arena_state(PyObject *self, PyObject *unused) {
 static p0_method methods[] = {
     {"begin", (void *)reuse_begin, P0_METH_O, "begin(cap): keep freed blocks of 4 MiB or more, up to cap bytes"},
     {"arena", (void *)reuse_arena, P0_METH_O, "arena(cap): keep what the cache lets go of, up to cap bytes, to carve arrays from"},
+    {"smallest", (void *)reuse_smallest, P0_METH_O, "smallest(n): cache and carve blocks of n bytes or more (default 4 MiB); the previous value"},
     {"age", (void *)reuse_age, P0_METH_NOARGS, "age(): let go of what was not freed again since the last age(); bytes"},
     {"end", (void *)reuse_end, P0_METH_NOARGS, "end(): stop, empty the cache, close the arena; (hits, misses, reused, fresh, carved bytes)"},
     {"held", (void *)reuse_held, P0_METH_NOARGS, "held(): the bytes the cache holds now"},

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"phase0/internal/errmark"
 )
 
 // requirements are the modules phase0's Python side imports (requirements.txt),
@@ -34,6 +36,10 @@ func MissingRequirement(err error) error {
 	if !ok {
 		return nil
 	}
-	return fmt.Errorf("the Python environment lacks %s, which phase0 needs (%s raised ModuleNotFoundError: %s): install it with `<python> -m pip install %s` into the interpreter phase0 runs (--python or PHASE0_PYTHON), or let `make venv` prepare one with all of requirements.txt",
-		top, we.Op, we.Py.Message, pip)
+	return errmark.With(ErrMissingRequirement, fmt.Sprintf("the Python environment lacks %s, which phase0 needs (%s raised ModuleNotFoundError: %s): install it with `<python> -m pip install %s` into the interpreter phase0 runs (--python or PHASE0_PYTHON), or let `make venv` prepare one with all of requirements.txt",
+		top, we.Op, we.Py.Message, pip), nil)
 }
+
+// ErrMissingRequirement is in the chain of MissingRequirement's errors
+// (errors.Is).
+var ErrMissingRequirement = errors.New("the Python environment lacks a package phase0 needs")

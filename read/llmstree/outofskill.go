@@ -13,7 +13,8 @@ type Reason struct {
 }
 
 // outOfSkill are the tree's folders that deploy models outside the skill
-// (SPEC, "Quantized deployments in the tree"). gemma3_4b_q4nx and
+// (docs/quantized.md, a list run through a tree: the ids smolvla uses are
+// REJECTED, from the folder when their config.json is not cached). gemma3_4b_q4nx and
 // phi4_mini_q4nx are not among them: their families cannot be brought up
 // new, but the deployments are validated as quantized folders (issue 38;
 // read/model's deployed families). Their ids are listed in

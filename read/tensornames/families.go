@@ -7,7 +7,7 @@ import "slices"
 // the kept tensors beyond the shared ones, the fused reference tensors the
 // loaders hold split, and the conventions its bundles store kept tensors
 // under. The shared names stay the vocabulary's; a family only adds.
-type Family struct {
+type Additions struct {
 	Name string // read/model's family name: "gemma3"
 	// Prefixes are where the reference checkpoint may keep the text model
 	// (its "model." names under them), tried in order.
@@ -47,7 +47,7 @@ const (
 )
 
 // Families are the deployed families' additions.
-var Families = []Family{
+var FamilyAdditions = []Additions{
 	{
 		Name:     "gemma3",
 		Prefixes: []string{"language_model.model.", "model.language_model.", "model."},
@@ -73,17 +73,17 @@ var Families = []Family{
 }
 
 // FamilyNamed is the deployed family called name.
-func FamilyNamed(name string) (Family, bool) {
-	i := slices.IndexFunc(Families, func(f Family) bool { return f.Name == name })
+func AdditionsOf(name string) (Additions, bool) {
+	i := slices.IndexFunc(FamilyAdditions, func(f Additions) bool { return f.Name == name })
 	if i < 0 {
-		return Family{}, false
+		return Additions{}, false
 	}
-	return Families[i], true
+	return FamilyAdditions[i], true
 }
 
 // FusedOf is the fused reference tensor holding field's rows, and the
 // field's place among its parts.
-func (f Family) FusedOf(field string) (Fused, int, bool) {
+func (f Additions) FusedOf(field string) (Fused, int, bool) {
 	for _, fu := range f.Fused {
 		if i := slices.Index(fu.Parts, field); i >= 0 {
 			return fu, i, true
@@ -93,7 +93,7 @@ func (f Family) FusedOf(field string) (Fused, int, bool) {
 }
 
 // KeptFields are the family's kept layer fields beyond the shared ones.
-func (f Family) KeptFields() []string {
+func (f Additions) KeptFields() []string {
 	var out []string
 	for _, t := range f.Extra {
 		out = append(out, t.Field)

@@ -6,11 +6,11 @@ import (
 	"strings"
 )
 
-// PythonFile is the worker's copy of the vocabulary, the text of
+// pythonFile is the worker's copy of the vocabulary, the text of
 // python/pyshim/phase0_shim/quant/vocab.py: generated, never edited by hand
 // (go test ./read/tensornames -run Python -update rewrites it; the test
 // fails when the file differs).
-func PythonFile() string {
+func pythonFile() string {
 	var b strings.Builder
 	b.WriteString(`"""The tensor vocabulary the Go side declares (read/tensornames).
 
@@ -50,11 +50,11 @@ PROJECTIONS: dict[str, tuple[str, str]] = {
 // writeFamilies writes the deployed families' additions (families.go).
 func writeFamilies(b *strings.Builder) {
 	b.WriteString("# Deployed families (read/model's Deployment): where the reference keeps the\n# text model, tried in order.\nFAMILY_PREFIXES: dict[str, tuple[str, ...]] = {\n")
-	for _, f := range Families {
+	for _, f := range FamilyAdditions {
 		fmt.Fprintf(b, "    %q: (%s),\n", f.Name, pyStrings(f.Prefixes))
 	}
 	b.WriteString("}\n# A family's kept layer tensors beyond KEPT -> the HF tensor under model.layers.<k>.\nFAMILY_KEPT: dict[str, dict[str, str]] = {\n")
-	for _, f := range Families {
+	for _, f := range FamilyAdditions {
 		fmt.Fprintf(b, "    %q: {", f.Name)
 		for i, t := range f.Extra {
 			if i > 0 {
@@ -65,7 +65,7 @@ func writeFamilies(b *strings.Builder) {
 		b.WriteString("},\n")
 	}
 	b.WriteString("}\n# The fields of a class loader's layer_rms(k) tuple, in order.\nFAMILY_RMS: dict[str, tuple[str, ...]] = {\n")
-	for _, f := range Families {
+	for _, f := range FamilyAdditions {
 		rms := f.RMS
 		if rms == nil {
 			rms = []string{"attn_norm", "ffn_norm"}
@@ -73,7 +73,7 @@ func writeFamilies(b *strings.Builder) {
 		fmt.Fprintf(b, "    %q: (%s),\n", f.Name, pyStrings(rms))
 	}
 	b.WriteString("}\n# Fused reference tensors under model.layers.<k>. -> the fields of their rows, in order.\nFAMILY_FUSED: dict[str, dict[str, tuple[str, ...]]] = {\n")
-	for _, f := range Families {
+	for _, f := range FamilyAdditions {
 		fmt.Fprintf(b, "    %q: {", f.Name)
 		for i, fu := range f.Fused {
 			if i > 0 {
@@ -84,7 +84,7 @@ func writeFamilies(b *strings.Builder) {
 		b.WriteString("},\n")
 	}
 	b.WriteString("}\n# How a family's bundle stores a kept tensor: field -> convention.\nFAMILY_STORED: dict[str, dict[str, str]] = {\n")
-	for _, f := range Families {
+	for _, f := range FamilyAdditions {
 		fmt.Fprintf(b, "    %q: {", f.Name)
 		for i, field := range sortedKeys(f.Stored) {
 			if i > 0 {

@@ -12,7 +12,7 @@ var update = flag.Bool("update", false, "rewrite the generated Python vocabulary
 // The worker's vocabulary is this package's, byte for byte.
 func TestPythonVocabularyIsGenerated(t *testing.T) {
 	path := filepath.Join("..", "..", "python", "pyshim", "phase0_shim", "quant", "vocab.py")
-	want := PythonFile()
+	want := pythonFile()
 	if *update {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"phase0/read/hfcache"
 	"phase0/read/llmstree"
 	"phase0/read/model"
+	"phase0/run/modelrun"
 	"phase0/run/orchestrator"
 )
 
@@ -50,7 +51,7 @@ func runListed(ctx context.Context, s *orchestrator.Settings, folders []llmstree
 			s.Name = folder
 		}
 	}
-	return orchestrator.Run(ctx, s, arg, version)
+	return modelrun.Run(ctx, s, arg, version)
 }
 
 // configCached says whether id's config.json is in the HF cache (offline).

@@ -13,6 +13,7 @@ import (
 	"phase0/output/report"
 	"phase0/python/warm"
 	"phase0/read/modellist"
+	"phase0/run/chain"
 	"phase0/run/orchestrator"
 )
 
@@ -82,7 +83,7 @@ func RunMany(ctx context.Context, s *orchestrator.Settings, entries []modellist.
 	for i, e := range entries {
 		var r *report.Report
 		if ctx.Err() != nil {
-			r = orchestrator.ErrorReport("run", e.Arg, version, fmt.Errorf("not run: %w before it started", orchestrator.ErrInterrupted))
+			r = orchestrator.ErrorReport("run", e.Arg, version, fmt.Errorf("not run: %w before it started", chain.ErrInterrupted))
 		} else {
 			if s.Progress != nil {
 				fmt.Fprintf(s.Progress, "phase0: [%d/%d] %s (%s)\n", i+1, len(entries), e.Arg, e.Source)

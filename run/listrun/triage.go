@@ -9,6 +9,7 @@ import (
 	"phase0/internal/parallel"
 	"phase0/output/report"
 	"phase0/read/modellist"
+	"phase0/run/chain"
 	"phase0/run/orchestrator"
 )
 
@@ -54,7 +55,7 @@ func InspectMany(ctx context.Context, s *orchestrator.Settings, entries []modell
 	t := &Triage{Tool: "phase0", Version: version, Status: verdict.Pass, Models: []*TriageRow{}}
 	for i, row := range rows {
 		if row == nil { // not started: the context ended first
-			row = &TriageRow{Report: orchestrator.ErrorReport("inspect", entries[i].Arg, version, fmt.Errorf("%w before it started", orchestrator.ErrInterrupted)), Source: entries[i].Source, LaterPhases: []string{}}
+			row = &TriageRow{Report: orchestrator.ErrorReport("inspect", entries[i].Arg, version, fmt.Errorf("%w before it started", chain.ErrInterrupted)), Source: entries[i].Source, LaterPhases: []string{}}
 		}
 		t.Models = append(t.Models, row)
 		t.Status = verdict.Worst(t.Status, row.Status)

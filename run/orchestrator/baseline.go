@@ -14,8 +14,8 @@ import (
 	"phase0/wire"
 )
 
-// baselineRequest builds ops.baseline's arguments for the canonical-prompt prefill.
-func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weightsModule string) wire.BaselineArgs {
+// BaselineRequest builds ops.baseline's arguments for the canonical-prompt prefill.
+func BaselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weightsModule string) wire.BaselineArgs {
 	style := s.PromptStyle
 	if style == "" && s.Prompt == "" {
 		style = ref.PromptStyle
@@ -31,34 +31,34 @@ func baselineRequest(s *Settings, ref *resolvedModel, cfg *model.Config, weights
 // run generated one), judged by baseline.Gate2.
 func hfBaselineStage(ctx context.Context, st *state) (*baseline.Baseline, outcome, error) {
 	start := time.Now()
-	args := baselineRequest(st.in.s, st.facts.model, st.facts.analysis.Config, st.weightsModule())
-	if err := promptFits(ctx, st, args); err != nil {
+	args := BaselineRequest(st.in.s, st.facts.model, st.facts.analysis.Config, st.weightsModule())
+	if err := st.PromptFits(ctx, args); err != nil {
 		return nil, outcome{}, err
 	}
-	res, logits, err := st.py().Baseline(ctx, args)
+	res, logits, err := st.Py().Baseline(ctx, args)
 	if err != nil {
-		if stop := workerFailure(err); stop != nil {
+		if stop := WorkerFailure(err); stop != nil {
 			return nil, outcome{}, stop
 		}
 		b := baseline.NewBaseline()
 		b.Seconds = time.Since(start).Seconds()
-		b.Fail(st.explain("hf_baseline", err))
-		return b, outcome{status: b.Status, detail: b.Summary}, nil
+		b.Fail(st.Explain("hf_baseline", err))
+		return b, outcome{Status: b.Status, Detail: b.Summary}, nil
 	}
 	if err := runnerIsVerifys(st.in.s, res.RunnerPath); err != nil {
 		return nil, outcome{}, err
 	}
 	b := baseline.FromRunner(&res, logits, st.facts.analysis.Config.VocabSize, res.SecondsLoad+res.SecondsPrefill, st.in.s.MaxPerplexityRatio)
-	return b, outcome{status: b.Status, detail: b.Summary}, nil
+	return b, outcome{Status: b.Status, Detail: b.Summary}, nil
 }
 
-// promptFits refuses, before the model loads, a prompt that does not fit
+// PromptFits refuses, before the model loads, a prompt that does not fit
 // max_seq (baseline.CheckPromptFits), counted by the tokenizer alone; a
 // count that raises is left to the baseline op to report.
-func promptFits(ctx context.Context, st *state, args wire.BaselineArgs) error {
-	r, err := st.py().PromptTokens(ctx, args)
+func (st *state) PromptFits(ctx context.Context, args wire.BaselineArgs) error {
+	r, err := st.Py().PromptTokens(ctx, args)
 	if err != nil {
-		return workerFailure(err)
+		return WorkerFailure(err)
 	}
 	return baseline.CheckPromptFits(r.Tokens, args.DecodeN, args.MaxSeq, args.Prompt != "")
 }

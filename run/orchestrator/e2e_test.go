@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -46,12 +45,14 @@ var testSessions = warm.New(2, 0)
 func settingsFor(t *testing.T, llms string) *Settings {
 	t.Helper()
 	var progress bytes.Buffer
+	var s *Settings
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("progress:\n%s", progress.String())
 		}
+		dumpFacts(t, s, progress.String)
 	})
-	s := &Settings{
+	s = &Settings{
 		LLMSDir: llms, Python: testenv.Python(t), PyShimDir: testenv.PyShim(), MaxSeq: 64, Timeout: 5 * time.Minute,
 		MemoryCheck: true, AttentionFallback: true, Progress: &progress, Sessions: testSessions,
 	}
@@ -97,7 +98,7 @@ func TestRunEachFamily(t *testing.T) {
 	} {
 		t.Run(m.dir, func(t *testing.T) {
 			llms := t.TempDir()
-			r := Run(context.Background(), settingsFor(t, llms), tiny(t, m.dir), "test")
+			r := RunBF16(context.Background(), settingsFor(t, llms), tiny(t, m.dir), "test")
 			mustPass(t, r)
 			if r.Family != m.family || r.Gates.PyWeights.Status != verdict.Pass || r.Gates.HFBaseline.Runner != "bundled" {
 				t.Errorf("family %s, python weights %+v, runner %s", r.Family, r.Gates.PyWeights, r.Gates.HFBaseline.Runner)
@@ -140,13 +141,13 @@ func TestRunIsIdempotentAndProtectsEdits(t *testing.T) {
 	llms := t.TempDir()
 	s := settingsFor(t, llms)
 	model := tiny(t, "qwen3")
-	mustPass(t, Run(context.Background(), s, model, "test"))
+	mustPass(t, RunBF16(context.Background(), s, model, "test"))
 	ws := filepath.Join(llms, "qwen3")
 	progressPath := filepath.Join(ws, "docs/development_progress/progress.md")
 	first, _ := os.ReadFile(progressPath)
 
 	s.Fresh = true // unchanged inputs would reuse the verdict; generate must run to be checked
-	again := Run(context.Background(), s, model, "test")
+	again := RunBF16(context.Background(), s, model, "test")
 	mustPass(t, again)
 	if len(again.Workspace.Written) != 0 || !slices.Contains(again.Workspace.Unchanged, "qwen3_weights.py") || !slices.Contains(again.Workspace.Unchanged, "qwen3_cpu_helpers.py") {
 		t.Errorf("re-run wrote %v, unchanged %v", again.Workspace.Written, again.Workspace.Unchanged)
@@ -165,7 +166,7 @@ func TestRunIsIdempotentAndProtectsEdits(t *testing.T) {
 	}
 	for _, force := range []bool{false, true} {
 		s.Force = force
-		r := Run(context.Background(), s, model, "test")
+		r := RunBF16(context.Background(), s, model, "test")
 		mustPass(t, r)
 		if r.Workspace.Mode != report.ModeValidatedExisting || !bytes.Equal(mustRead(t, weightsPy), edited) {
 			t.Fatalf("force=%v: mode %s; the user's edit kept: %v", force, r.Workspace.Mode, bytes.Equal(mustRead(t, weightsPy), edited))
@@ -189,7 +190,7 @@ func TestRejectedModelWritesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	llms := t.TempDir()
-	r := Run(context.Background(), settingsFor(t, llms), dir, "test")
+	r := RunBF16(context.Background(), settingsFor(t, llms), dir, "test")
 	if r.Status != verdict.Rejected || ExitCode(r) != 1 || len(r.Rejections) == 0 {
 		t.Fatalf("status %s, rejections %+v", r.Status, r.Rejections)
 	}
@@ -266,7 +267,7 @@ func TestLogitsEqualPlainTransformers(t *testing.T) {
 	mustPass(t, r)
 	py := s.opsClient()
 	defer py.Close()
-	_, got, err := py.Baseline(context.Background(), baselineRequest(s, &resolvedModel{Dir: model, ID: model}, r.Config, ""))
+	_, got, err := py.Baseline(context.Background(), BaselineRequest(s, &resolvedModel{Dir: model, ID: model}, r.Config, ""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +309,7 @@ func TestMissingPythonIsAnError(t *testing.T) {
 	s := settingsFor(t, "")
 	s.Python = ""
 	r := BaselineRun(context.Background(), s, tiny(t, "qwen3"), "test")
-	if r.Status != verdict.Error || !errors.Is(errors.New(r.Error), ErrNoPython) && !strings.Contains(r.Error, "PHASE0_PYTHON") {
+	if r.Status != verdict.Error || r.ErrorKind != report.ErrorPythonEnvironment || !strings.Contains(r.Error, "PHASE0_PYTHON") {
 		t.Errorf("status %s, error %q", r.Status, r.Error)
 	}
 }
@@ -335,7 +336,7 @@ func TestRunWithBrokenCheckpointRecordsBlockers(t *testing.T) {
 		t.Fatal(err)
 	}
 	llms := t.TempDir()
-	r := Run(context.Background(), settingsFor(t, llms), dir, "test")
+	r := RunBF16(context.Background(), settingsFor(t, llms), dir, "test")
 	if r.Status != verdict.Fail || r.Gates.HFBaseline != nil || r.Gates.PyWeights != nil {
 		t.Fatalf("status %s, baseline %+v, python weights %+v", r.Status, r.Gates.HFBaseline, r.Gates.PyWeights)
 	}
@@ -393,7 +394,7 @@ func TestRunOfAFolderNamedWithAQuote(t *testing.T) {
 	out := t.TempDir()
 	s := settingsFor(t, out)
 	s.Name = "my_model"
-	r := Run(context.Background(), s, dir, "test")
+	r := RunBF16(context.Background(), s, dir, "test")
 	if r.Status != verdict.Pass {
 		t.Fatalf("status %s, error %q, stages %+v", r.Status, r.Error, r.Stages)
 	}
@@ -403,7 +404,7 @@ func TestRunOfAFolderNamedWithAQuote(t *testing.T) {
 	}
 	s2 := settingsFor(t, out)
 	s2.Name = "my_model"
-	again := Run(context.Background(), s2, dir, "test")
+	again := RunBF16(context.Background(), s2, dir, "test")
 	if again.Status != verdict.Pass || again.ReusedFrom == nil {
 		t.Errorf("second run: status %s, reused %v, error %q", again.Status, again.ReusedFrom != nil, again.Error)
 	}

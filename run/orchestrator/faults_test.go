@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -46,7 +45,7 @@ func TestInterruptKeepsTheRecord(t *testing.T) {
 	model := tiny(t, "qwen3")
 	s := settingsFor(t, llms)
 	s.Name = "interrupted"
-	mustPass(t, Run(context.Background(), s, model, "test"))
+	mustPass(t, RunBF16(context.Background(), s, model, "test"))
 	ws := filepath.Join(llms, "interrupted")
 	files := []string{"TODO.md", "docs/development_progress/progress.md", "docs/development_progress/phase0/report.json"}
 	before := map[string][]byte{}
@@ -66,7 +65,7 @@ func TestInterruptKeepsTheRecord(t *testing.T) {
 			s.Fresh = true // the inputs are unchanged: without it the recorded PASS is reused
 			s.Progress = &cancelOn{stage: after, cancel: cancel}
 			s.Sessions = nil // the interrupted run's own worker must be the one killed
-			r := Run(ctx, s, model, "test")
+			r := RunBF16(ctx, s, model, "test")
 			if r.Status != verdict.Error || !r.Interrupted || ExitCode(r) != verdict.Interrupted {
 				t.Fatalf("status %s, interrupted %v, exit %d; want ERROR, true, 130 (error %q)", r.Status, r.Interrupted, ExitCode(r), r.Error)
 			}
@@ -90,8 +89,8 @@ func TestNoPythonIsCouldNotEvaluate(t *testing.T) {
 	llms := t.TempDir()
 	s := settingsFor(t, llms)
 	s.Python = ""
-	r := Run(context.Background(), s, tiny(t, "llama-llama3"), "test")
-	if r.Status != verdict.Error || ExitCode(r) != 2 || !errors.Is(errors.New(r.Error), ErrNoPython) && !strings.Contains(r.Error, "PHASE0_PYTHON") {
+	r := RunBF16(context.Background(), s, tiny(t, "llama-llama3"), "test")
+	if r.Status != verdict.Error || ExitCode(r) != 2 || r.ErrorKind != report.ErrorPythonEnvironment || !strings.Contains(r.Error, "PHASE0_PYTHON") {
 		t.Fatalf("status %s, exit %d, error %q", r.Status, ExitCode(r), r.Error)
 	}
 	if entries, _ := os.ReadDir(llms); len(entries) != 0 {
@@ -110,7 +109,7 @@ func TestMessagesNameTheInput(t *testing.T) {
 		if err := os.CopyFS(dir, os.DirFS(tiny(t, "llama-llama3"))); err != nil {
 			t.Fatal(err)
 		}
-		r := Run(context.Background(), settingsFor(t, llms), dir, "test")
+		r := RunBF16(context.Background(), settingsFor(t, llms), dir, "test")
 		if r.Status != verdict.Error || ExitCode(r) != 2 || !strings.Contains(r.Error, `"модель"`) || !strings.Contains(r.Error, "pass --name") {
 			t.Fatalf("status %s, exit %d, error %q; want ERROR, 2, naming the folder and --name", r.Status, ExitCode(r), r.Error)
 		}
@@ -171,7 +170,7 @@ func TestWorkerDeathKeepsEarlierResults(t *testing.T) {
 				if tc.hang {
 					s.Timeout = timeout
 				}
-				r = Run(context.Background(), s, tiny(t, "qwen3"), "test")
+				r = RunBF16(context.Background(), s, tiny(t, "qwen3"), "test")
 				if _, err := os.Stat(hung); !tc.hang || err == nil || timeout >= 96*time.Second {
 					break
 				}
@@ -209,7 +208,7 @@ func TestWrongInterpreterIsCouldNotEvaluate(t *testing.T) {
 			llms := t.TempDir()
 			s := settingsFor(t, llms)
 			s.Python = py
-			r := Run(context.Background(), s, tiny(t, "llama-llama3"), "test")
+			r := RunBF16(context.Background(), s, tiny(t, "llama-llama3"), "test")
 			if r.Status != verdict.Error || ExitCode(r) != 2 || !strings.Contains(r.Error, py) {
 				t.Fatalf("status %s, exit %d, error %q; want ERROR, 2, naming %s", r.Status, ExitCode(r), r.Error, py)
 			}
@@ -234,7 +233,7 @@ func TestUnwritableRecordIsAFailedRun(t *testing.T) {
 		s := settingsFor(t, llms)
 		s.Name = "unrecorded"
 		s.ReportDir = filepath.Join(blocker, "phase0")
-		r := Run(context.Background(), s, tiny(t, "qwen3"), "test")
+		r := RunBF16(context.Background(), s, tiny(t, "qwen3"), "test")
 		if r.Status != verdict.Error || ExitCode(r) != 2 || !strings.Contains(r.Error, "recording the result") || !strings.Contains(r.Error, blocker) {
 			t.Fatalf("status %s, exit %d, error %q; want ERROR, 2, naming %s", r.Status, ExitCode(r), r.Error, blocker)
 		}
@@ -248,7 +247,7 @@ func TestUnwritableRecordIsAFailedRun(t *testing.T) {
 		llms := t.TempDir()
 		s := settingsFor(t, llms)
 		s.Name = "twice"
-		mustPass(t, Run(context.Background(), s, tiny(t, "qwen3"), "test"))
+		mustPass(t, RunBF16(context.Background(), s, tiny(t, "qwen3"), "test"))
 		ws := filepath.Join(llms, "twice")
 		progressPath := filepath.Join(ws, "docs/development_progress/progress.md")
 		progress := mustRead(t, progressPath)
@@ -259,7 +258,7 @@ func TestUnwritableRecordIsAFailedRun(t *testing.T) {
 		todoBefore := mustRead(t, filepath.Join(ws, "TODO.md"))
 		s2 := settingsFor(t, llms)
 		s2.Name = "twice"
-		r := Run(context.Background(), s2, tiny(t, "qwen3"), "test")
+		r := RunBF16(context.Background(), s2, tiny(t, "qwen3"), "test")
 		if r.Status != verdict.Error || ExitCode(r) != 2 || !strings.Contains(r.Error, "more than one phase0 entry") {
 			t.Fatalf("status %s, exit %d, error %q; want ERROR, 2, naming the duplicated entry", r.Status, ExitCode(r), r.Error)
 		}
@@ -281,7 +280,7 @@ func TestInterruptInBehaviourKeepsGate3(t *testing.T) {
 	llms := t.TempDir()
 	s := settingsFor(t, llms)
 	s.Name = "behaviourstop"
-	mustPass(t, Run(context.Background(), s, tiny(t, "qwen3"), "test"))
+	mustPass(t, RunBF16(context.Background(), s, tiny(t, "qwen3"), "test"))
 	// An edited helpers module is kept (not phase0's bytes any more); only
 	// the behaviour op imports it: it says so, then hangs.
 	marker := filepath.Join(t.TempDir(), "importing")
@@ -303,7 +302,7 @@ func TestInterruptInBehaviourKeepsGate3(t *testing.T) {
 	// worker would stay busy with it after the interrupt.
 	s = isolated(settingsFor(t, llms))
 	s.Name = "behaviourstop"
-	r := Run(ctx, s, tiny(t, "qwen3"), "test")
+	r := RunBF16(ctx, s, tiny(t, "qwen3"), "test")
 	if r.Status != verdict.Error || !r.Interrupted {
 		t.Fatalf("status %s, interrupted %v, error %q; want an interrupted ERROR", r.Status, r.Interrupted, r.Error)
 	}

@@ -57,7 +57,7 @@ func TestFullDiskKeepsTheRecordWhole(t *testing.T) {
 	s.Name, s.ReferenceSteps = "full", 0
 	model := tiny(t, "qwen3")
 	ws := filepath.Join(out, "full")
-	mustPass(t, Run(context.Background(), s, model, "test"))
+	mustPass(t, RunBF16(context.Background(), s, model, "test"))
 	before := recordFiles(t, ws)
 	for rel, b := range before {
 		t.Logf("%s: %d bytes", rel, len(b))
@@ -66,7 +66,7 @@ func TestFullDiskKeepsTheRecordWhole(t *testing.T) {
 	exits := map[int]int{}
 	for _, free := range []int64{0, 8 << 10, 24 << 10, 48 << 10, 96 << 10, 256 << 10, 1 << 20} {
 		testenv.FillTo(t, out, free)
-		r := Run(context.Background(), s, model, "test")
+		r := RunBF16(context.Background(), s, model, "test")
 		code := ExitCode(r)
 		exits[code]++
 		after := recordFiles(t, ws)
@@ -135,7 +135,7 @@ func TestNoHalfWrittenWorkspace(t *testing.T) {
 		s := settingsFor(t, out)
 		s.OutDir, s.LLMSDir = out, ""
 		s.Name, s.ReferenceSteps = strings.Repeat("n", 240), 0
-		r := Run(context.Background(), s, model, "test")
+		r := RunBF16(context.Background(), s, model, "test")
 		if ExitCode(r) != 2 || !strings.Contains(r.Error, "shorter --name") {
 			t.Fatalf("exit %d, error %q; want 2 asking for a shorter --name", ExitCode(r), r.Error)
 		}
@@ -151,7 +151,7 @@ func TestNoHalfWrittenWorkspace(t *testing.T) {
 		exits := map[int]int{}
 		for _, free := range []int64{0, 24 << 10, 48 << 10, 96 << 10, 192 << 10, 512 << 10, 1536 << 10} {
 			testenv.FillTo(t, out, free)
-			r := Run(context.Background(), s, model, "test")
+			r := RunBF16(context.Background(), s, model, "test")
 			code := ExitCode(r)
 			exits[code]++
 			t.Logf("%d KiB free: exit %d %s", free>>10, code, headLine(r.Error))

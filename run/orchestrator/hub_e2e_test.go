@@ -93,8 +93,8 @@ func TestHubDownloadThenOffline(t *testing.T) {
 
 	t.Setenv("HF_HUB_OFFLINE", "1")
 	r := inspectDownloading(ctx, s, hubRepoID, "test")
-	if r.Status != verdict.Error || !strings.Contains(r.Error, "HF_HUB_OFFLINE") || !strings.Contains(r.Error, "not in the cache") {
-		t.Fatalf("offline with an empty cache: status %s, error %q", r.Status, r.Error)
+	if r.Status != verdict.Error || r.ErrorKind != report.ErrorHub || !strings.Contains(r.Error, "HF_HUB_OFFLINE") || !strings.Contains(r.Error, "not in the cache") {
+		t.Fatalf("offline with an empty cache: status %s, kind %q, error %q", r.Status, r.ErrorKind, r.Error)
 	}
 	if n := len(hub.Requests()); n != 0 {
 		t.Fatalf("offline resolution sent %d requests to the hub: %q", n, hub.Requests())
@@ -197,8 +197,8 @@ func TestHubErrors(t *testing.T) {
 				return
 			}
 			t.Logf("%s: %s", tt.arg, r.Error)
-			if r.Status != verdict.Error || ExitCode(r) != 2 {
-				t.Fatalf("status %s, error %q; want ERROR", r.Status, r.Error)
+			if r.Status != verdict.Error || ExitCode(r) != 2 || r.ErrorKind != report.ErrorHub {
+				t.Fatalf("status %s, kind %q, error %q; want ERROR, hub", r.Status, r.ErrorKind, r.Error)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(r.Error, w) {

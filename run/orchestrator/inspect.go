@@ -13,6 +13,7 @@ import (
 	"phase0/output/report"
 	"phase0/read/model"
 	"phase0/read/safetensors"
+	"phase0/run/chain"
 )
 
 // weightsGCBudget bounds the heap growth while the weights stage holds the
@@ -45,7 +46,7 @@ func InspectSized(ctx context.Context, s *Settings, modelArg, version string) (*
 // so InspectSized can read the inventory.
 func inspectFor(s *Settings, out *state) []stage {
 	s.HeadersOnly = true
-	return append(withoutSkippedScan(inspectStages, s), check("triage", func(_ context.Context, st *state) (outcome, error) {
+	return append(withoutSkippedScan(inspectStages, s), chain.Check("triage", func(_ context.Context, st *state) (outcome, error) {
 		*out = *st
 		return pass(""), nil
 	}))
@@ -59,7 +60,7 @@ func withoutSkippedScan(stages []stage, s *Settings) []stage {
 	}
 	out := make([]stage, 0, len(stages))
 	for _, sg := range stages {
-		if sg.name != "scan" {
+		if sg.Name() != "scan" {
 			out = append(out, sg)
 		}
 	}
@@ -95,13 +96,13 @@ func configStage(_ context.Context, st *state) (*model.Analysis, outcome, error)
 		return nil, outcome{}, fmt.Errorf("%s: %w", src.Dir, err)
 	}
 	a := model.Analyze(raw)
-	if st.in.quant != nil {
+	if st.key != nil {
 		// The reference of a quantized deployment: a deployed family
 		// (Gemma 3, Phi-3) is read for that path, not brought up.
 		a = model.AnalyzeDeployed(raw)
 	}
 	if a.Rejected() {
-		return a, outcome{status: verdict.Rejected, detail: fmt.Sprintf("%d reason(s)", len(a.Rejections))}, nil
+		return a, outcome{Status: verdict.Rejected, Detail: fmt.Sprintf("%d reason(s)", len(a.Rejections))}, nil
 	}
 	return a, pass(fmt.Sprintf("%s (%s)", a.Architecture, a.Family.Name())), nil
 }
@@ -126,7 +127,7 @@ func weightsStage(_ context.Context, st *state) (weightsResult, outcome, error) 
 		r := weightsResult{gate1: weights.NewResult(), crossCheck: config.New()}
 		r.gate1.Fail(err)
 		r.crossCheck.Skip("the checkpoint could not be read")
-		return r, outcome{status: verdict.Fail, detail: err.Error()}, nil
+		return r, outcome{Status: verdict.Fail, Detail: err.Error()}, nil
 	}
 	r := weightsResult{checkpoint: &checkpoint{inv: inv}}
 	if d := st.facts.analysis.Deployed; d != nil {
@@ -136,7 +137,7 @@ func weightsStage(_ context.Context, st *state) (weightsResult, outcome, error) 
 	// run is rejected with its reason rather than failing gate 1 on tensors.
 	if rej := model.TensorRejections(inv.AllNames()); len(rej) > 0 {
 		r.checkpoint.rejections = rej
-		return r, outcome{status: verdict.Rejected, detail: fmt.Sprintf("%d reason(s)", len(rej))}, nil
+		return r, outcome{Status: verdict.Rejected, Detail: fmt.Sprintf("%d reason(s)", len(rej))}, nil
 	}
 	cfg := st.facts.analysis.Config
 	data := src.FS
@@ -153,7 +154,7 @@ func weightsStage(_ context.Context, st *state) (weightsResult, outcome, error) 
 	r.gate1 = weights.Check(cfg, inv)
 	<-crossChecked
 	detail := fmt.Sprintf("%d tensors in %d file(s), %.1f MiB", r.gate1.Tensors, len(r.gate1.Files), float64(r.gate1.Bytes)/(1<<20))
-	return r, outcome{status: verdict.Worst(r.gate1.Status, r.crossCheck.Status), detail: detail}, nil
+	return r, outcome{Status: verdict.Worst(r.gate1.Status, r.crossCheck.Status), Detail: detail}, nil
 }
 
 // deployedWeights is the weights stage of a deployed family's reference
@@ -168,5 +169,5 @@ func deployedWeights(r weightsResult, tensors int, family, folder string) (weigh
 	r.gate1.Status, r.gate1.Summary = verdict.Skip, why
 	r.crossCheck = config.New()
 	r.crossCheck.Skip(why)
-	return r, outcome{status: verdict.Skip, detail: why}, nil
+	return r, outcome{Status: verdict.Skip, Detail: why}, nil
 }

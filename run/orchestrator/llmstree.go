@@ -16,7 +16,7 @@ import (
 func llmsDirStage(_ context.Context, st *state) (outcome, error) {
 	s := st.in.s
 	if s.LLMSDir == "" {
-		return pass(fmt.Sprintf("no llms tree: bundled runner, workspaces under %s", s.places().Root())), nil
+		return pass(fmt.Sprintf("no llms tree: bundled runner, workspaces under %s", s.Places().Root())), nil
 	}
 	if s.OutDir != "" {
 		return outcome{}, fmt.Errorf("out_dir %s and llms_dir %s are both set: with an llms tree the workspace is <llms_dir>/<name>; drop one of them", s.OutDir, s.LLMSDir)

@@ -9,10 +9,10 @@ import (
 	"phase0/gate/verdict"
 )
 
-// pythonReady says whether the Python stages apply: a checkpoint that failed
+// PythonReady says whether the Python stages apply: a checkpoint that failed
 // the native weights gate is not loaded, because transformers would fill
 // missing tensors with random values.
-func pythonReady(st *state) (bool, string) {
+func PythonReady(st *state) (bool, string) {
 	// A deployed family's reference skips the native gate (its layout is
 	// not the pipeline's): quantized gate 1 reads every tensor of it.
 	if g := st.gate1(); g == nil || (g.Status != verdict.Pass && g.Status != verdict.Skip) {
@@ -35,11 +35,11 @@ func memoryStage(_ context.Context, st *state) (*memoryVerdict, outcome, error) 
 	}
 	msg := "not enough memory for the bf16 reference: " + detail
 	if st.in.s.Force {
-		return m, outcome{status: verdict.Warn, detail: detail, warnings: []string{msg + " (continuing because of --force)"}}, nil
+		return m, outcome{Status: verdict.Warn, Detail: detail, Warnings: []string{msg + " (continuing because of --force)"}}, nil
 	}
 	m.refusal = baseline.NewBaseline()
 	m.refusal.Fail(msg + "; free memory, use a bigger machine, or pass --force to try anyway")
-	return m, outcome{status: verdict.Fail, detail: detail}, nil
+	return m, outcome{Status: verdict.Fail, Detail: detail}, nil
 }
 
 func gib(b int64) float64 { return float64(b) / (1 << 30) }
@@ -47,7 +47,7 @@ func gib(b int64) float64 { return float64(b) / (1 << 30) }
 // memoryNeed is the run's memory estimate, which the memory stage and the
 // machine check state: a quantized key's stages included.
 func (st *state) memoryNeed() preflight.Memory {
-	if st.in.quant == nil {
+	if st.key == nil {
 		return preflight.CheckpointMemory(st.inv())
 	}
 	family, _ := st.facts.analysis.DeployedFamily()

@@ -73,8 +73,8 @@ func TestMemoryPreflightJudgesThePeak(t *testing.T) {
 		memAvailable = func() int64 { return tc.avail }
 		st := &state{in: inputs{s: &Settings{MemoryCheck: true}}, facts: facts{checkpoint: &checkpoint{inv: inv}}}
 		m, out, err := memoryStage(context.Background(), st)
-		if err != nil || out.status != tc.want || !strings.Contains(out.detail, "at peak, in the HF bf16 model's stage") {
-			t.Errorf("%d bytes available (peak %d): preflight %s %q %v, want %s", tc.avail, need.Peak, out.status, out.detail, err, tc.want)
+		if err != nil || out.Status != tc.want || !strings.Contains(out.Detail, "at peak, in the HF bf16 model's stage") {
+			t.Errorf("%d bytes available (peak %d): preflight %s %q %v, want %s", tc.avail, need.Peak, out.Status, out.Detail, err, tc.want)
 		}
 		if failed := m.refusal != nil; failed != (tc.want == verdict.Fail) {
 			t.Errorf("%d bytes available: the baseline refused: %v, want %v", tc.avail, failed, tc.want == verdict.Fail)

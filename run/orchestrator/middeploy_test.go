@@ -23,7 +23,7 @@ func TestMidDeploymentFolderKeepsPeoplesLines(t *testing.T) {
 	scratch := t.TempDir()
 	gs := settingsFor(t, scratch)
 	gs.Name, gs.ReferenceSteps = "qwen3_0_6b", 0
-	mustPass(t, Run(context.Background(), gs, model, "test"))
+	mustPass(t, RunBF16(context.Background(), gs, model, "test"))
 	generated := mustRead(t, filepath.Join(scratch, "qwen3_0_6b", "qwen3_0_6b_weights.py"))
 
 	llms := upstreamTree(t)
@@ -46,7 +46,7 @@ func TestMidDeploymentFolderKeepsPeoplesLines(t *testing.T) {
 	}
 	ticked := strings.Replace(todoText, "- [ ] 0:", "- [x] 0:", 1)
 
-	r := Run(context.Background(), settings(), model, "test")
+	r := RunBF16(context.Background(), settings(), model, "test")
 	mustPass(t, r)
 	if got := mustReadString(t, todo); got != ticked {
 		t.Errorf("TODO.md after the PASS:\n%s\nwant (the person's line kept, Phase 0 ticked):\n%s", got, ticked)
@@ -61,7 +61,7 @@ func TestMidDeploymentFolderKeepsPeoplesLines(t *testing.T) {
 
 	testenv.WriteFile(t, todo, todoText)
 	testenv.WriteFile(t, progress, progressText)
-	r = Run(context.Background(), settings(), model, "test")
+	r = RunBF16(context.Background(), settings(), model, "test")
 	if r.ReusedFrom == nil || r.Status != verdict.Pass {
 		t.Fatalf("not a reused PASS: %s; %s", r.Status, stageDetail(r, "reuse"))
 	}
@@ -72,7 +72,7 @@ func TestMidDeploymentFolderKeepsPeoplesLines(t *testing.T) {
 		t.Errorf("progress.md after the reused PASS:\n%s\nwant the entry the PASS wrote:\n%s", got, entered)
 	}
 
-	r = Run(context.Background(), settings(), model, "test")
+	r = RunBF16(context.Background(), settings(), model, "test")
 	if r.ReusedFrom == nil || !strings.Contains(stageDetail(r, "enter"), "up to date") {
 		t.Errorf("third run: reused %v, enter %q", r.ReusedFrom != nil, stageDetail(r, "enter"))
 	}
@@ -85,7 +85,7 @@ func TestMidDeploymentFolderKeepsPeoplesLines(t *testing.T) {
 	testenv.WriteFile(t, todo, todoText)
 	s := settings()
 	s.Fresh = true
-	r = Run(context.Background(), s, model, "test")
+	r = RunBF16(context.Background(), s, model, "test")
 	if r.Status != verdict.Error || mustReadString(t, progress) != broken || mustReadString(t, todo) != todoText {
 		t.Errorf("unbalanced markers: %s, %s; want ERROR with both files as they were", r.Status, r.Error)
 	}

@@ -23,13 +23,13 @@ func TestMissingDependencyIsCouldNotEvaluate(t *testing.T) {
 	s := settingsFor(t, out)
 	s.Name, s.ReferenceSteps = "deps", 0
 	model := tiny(t, "qwen3")
-	mustPass(t, Run(context.Background(), s, model, "test"))
+	mustPass(t, RunBF16(context.Background(), s, model, "test"))
 	ws := filepath.Join(out, "deps")
 	before := recordFiles(t, ws)
 
 	bare := settingsFor(t, out)
 	bare.Name, bare.ReferenceSteps, bare.Python = "deps", 0, pys[1]
-	r := Run(context.Background(), isolated(bare), model, "test")
+	r := RunBF16(context.Background(), isolated(bare), model, "test")
 	if ExitCode(r) != 2 || !strings.Contains(r.Error, "pip install") ||
 		!strings.Contains(r.Error, "ml_dtypes") && !strings.Contains(r.Error, "torch") {
 		t.Fatalf("%s: exit %d (%s), error %q; want 2 naming the missing module and the install command", pys[1], ExitCode(r), r.Status, r.Error)

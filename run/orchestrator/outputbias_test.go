@@ -44,7 +44,7 @@ func TestOutputBiasCheckpointIsRejectedUpFront(t *testing.T) {
 	llms := t.TempDir()
 	for name, r := range map[string]*report.Report{
 		"inspect": Inspect(context.Background(), settingsFor(t, llms), dir, "test"),
-		"run":     Run(context.Background(), settingsFor(t, llms), dir, "test"),
+		"run":     RunBF16(context.Background(), settingsFor(t, llms), dir, "test"),
 	} {
 		if r.Status != verdict.Rejected || ExitCode(r) != 1 || len(r.Rejections) != 1 || r.Rejections[0].Code != model.CodeOutputBias {
 			t.Fatalf("%s: status %s, rejections %+v", name, r.Status, r.Rejections)

@@ -28,7 +28,7 @@ func TestArchitecturePictureIsTheRunChain(t *testing.T) {
 	}
 	var chain []string
 	for _, s := range runStages {
-		chain = append(chain, s.name)
+		chain = append(chain, s.Name())
 	}
 	if !slices.Equal(drawn, chain) {
 		t.Errorf("the picture draws the stages %v; runStages runs %v", drawn, chain)

@@ -7,6 +7,7 @@ import (
 
 	"phase0/gate/preflight"
 	"phase0/gate/verdict"
+	"phase0/run/chain"
 	"phase0/wire"
 )
 
@@ -22,7 +23,7 @@ func Preflight(ctx context.Context, s *Settings) *preflight.Report {
 // machineInput is the preflight input from the settings; environment asks
 // the configured interpreter for its versions (facts only).
 func machineInput(s *Settings, environment func() (wire.Environment, error)) preflight.Input {
-	in := preflight.Input{LLMsDir: s.LLMSDir, Getenv: s.getenv}
+	in := preflight.Input{LLMsDir: s.LLMSDir, Getenv: s.Getenv}
 	if cache, err := s.python().Cache(); err == nil {
 		in.DiskPath = cache
 	}
@@ -43,9 +44,9 @@ func machineInput(s *Settings, environment func() (wire.Environment, error)) pre
 // machineStage records the machine-readiness section in the run
 // report, asking the run's own worker for the Python facts.
 func machineStage(ctx context.Context, st *state) (*preflight.Report, outcome, error) {
-	in := machineInput(st.in.s, func() (wire.Environment, error) { return st.py().Environment(ctx) })
+	in := machineInput(st.in.s, func() (wire.Environment, error) { return st.Py().Environment(ctx) })
 	if ctx.Err() != nil {
-		return nil, outcome{}, fmt.Errorf("%w in the machine check: %w", errInterrupted, ctx.Err())
+		return nil, outcome{}, fmt.Errorf("%w in the machine check: %w", chain.ErrInterrupted, ctx.Err())
 	}
 	if st.inv() != nil {
 		in.NeedRAM = st.memoryNeed().Peak
@@ -57,5 +58,5 @@ func machineStage(ctx context.Context, st *state) (*preflight.Report, outcome, e
 	if status != verdict.Pass {
 		status = verdict.Warn
 	}
-	return p, outcome{status: status, detail: p.Summary}, nil
+	return p, outcome{Status: status, Detail: p.Summary}, nil
 }

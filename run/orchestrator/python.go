@@ -8,6 +8,7 @@ import (
 	"phase0/python/launch"
 	"phase0/python/ops"
 	"phase0/python/worker"
+	"phase0/run/chain"
 )
 
 // ErrNoPython means no interpreter was configured for the Python stages.
@@ -21,14 +22,14 @@ func (s *Settings) python() launch.Target {
 // opsClient runs the typed ops in a worker session of its own (or one
 // Settings.Sessions lends); the caller closes it.
 func (s *Settings) opsClient() *ops.Client {
-	return s.python().Client(func(err error) error { return fmt.Errorf("%w: %w", errInterrupted, err) })
+	return s.python().Client(func(err error) error { return fmt.Errorf("%w: %w", chain.ErrInterrupted, err) })
 }
 
-// workerFailure sorts a worker error: could not evaluate (no interpreter, the
+// WorkerFailure sorts a worker error: could not evaluate (no interpreter, the
 // child never started), interrupted (the caller's context ended), or nil when
 // the error is the model's — an exception, a crash, a timeout — which a gate
 // records as its FAIL.
-func workerFailure(err error) error {
+func WorkerFailure(err error) error {
 	var we *worker.Error
 	switch {
 	case errors.Is(err, ErrNoPython):
@@ -36,7 +37,7 @@ func workerFailure(err error) error {
 	case worker.MissingRequirement(err) != nil:
 		return worker.MissingRequirement(err)
 	case errors.As(err, &we) && we.Kind == worker.KindCancelled:
-		return fmt.Errorf("%w: %w", errInterrupted, err)
+		return fmt.Errorf("%w: %w", chain.ErrInterrupted, err)
 	case errors.As(err, &we) && we.Kind == worker.KindNotStarted:
 		return err
 	case errors.As(err, &we):
@@ -56,11 +57,11 @@ func reasons(err error) []string {
 	return []string{err.Error()}
 }
 
-// explain is a worker error as one line for the report (a gate finding,
+// Explain is a worker error as one line for the report (a gate finding,
 // the run's error): the cause. Its traceback, or the child's last output,
 // goes to the run's log on stderr, under the stage's name, and the line
 // says so.
-func (st *state) explain(stage string, err error) string {
+func (st *state) Explain(stage string, err error) string {
 	why := reasons(err)
 	line := strings.Join(strings.Fields(why[0]), " ")
 	if len(why) == 1 {

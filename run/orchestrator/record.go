@@ -20,7 +20,7 @@ import (
 // (wsfolder.Places).
 func recordStage(_ context.Context, st *state) (*recorded, outcome, error) {
 	w, ref := st.facts.workspace, st.facts.model
-	dir, err := st.in.s.places().Reports(w.dir, st.recordID())
+	dir, err := st.in.s.Places().Reports(w.dir, st.RecordID())
 	if err != nil {
 		return nil, outcome{}, err
 	}

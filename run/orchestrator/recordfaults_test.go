@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"phase0/gate/verdict"
+	"phase0/output/report"
 	"phase0/output/scaffold"
 )
 
@@ -39,7 +40,7 @@ func TestRecordFaults(t *testing.T) {
 	s.Name, s.ReferenceSteps = "faults", 2
 	model := tiny(t, "qwen3")
 	ws := filepath.Join(llms, "faults")
-	mustPass(t, Run(context.Background(), s, model, "test"))
+	mustPass(t, RunBF16(context.Background(), s, model, "test"))
 	s.Fresh = true
 
 	t.Run("reference not writable: one line, naming the file, no traceback in the report", func(t *testing.T) {
@@ -53,7 +54,7 @@ func TestRecordFaults(t *testing.T) {
 		defer os.RemoveAll(filepath.Join(ws, "reference"))
 		log := &onStage{}
 		s.Progress = log
-		r := Run(context.Background(), s, model, "test")
+		r := RunBF16(context.Background(), s, model, "test")
 		mustPass(t, r)
 		var warned []string
 		for _, w := range r.Warnings {
@@ -90,9 +91,9 @@ func TestRecordFaults(t *testing.T) {
 				t.Error(err)
 			}
 		}}
-		r := Run(context.Background(), s, model, "test")
-		if r.Status != verdict.Error || !strings.Contains(r.Error, "nothing was written") || !strings.Contains(r.Error, todo) {
-			t.Fatalf("status %s, error %q; want ERROR naming %s", r.Status, r.Error, todo)
+		r := RunBF16(context.Background(), s, model, "test")
+		if r.Status != verdict.Error || r.ErrorKind != report.ErrorRecord || !strings.Contains(r.Error, "nothing was written") || !strings.Contains(r.Error, todo) {
+			t.Fatalf("status %s, kind %q, error %q; want ERROR, record_failed, naming %s", r.Status, r.ErrorKind, r.Error, todo)
 		}
 		if after := mustRead(t, filepath.Join(reports, "report.json")); !bytes.Equal(before, after) {
 			t.Error("report.json was rewritten by a record that failed")
@@ -118,7 +119,7 @@ func TestRecordFaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer os.Remove(lock)
-		r := Run(context.Background(), s, model, "test")
+		r := RunBF16(context.Background(), s, model, "test")
 		if r.Status != verdict.Error || !strings.Contains(r.Error, lock) || strings.Contains(r.Error, "wait for that run") {
 			t.Errorf("status %s, error %q", r.Status, r.Error)
 		}

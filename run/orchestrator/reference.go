@@ -60,7 +60,7 @@ func (st *state) referenceDir() (string, error) {
 	}
 	if w := st.facts.workspace; w != nil {
 		if w.foreign {
-			out, err := s.places().OutsideRecord(w.dir, ref.ID)
+			out, err := s.Places().OutsideRecord(w.dir, ref.ID)
 			return filepath.Join(out, "reference"), err
 		}
 		return filepath.Join(w.dir, "reference"), nil
@@ -78,7 +78,7 @@ func (st *state) referenceDir() (string, error) {
 		return "", err
 	}
 	if foreign {
-		out, err := s.places().OutsideRecord(ws, ref.ID)
+		out, err := s.Places().OutsideRecord(ws, ref.ID)
 		return filepath.Join(out, "reference"), err
 	}
 	return filepath.Join(ws, "reference"), nil
@@ -96,22 +96,22 @@ func referenceStage(ctx context.Context, st *state) (*report.Reference, outcome,
 	if err != nil {
 		// One line in the report (the error, warnings[], report.md); the
 		// traceback goes to the run's log on stderr only.
-		why := st.explain("reference", err)
+		why := st.Explain("reference", err)
 		if r != nil {
 			r.Status, r.Summary = verdict.Error, why
 		}
-		if stop := workerFailure(err); stop != nil || st.in.command == "reference" {
+		if stop := WorkerFailure(err); stop != nil || st.in.command == "reference" {
 			if stop == nil {
 				stop = fmt.Errorf("recording the reference: %s", why)
 			}
 			return r, outcome{}, stop
 		}
-		return r, outcome{status: verdict.Fail, detail: "not recorded: " + why, warnings: []string{"reference not recorded: " + why}}, nil
+		return r, outcome{Status: verdict.Fail, Detail: "not recorded: " + why, Warnings: []string{"reference not recorded: " + why}}, nil
 	}
 	if r.Status != verdict.Pass && st.in.command == "reference" {
 		return r, outcome{}, errors.New(r.Summary)
 	}
-	return r, outcome{status: r.Status, detail: r.Summary}, nil
+	return r, outcome{Status: r.Status, Detail: r.Summary}, nil
 }
 
 func (st *state) recordReference(ctx context.Context) (*report.Reference, error) {
@@ -124,8 +124,8 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 	if r.Dtype == "" {
 		r.Dtype = "bfloat16"
 	}
-	args := baselineRequest(s, ref, st.facts.analysis.Config, st.weightsModule())
-	plan, err := st.py().ReferencePlan(ctx, args)
+	args := BaselineRequest(s, ref, st.facts.analysis.Config, st.weightsModule())
+	plan, err := st.Py().ReferencePlan(ctx, args)
 	if err != nil {
 		return r, err
 	}
@@ -163,7 +163,7 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 	if rec.MaxSeq < 1 {
 		rec.MaxSeq = 1
 	}
-	if err := st.py().RecordReference(ctx, rec); err != nil {
+	if err := st.Py().RecordReference(ctx, rec); err != nil {
 		return r, err
 	}
 	got, err := reference.Read(dir)
@@ -194,7 +194,7 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 // recordSources stamps what the worker has imported so far — everything the
 // recording ran — into the reference folder (reference.SourcesFile).
 func (st *state) recordSources(ctx context.Context, dir string) error {
-	im, err := st.py().PythonSources(ctx)
+	im, err := st.Py().PythonSources(ctx)
 	if err != nil {
 		return fmt.Errorf("listing the Python the recording ran: %w", err)
 	}

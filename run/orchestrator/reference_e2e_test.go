@@ -152,7 +152,7 @@ func referenceThenRun(t *testing.T, s *Settings, model string, first *report.Ref
 	if len(entries) != 2 {
 		t.Errorf("after phase0 reference, %s holds %v, want the lock and reference/", ws, entries)
 	}
-	r := Run(context.Background(), s, model, "test")
+	r := RunBF16(context.Background(), s, model, "test")
 	mustPass(t, r)
 	ref := mustRecord(t, r)
 	if !ref.Reused || ref.KeySHA256 != first.KeySHA256 || ref.Dir != first.Dir {
@@ -180,13 +180,13 @@ func TestReferenceReusedAndRefreshed(t *testing.T) {
 	}
 	s, log := referenceSettings(t, llms)
 	s.Name = "qwen3"
-	first := Run(context.Background(), s, model, "test")
+	first := RunBF16(context.Background(), s, model, "test")
 	mustPass(t, first)
 	rec := mustRecord(t, first)
 	if rec.Reused || first.ModelDir != real {
 		t.Fatalf("first run: reused %v, model dir %s (want %s); log:\n%s", rec.Reused, first.ModelDir, real, log)
 	}
-	if again := Run(context.Background(), s, model, "test"); !strings.HasPrefix(stageDetail(again, "reuse"), "PASS") {
+	if again := RunBF16(context.Background(), s, model, "test"); !strings.HasPrefix(stageDetail(again, "reuse"), "PASS") {
 		t.Errorf("an unchanged re-run through the symlink was not reused: %s", stageDetail(again, "reuse"))
 	}
 	recorded := mustStat(t, filepath.Join(rec.Dir, "reference.safetensors"))
@@ -278,7 +278,7 @@ HfRunner.decode_step = _broken_decode_step
 		t.Fatal(err)
 	}
 	s, _ := referenceSettings(t, llms)
-	r := Run(context.Background(), s, tiny(t, "llama-llama3"), "test")
+	r := RunBF16(context.Background(), s, tiny(t, "llama-llama3"), "test")
 	if r.Status != verdict.Pass || r.Gates.HFBaseline == nil || r.Gates.HFBaseline.Status != verdict.Pass {
 		b, _ := r.JSON()
 		t.Fatalf("a failed recording must leave the Phase 0 gates standing:\n%s", b)

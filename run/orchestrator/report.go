@@ -9,6 +9,8 @@ import (
 	"phase0/gate/verdict"
 	"phase0/output/report"
 	"phase0/read/model"
+	"phase0/run/chain"
+	"phase0/run/errkind"
 )
 
 // Report is the one JSON object phase0 prints with --json: package report
@@ -25,16 +27,18 @@ func ExitCode(r *report.Report) int {
 	return r.Status.ExitCode()
 }
 
-// ErrInterrupted marks a run stopped by a signal (errors.Is): its report
-// says interrupted, and the exit is 130.
-var ErrInterrupted = errInterrupted
-
 // ErrorReport is the report of an invocation that never reached a model
 // (bad flags or settings): status ERROR, so --json still prints one object.
 func ErrorReport(command, modelArg, version string, err error) *report.Report {
 	r := &report.Report{Tool: "phase0", Version: version, Command: command, Model: modelArg, Status: verdict.Error,
-		Error: err.Error(), Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: []string{},
+		Defaulted: []model.Defaulted{}, Rejections: []model.Rejection{}, Warnings: []string{},
 		Stages: []report.Stage{}, Started: time.Now().UTC().Truncate(time.Second)}
-	r.Interrupted = errors.Is(err, errInterrupted)
+	setError(r, err)
 	return r
+}
+
+// setError says in r why the run could not be evaluated: err's text, its
+// kind and whether it was an interrupt.
+func setError(r *report.Report, err error) {
+	r.Error, r.ErrorKind, r.Interrupted = err.Error(), errkind.Of(err), errors.Is(err, chain.ErrInterrupted)
 }

@@ -24,7 +24,7 @@ func TestReportDirKeepsAPersonsReport(t *testing.T) {
 			testenv.WriteFile(t, notes, "{\"my\": \"notes, kept by hand\"}\n")
 			s := settingsFor(t, t.TempDir())
 			s.ReportDir, s.ReferenceSteps = dir, 0
-			r := Run(context.Background(), s, model, "test")
+			r := RunBF16(context.Background(), s, model, "test")
 			if r.Status != verdict.Error || !strings.Contains(r.Error, notes+" exists and phase0 did not write it") || mustReadString(t, notes) != "{\"my\": \"notes, kept by hand\"}\n" {
 				t.Errorf("%s, %q; want ERROR naming %s, kept as it was", r.Status, r.Error, notes)
 			}
@@ -33,9 +33,9 @@ func TestReportDirKeepsAPersonsReport(t *testing.T) {
 	dir := t.TempDir()
 	s := settingsFor(t, t.TempDir())
 	s.ReportDir, s.ReferenceSteps = dir, 0
-	mustPass(t, Run(context.Background(), s, model, "test"))
+	mustPass(t, RunBF16(context.Background(), s, model, "test"))
 	s.Fresh = true
-	mustPass(t, Run(context.Background(), s, model, "test"))
+	mustPass(t, RunBF16(context.Background(), s, model, "test"))
 }
 
 // A workspace (--out-dir) or a report dir inside the model folder is
@@ -51,7 +51,7 @@ func TestNothingWrittenIntoTheModelFolder(t *testing.T) {
 	for _, tc := range []struct{ out, reports string }{{model, ""}, {t.TempDir(), filepath.Join(model, "reports")}} {
 		s := settingsFor(t, tc.out)
 		s.ReportDir, s.ReferenceSteps = tc.reports, 0
-		r := Run(context.Background(), s, model, "test")
+		r := RunBF16(context.Background(), s, model, "test")
 		after, _ := os.ReadDir(model)
 		if r.Status != verdict.Error || !strings.Contains(r.Error, "is inside the model folder "+model) || len(after) != len(before) {
 			t.Errorf("--out-dir %s --report-dir %q: %s, %q, %d entries in the model folder (was %d); want ERROR and nothing written", tc.out, tc.reports, r.Status, r.Error, len(after), len(before))

@@ -9,17 +9,10 @@ import (
 // DefaultModel is the MODEL name for the bundled real checkpoint.
 const DefaultModel = resolve.DefaultModel
 
-// ErrNoModel means the MODEL argument names nothing phase0 can find; ErrHub
-// marks a hub id that could not be resolved or downloaded.
-var (
-	ErrNoModel = resolve.ErrNoModel
-	ErrHub     = resolve.ErrHub
-)
-
 // resolvedModel is a MODEL argument turned into a local folder.
 type resolvedModel = resolve.Model
 
 // resolveModel turns a MODEL argument into a local folder (resolve.Arg).
 func resolveModel(ctx context.Context, s *Settings, arg string) (*resolvedModel, error) {
-	return resolve.Arg(ctx, &resolve.Options{Getenv: s.getenv, Cache: s.python().Cache, HeadersOnly: s.HeadersOnly, Progress: s.Progress, Ops: s.opsClient}, arg)
+	return resolve.Arg(ctx, &resolve.Options{Getenv: s.Getenv, Cache: s.python().Cache, HeadersOnly: s.HeadersOnly, Progress: s.Progress, Ops: s.opsClient}, arg)
 }

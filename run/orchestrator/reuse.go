@@ -28,20 +28,20 @@ import (
 // Its result keeps what it stamped (compared again when the run records)
 // and, when the verdict is reused, the recorded report: the chain ends there.
 func reuseStage(_ context.Context, st *state) (reuseResult, outcome, error) {
-	var res reuseResult
-	rec, why := st.reusable(&res.stamp)
-	return reuseOutcome(res, rec, why)
+	rec, why, stamp := Reusable(st.in.s, st.in.arg, st.in.version)
+	return ReuseOutcome(stamp, rec, why)
 }
 
-// reuseOutcome ends a reuse stage (a bf16 run's or a quantized key's): SKIPPED
-// saying why the recorded verdict cannot stand, or PASS ending the chain
-// with the recorded report rec.
-func reuseOutcome(res reuseResult, rec *report.Report, why string) (reuseResult, outcome, error) {
+// ReuseOutcome ends a reuse stage (a bf16 run's or a quantized key's,
+// which stamped stamp): SKIPPED saying why the recorded verdict cannot
+// stand, or PASS ending the chain with the recorded report rec.
+func ReuseOutcome(stamp *reuse.Inputs, rec *report.Report, why string) (reuseResult, outcome, error) {
+	res := reuseResult{stamp: stamp}
 	if why != "" {
-		return res, outcome{status: verdict.Skip, detail: why + "; running everything"}, nil
+		return res, outcome{Status: verdict.Skip, Detail: why + "; running everything"}, nil
 	}
 	res.reused = rec
-	return res, outcome{status: verdict.Pass, detail: fmt.Sprintf("inputs unchanged since %s: reusing %s", rec.ReusedFrom.Recorded.Format(time.RFC3339), rec.ReusedFrom.Path), done: true}, nil
+	return res, outcome{Status: verdict.Pass, Detail: fmt.Sprintf("inputs unchanged since %s: reusing %s", rec.ReusedFrom.Recorded.Format(time.RFC3339), rec.ReusedFrom.Path), Done: true}, nil
 }
 
 // reuseResult is the reuse stage's: the inputs stamped before the run (nil
@@ -51,27 +51,34 @@ type reuseResult struct {
 	reused *report.Report
 }
 
-// reusable returns the recorded report when it can be reused, else why not.
-// Whatever it stamps goes to *stamp, to be compared at the end of a full
-// run; under --fresh it only stamps.
-func (st *state) reusable(stamped **reuse.Inputs) (*report.Report, string) {
-	s := st.in.s
-	ref, why := reuseModel(s, st.in.arg)
+// Reusable is the recorded report of `phase0 run arg` (a bf16 run) under s
+// when it can be reused, else why not: the reuse stage's question, and a
+// quantized key's about its reference's own bf16 record. Whatever it
+// stamps is returned, to be compared at the end of a full run; under
+// --fresh it only stamps.
+func Reusable(s *Settings, arg, version string) (rec *report.Report, why string, stamp *reuse.Inputs) {
+	rec, why = reusable(inputs{s: s, command: "run", arg: arg, version: version}, &stamp)
+	return rec, why, stamp
+}
+
+func reusable(in inputs, stamped **reuse.Inputs) (*report.Report, string) {
+	s := in.s
+	ref, why := reuseModel(s, in.arg)
 	if why != "" {
 		return nil, why
 	}
-	ws, err := s.places().Workspace(ref.ID)
+	ws, err := s.Places().Workspace(ref.ID)
 	if err != nil {
 		return nil, err.Error()
 	}
-	reports, err := s.places().Reports(ws, ref.ID)
+	reports, err := s.Places().Reports(ws, ref.ID)
 	if err != nil {
 		return nil, err.Error()
 	}
 	// Stamp what can be stamped before anything else, so that even a first
 	// run can tell, when it records, whether the model changed under it.
 	stamp := func() (string, bool) {
-		cur, err := st.currentInputs(ref, ws)
+		cur, err := stampInputs(in, nil, ref, ws)
 		if err != nil {
 			return err.Error(), false
 		}
@@ -113,7 +120,7 @@ func reuseModel(s *Settings, arg string) (*resolvedModel, string) {
 		}
 		return &resolvedModel{ID: resolve.DefaultID, PromptStyle: resolve.DefaultPromptStyle}, ""
 	}
-	m, why := reuse.Locate(arg, hfcache.CacheDir(s.getenv))
+	m, why := reuse.Locate(arg, hfcache.CacheDir(s.Getenv))
 	if why != "" {
 		return nil, why
 	}
@@ -127,13 +134,13 @@ func reuseModel(s *Settings, arg string) (*resolvedModel, string) {
 // changed while the run read them are not recorded.
 func recordInputsStage(ctx context.Context, st *state) (*reuse.Record, outcome, error) {
 	ws, ref := st.facts.workspace.dir, st.facts.model
-	reports, err := st.in.s.places().Reports(ws, st.recordID())
+	reports, err := st.in.s.Places().Reports(ws, st.RecordID())
 	if err != nil {
 		return nil, outcome{}, err
 	}
 	path := filepath.Join(reports, reuse.FileName)
 	forget := func(why string) (*reuse.Record, outcome, error) {
-		return nil, outcome{status: verdict.Skip, detail: why + "; the next run runs everything"}, nil
+		return nil, outcome{Status: verdict.Skip, Detail: why + "; the next run runs everything"}, nil
 	}
 	if status := st.status(); status != verdict.Pass {
 		return forget(fmt.Sprintf("verdict %s is not reused", status))
@@ -143,7 +150,7 @@ func recordInputsStage(ctx context.Context, st *state) (*reuse.Record, outcome, 
 	if r := st.sections.reference; r != nil && r.Status != verdict.Pass {
 		return forget("the reference was not recorded")
 	}
-	cur, err := st.currentInputs(ref, ws)
+	cur, err := st.CurrentInputs(ref, ws)
 	if err != nil {
 		return forget(err.Error())
 	}
@@ -184,29 +191,35 @@ func (st *state) reusedReport() *report.Report {
 	return &r
 }
 
-// currentInputs stamps everything a verdict on ref in workspace ws depends on.
-func (st *state) currentInputs(ref *resolvedModel, ws string) (*reuse.Inputs, error) {
-	s := st.in.s
+// CurrentInputs stamps everything a verdict on ref in workspace ws depends on.
+func (st *state) CurrentInputs(ref *resolvedModel, ws string) (*reuse.Inputs, error) {
+	return stampInputs(st.in, st.key, ref, ws)
+}
+
+// stampInputs stamps what the run in (of key, nil for a bf16 run) on ref
+// in workspace ws depends on.
+func stampInputs(in inputs, key Key, ref *resolvedModel, ws string) (*reuse.Inputs, error) {
+	s := in.s
 	py, err := s.python().Interpreter()
 	if err != nil {
 		return nil, err
 	}
-	settings, err := reuse.StampSettings(st.in.command, st.in.arg, s)
+	settings, err := reuse.StampSettings(in.command, in.arg, s)
 	if err != nil {
 		return nil, err
 	}
-	in := &reuse.Inputs{
+	cur := &reuse.Inputs{
 		Settings: settings,
-		Phase0:   reuse.Phase0{Version: st.in.version},
+		Phase0:   reuse.Phase0{Version: in.version},
 		Model:    reuse.ModelInputs{Dir: ref.Dir, ID: ref.ID, Revision: ref.Revision, PromptStyle: ref.PromptStyle},
 	}
-	if err := reuse.Stamp(in, reuse.Where{Python: py, LLMSDir: reuse.AbsPath(s.LLMSDir), Shim: s.python().Shim, Workspace: ws}); err != nil {
+	if err := reuse.Stamp(cur, reuse.Where{Python: py, LLMSDir: reuse.AbsPath(s.LLMSDir), Shim: s.python().Shim, Workspace: ws}); err != nil {
 		return nil, err
 	}
-	if st.in.quant != nil {
-		if in.Quant, err = st.quantInputs(); err != nil {
+	if key != nil {
+		if cur.Quant, err = key.QuantInputs(); err != nil {
 			return nil, err
 		}
 	}
-	return in, nil
+	return cur, nil
 }

@@ -113,7 +113,7 @@ func TestRunReuse(t *testing.T) {
 	// did not reuse (the reason must name want).
 	full := func(t *testing.T, want string) *report.Report {
 		t.Helper()
-		r := Run(context.Background(), s, modelDir, version)
+		r := RunBF16(context.Background(), s, modelDir, version)
 		if r.ReusedFrom != nil {
 			t.Fatalf("reused %+v, want a full run because %s", r.ReusedFrom, want)
 		}
@@ -128,7 +128,7 @@ func TestRunReuse(t *testing.T) {
 	// reused must start no Python: after the llms-dir check, the only stage is reuse.
 	reused := func(t *testing.T, recorded time.Time) {
 		t.Helper()
-		r := Run(context.Background(), s, modelDir, version)
+		r := RunBF16(context.Background(), s, modelDir, version)
 		mustPass(t, r)
 		if r.ReusedFrom == nil || r.ReusedFrom.Path != reportJSON || !r.ReusedFrom.Recorded.Equal(recorded) {
 			t.Fatalf("reused_from %+v, want %s recorded %s; stages %v (%s)", r.ReusedFrom, reportJSON, recorded, stageNames(r), stageDetail(r, "reuse"))
@@ -259,7 +259,7 @@ func TestRunReuse(t *testing.T) {
 		progress := s.Progress
 		s.Progress = &cancelOn{stage: "generate", cancel: touched}
 		s.Fresh = true
-		r := Run(ctx, s, modelDir, version)
+		r := RunBF16(ctx, s, modelDir, version)
 		s.Progress, s.Fresh = progress, false
 		mustPass(t, r)
 		if got := stageDetail(r, "record_inputs"); !strings.Contains(got, "during the run") {

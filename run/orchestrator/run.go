@@ -8,22 +8,14 @@ import (
 
 	"phase0/gate/config"
 	"phase0/gate/preflight"
-	"phase0/gate/quantfolder"
 	"phase0/gate/weights"
 	"phase0/output/report"
-	"phase0/output/scaffold"
 	"phase0/wire"
 )
 
-// Run is all of Phase 0 for one model.
-func Run(ctx context.Context, s *Settings, modelArg, version string) *report.Report {
-	uses, err := quantfolder.Uses(s.LLMSDir, scaffold.ReservedNames, s.Name, modelArg)
-	if err != nil {
-		return runWith(ctx, inputs{s: s, command: "run", arg: modelArg, version: version, routeErr: err}, []stage{stepRoute})
-	}
-	if len(uses) > 0 {
-		return runQuantized(ctx, s, modelArg, version, uses)
-	}
+// RunBF16 is all of Phase 0 for one bf16 model (run/modelrun.Run decides
+// whether `phase0 run MODEL` is one, or a quantized folder's keys).
+func RunBF16(ctx context.Context, s *Settings, modelArg, version string) *report.Report {
 	return runChain(ctx, s, "run", modelArg, version, withoutSkippedScan(runStages, s))
 }
 
@@ -39,17 +31,17 @@ type loaded struct {
 // real checkpoint in Python, and Go judges what came back.
 func pythonWeightsStage(ctx context.Context, st *state) (loaded, outcome, error) {
 	src := st.facts.model
-	facts, err := st.py().LoaderFacts(ctx, wire.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: src.Dir})
+	facts, err := st.Py().LoaderFacts(ctx, wire.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: src.Dir})
 	if err != nil {
-		if stop := workerFailure(err); stop != nil {
+		if stop := WorkerFailure(err); stop != nil {
 			return loaded{}, outcome{}, stop
 		}
 		l := weights.NewLoader()
-		l.Raised([]string{st.explain("python_weights", err)})
-		return loaded{loader: l}, outcome{status: l.Status, detail: l.Summary}, nil
+		l.Raised([]string{st.Explain("python_weights", err)})
+		return loaded{loader: l}, outcome{Status: l.Status, Detail: l.Summary}, nil
 	}
 	l := weights.CheckLoader(st.facts.analysis.Config, &facts.LoaderFacts, st.inv(), src.FS)
-	return loaded{loader: l, tie: facts.Tie}, outcome{status: l.Status, detail: l.Summary}, nil
+	return loaded{loader: l, tie: facts.Tie}, outcome{Status: l.Status, Detail: l.Summary}, nil
 }
 
 // configFactsStage completes gate 3: the generated LlamaConfig() and what
@@ -58,13 +50,13 @@ func pythonWeightsStage(ctx context.Context, st *state) (loaded, outcome, error)
 func configFactsStage(ctx context.Context, st *state) (*config.Consistency, outcome, error) {
 	cc := st.sections.crossCheck.Clone()
 	cfg, src := st.facts.analysis.Config, st.facts.model
-	facts, err := st.py().ConfigFacts(ctx, wire.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: src.Dir})
+	facts, err := st.Py().ConfigFacts(ctx, wire.ModuleArgs{WeightsModule: st.weightsModule(), ModelDir: src.Dir})
 	if err != nil {
-		if stop := workerFailure(err); stop != nil {
+		if stop := WorkerFailure(err); stop != nil {
 			return nil, outcome{}, stop
 		}
-		cc.FailWith("config facts: %s", st.explain("config_facts", err))
-		return cc, outcome{status: cc.Status, detail: cc.Findings[0]}, nil
+		cc.FailWith("config facts: %s", st.Explain("config_facts", err))
+		return cc, outcome{Status: cc.Status, Detail: cc.Findings[0]}, nil
 	}
 	if facts.Generated == nil || facts.Transformers == nil {
 		return nil, outcome{}, fmt.Errorf("config_facts returned no generated or transformers facts")
@@ -80,7 +72,7 @@ func configFactsStage(ctx context.Context, st *state) (*config.Consistency, outc
 		return cc, outcome{}, err
 	}
 	cc.Tie(cfg, st.facts.tie, st.inv(), src.FS)
-	return cc, outcome{status: cc.Status, detail: cc.Summary}, nil
+	return cc, outcome{Status: cc.Status, Detail: cc.Summary}, nil
 }
 
 // behaviour judges what the module does (its RoPE table, its helpers'
@@ -91,12 +83,12 @@ func (st *state) behaviour(ctx context.Context, cc *config.Consistency, module s
 	w := st.facts.workspace
 	args := wire.BehaviourArgs{WeightsModule: st.weightsModule(), HelpersModule: filepath.Join(w.dir, w.spec.Name+"_cpu_helpers.py"),
 		ModelDir: st.facts.model.Dir, MaxSeq: st.in.s.MaxSeq}
-	b, err := st.py().BehaviourFacts(ctx, args)
+	b, err := st.Py().BehaviourFacts(ctx, args)
 	if err != nil {
-		if stop := workerFailure(err); stop != nil {
+		if stop := WorkerFailure(err); stop != nil {
 			return stop
 		}
-		cc.FailWith("behaviour facts of %s: %s", module, st.explain("config_facts", err))
+		cc.FailWith("behaviour facts of %s: %s", module, st.Explain("config_facts", err))
 		return nil
 	}
 	cc.Behaviour(st.facts.analysis.Config, b, module)

@@ -10,6 +10,7 @@ import (
 	"phase0/gate/verdict"
 	"phase0/gate/weights"
 	"phase0/read/safetensors"
+	"phase0/run/chain"
 )
 
 // scanStage reads every tensor byte and returns gate 1 again, with the
@@ -35,12 +36,12 @@ func scanStage(ctx context.Context, st *state) (*weights.Result, outcome, error)
 		_ = bar.Finish()
 	}
 	if ctx.Err() != nil {
-		return nil, outcome{}, fmt.Errorf("%w during the scan: %w", errInterrupted, ctx.Err())
+		return nil, outcome{}, fmt.Errorf("%w during the scan: %w", chain.ErrInterrupted, ctx.Err())
 	}
 	scanned := st.sections.weights.Clone()
 	if err != nil {
 		scanned.Fail(fmt.Errorf("scanning tensors: %w", err))
-		return scanned, outcome{status: verdict.Fail, detail: err.Error()}, nil
+		return scanned, outcome{Status: verdict.Fail, Detail: err.Error()}, nil
 	}
 	nf := make([]weights.NonFinite, 0, len(found))
 	for _, f := range found {
@@ -54,5 +55,5 @@ func scanStage(ctx context.Context, st *state) (*weights.Result, outcome, error)
 	}
 	secs := time.Since(start).Seconds()
 	detail := fmt.Sprintf("%.1f MiB at %.0f MiB/s, %d tensor(s) with NaN/Inf", float64(inv.TotalBytes)/(1<<20), float64(inv.TotalBytes)/(1<<20)/max(secs, 1e-9), len(nf))
-	return scanned, outcome{status: scanned.Status, detail: detail}, nil
+	return scanned, outcome{Status: scanned.Status, Detail: detail}, nil
 }

@@ -64,17 +64,17 @@ type Settings struct {
 	Sessions *warm.Sessions
 }
 
-// getenv reads an environment variable through the settings (os.Getenv when
+// Getenv reads an environment variable through the settings (os.Getenv when
 // the caller set no lookup).
-func (s *Settings) getenv(key string) string {
+func (s *Settings) Getenv(key string) string {
 	if s.Env == nil {
 		return os.Getenv(key)
 	}
 	return s.Env(key)
 }
 
-// lookupEnv is getenv that tells an unset variable from an empty one.
-func (s *Settings) lookupEnv(key string) (string, bool) {
+// LookupEnv is Getenv that tells an unset variable from an empty one.
+func (s *Settings) LookupEnv(key string) (string, bool) {
 	if s.Env == nil {
 		return os.LookupEnv(key)
 	}
@@ -82,7 +82,7 @@ func (s *Settings) lookupEnv(key string) (string, bool) {
 	return v, v != ""
 }
 
-// places says where this run's folders go (package wsfolder).
-func (s *Settings) places() wsfolder.Places {
+// Places says where this run's folders go (package wsfolder).
+func (s *Settings) Places() wsfolder.Places {
 	return wsfolder.Places{LLMSDir: s.LLMSDir, OutDir: s.OutDir, ReportDir: s.ReportDir, Name: s.Name, Cache: s.python().Cache}
 }

@@ -72,7 +72,7 @@ func TestReuseSeesIssue31(t *testing.T) {
 
 	run := func(t *testing.T) *report.Report {
 		t.Helper()
-		return Run(context.Background(), s, modelDir, "test")
+		return RunBF16(context.Background(), s, modelDir, "test")
 	}
 	reused := func(t *testing.T) {
 		t.Helper()

@@ -135,7 +135,7 @@ func TestReuseIsNeverStale(t *testing.T) {
 
 	full := func(t *testing.T, want string) *report.Report {
 		t.Helper()
-		r := Run(context.Background(), s, modelDir, "test")
+		r := RunBF16(context.Background(), s, modelDir, "test")
 		mustPass(t, r)
 		if r.ReusedFrom != nil {
 			t.Fatalf("reused %+v, want a full run because %s", r.ReusedFrom, want)
@@ -154,7 +154,7 @@ func TestReuseIsNeverStale(t *testing.T) {
 	}
 	reused := func(t *testing.T) {
 		t.Helper()
-		r := Run(context.Background(), s, modelDir, "test")
+		r := RunBF16(context.Background(), s, modelDir, "test")
 		mustPass(t, r)
 		if r.ReusedFrom == nil {
 			t.Fatalf("an unchanged re-run was not reused: %s", stageDetail(r, "reuse"))
@@ -275,7 +275,7 @@ func refusedFor(t *testing.T, s *Settings, modelDir string, want ...string) {
 	defer cancel()
 	progress := s.Progress
 	s.Progress = &cancelOn{stage: "reuse", cancel: cancel}
-	r := Run(ctx, s, modelDir, "test")
+	r := RunBF16(ctx, s, modelDir, "test")
 	s.Progress = progress
 	if r.ReusedFrom != nil {
 		t.Fatalf("a stale PASS was reused (want it refused: %q)", want)

@@ -2,15 +2,12 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"phase0/gate/baseline"
 	"phase0/gate/config"
 	"phase0/gate/preflight"
-	"phase0/gate/quant"
-	"phase0/gate/quantfolder"
 	"phase0/gate/verdict"
 	"phase0/gate/weights"
 	"phase0/internal/atomicfile"
@@ -18,16 +15,12 @@ import (
 	"phase0/output/report"
 	"phase0/output/scaffold"
 	"phase0/python/ops"
-	"phase0/read/llmstree"
 	"phase0/read/model"
 	"phase0/read/safetensors"
+	"phase0/run/chain"
 	"phase0/run/reuse"
 	"phase0/wire"
 )
-
-// errInterrupted marks a run stopped by SIGINT/SIGTERM/SIGHUP: exit 130,
-// and nothing recorded.
-var errInterrupted = errors.New("interrupted")
 
 // state is one command's run, in three parts, each written in one place:
 //
@@ -46,6 +39,7 @@ type state struct {
 	facts    facts
 	sections sections
 
+	key      Key            // the quantized key the run validates (route.go), nil for a bf16 run
 	client   *ops.Client    // the Python worker, started by the first op a stage runs
 	locks    []*wslock.Lock // workspace locks, held to the end of the run
 	created  []string       // the folders made for the workspace, outermost first: removed if the run ends without a verdict
@@ -61,12 +55,6 @@ type inputs struct {
 	arg     string
 	version string
 	started time.Time
-	// quant is the quantized folder's key this run validates (nil for a
-	// bf16 run): the folder, the MODEL_CHOICES key, its reference (arg)
-	// and the bundle.
-	quant *llmstree.Use
-	// routeErr is why the tree could not say what to validate (route stage).
-	routeErr error
 }
 
 // facts are the stages' findings that later stages read, each the result
@@ -79,27 +67,22 @@ type facts struct {
 	memory     *memoryVerdict  // memory: the estimate and, when too small, the refusal
 	workspace  *workspace      // generate: <name>/, its spec and what was written
 	tie        *wire.TieFacts
-	inputs     *reuse.Record       // record_inputs: inputs.json, written with the record (nil: a verdict not to reuse)
-	recorded   *recorded           // record: where the report was written
-	quant      *quantfolder.Folder // quant_folder: the quantized folder's module, format and bundle
+	inputs     *reuse.Record // record_inputs: inputs.json, written with the record (nil: a verdict not to reuse)
+	recorded   *recorded     // record: where the report was written
 }
 
 // sections are the report's judged parts, each the result of one stage.
 // Gates 1 and 3 are judged in two steps; the later step's section, when it
 // ran, completes the earlier one (gate1, gate3).
 type sections struct {
-	weights      *weights.Result     // weights: gate 1 from the headers
-	scanned      *weights.Result     // scan: gate 1 with every tensor byte read
-	crossCheck   *config.Consistency // weights: gate 3, config.json against the shapes
-	consistency  *config.Consistency // config_facts: gate 3 with the module and transformers
-	loader       *weights.Loader     // python_weights: gate 1 through the generated loader
-	baseline     *baseline.Baseline  // hf_baseline: gate 2
-	reference    *report.Reference   // reference: the recorded reference
-	machine      *preflight.Report   // machine: readiness for the later phases
-	quantWeights *quant.Weights      // quant_weights: quantized gate 1
-	quantConfig  *quant.Constants    // quant_config: quantized gate 3
-	pairing      *quant.Pairing      // pairing: the key's reference vs the bundle's declared source
-	quantE2E     *quant.EndToEnd     // quant_baseline: quantized gate 2
+	weights     *weights.Result     // weights: gate 1 from the headers
+	scanned     *weights.Result     // scan: gate 1 with every tensor byte read
+	crossCheck  *config.Consistency // weights: gate 3, config.json against the shapes
+	consistency *config.Consistency // config_facts: gate 3 with the module and transformers
+	loader      *weights.Loader     // python_weights: gate 1 through the generated loader
+	baseline    *baseline.Baseline  // hf_baseline (or a quantized key's quant_baseline): gate 2
+	reference   *report.Reference   // reference: the recorded reference
+	machine     *preflight.Report   // machine: readiness for the later phases
 }
 
 // checkpoint is the weights stage's fact: the inventory, and the
@@ -171,79 +154,35 @@ func (st *state) gate2() *baseline.Baseline {
 	return nil
 }
 
-// outcome is what a stage reports in its progress line and the report's
-// stage list; warnings join the report's; done ends the chain with the
-// command answered (a reused verdict).
-type outcome struct {
-	status   verdict.Status
-	detail   string
-	warnings []string
-	done     bool
-}
-
-// stage is one named step. run returns the stage's outcome; an error means
-// the model could not be evaluated and ends the chain. fn is the stage's
-// own function, which run calls (its name is the stage's: stagenames_test).
-type stage struct {
-	name string
-	// when, if set, says whether the stage applies; a false answer records
-	// the stage as SKIPPED with the reason.
-	when func(*state) (bool, string)
-	run  func(context.Context, *state) (outcome, error)
-	fn   any
-	// afterAnswer marks a stage that completes an answer given early (a
-	// reused verdict): it runs only after a stage answered the command,
-	// and is left out of a chain that runs in full, or when its condition
-	// says there is nothing to complete.
-	afterAnswer bool
-}
+// outcome is a stage's outcome, stage a stage over the run's own state
+// (package chain).
+type (
+	outcome = chain.Outcome
+	stage   = chain.Stage[*state]
+)
 
 // runChain runs the stages in order until one errors, the model is
 // rejected, a stage answers the command, or the context ends, then builds
 // the report.
 func runChain(ctx context.Context, s *Settings, command, arg, version string, stages []stage) *report.Report {
-	return runWith(ctx, inputs{s: s, command: command, arg: arg, version: version}, stages)
+	return runOver(ctx, inputs{s: s, command: command, arg: arg, version: version}, func(st *state) (*state, Key) { return st, nil }, stages)
 }
 
-// runWith is runChain for inputs built by the caller (a quantized key's run).
-func runWith(ctx context.Context, in inputs, stages []stage) *report.Report {
+// runOver runs stages over the state S that wrap makes of the run's own
+// state (and the quantized key S stands for, nil for none): the engine's
+// bookkeeping, the report and its status stay the run's own.
+func runOver[S any](ctx context.Context, in inputs, wrap func(*state) (S, Key), stages []chain.Stage[S]) *report.Report {
 	begin := time.Now()
 	in.started = begin.UTC().Truncate(time.Second)
 	st := &state{in: in}
+	route, key := wrap(st)
+	st.key = key
 	defer st.releaseLocks()
 	defer st.closeWorker()
-	answered := false
-	for _, sg := range stages {
-		if sg.afterAnswer != answered {
-			continue
-		}
-		if ctx.Err() != nil {
-			st.err = fmt.Errorf("%w before %s: %w", errInterrupted, sg.name, context.Cause(ctx))
-			break
-		}
-		if sg.when != nil {
-			if ok, why := sg.when(st); !ok {
-				if !sg.afterAnswer { // a completion with nothing to complete is not listed
-					st.record(report.Stage{Name: sg.name, Status: verdict.Skip, Detail: why})
-				}
-				continue
-			}
-		}
-		begin := time.Now()
-		out, err := sg.run(ctx, st)
-		if err != nil {
-			if ctx.Err() != nil && !errors.Is(err, errInterrupted) {
-				err = fmt.Errorf("%w in %s: %w", errInterrupted, sg.name, err)
-			}
-			out.status, out.detail, st.err = verdict.Error, err.Error(), err
-		}
-		st.warnings = append(st.warnings, out.warnings...)
-		st.record(report.Stage{Name: sg.name, Status: out.status, Seconds: time.Since(begin).Seconds(), Detail: out.detail})
-		if st.err != nil || out.status == verdict.Rejected {
-			break
-		}
-		answered = answered || out.done
-	}
+	st.err = chain.Run(ctx, route, stages, func(sg report.Stage, warnings []string) {
+		st.warnings = append(st.warnings, warnings...)
+		st.record(sg)
+	})
 	if st.err != nil {
 		st.discardCreated()
 	}
@@ -293,8 +232,8 @@ func (st *state) releaseLocks() {
 	st.locks = nil
 }
 
-// py is the run's typed ops; the worker session starts on the first op.
-func (st *state) py() *ops.Client {
+// Py is the run's typed ops; the worker session starts on the first op.
+func (st *state) Py() *ops.Client {
 	if st.client == nil {
 		st.client = st.in.s.opsClient()
 	}
@@ -339,8 +278,11 @@ func (st *state) status() verdict.Status {
 }
 
 func (st *state) gates() report.Gates {
-	return report.Gates{Weights: st.gate1(), ConfigConsistency: st.gate3(), PyWeights: st.sections.loader, HFBaseline: st.gate2(),
-		QuantWeights: st.sections.quantWeights, QuantConfig: st.sections.quantConfig, Pairing: st.sections.pairing, QuantE2E: st.sections.quantE2E}
+	g := report.Gates{Weights: st.gate1(), ConfigConsistency: st.gate3(), PyWeights: st.sections.loader, HFBaseline: st.gate2()}
+	if st.key != nil {
+		st.key.QuantGates(&g)
+	}
+	return g
 }
 
 // workspaceReport is the workspace section, with where the record went.
@@ -365,7 +307,8 @@ func (st *state) report() *report.Report {
 	if st.facts.reuse.reused != nil {
 		r := st.reusedReport()
 		if st.err != nil { // completing the reused answer failed
-			r.Status, r.Error, r.Interrupted = verdict.Error, st.err.Error(), errors.Is(st.err, errInterrupted)
+			r.Status = verdict.Error
+			setError(r, st.err)
 		}
 		return r
 	}
@@ -375,8 +318,7 @@ func (st *state) report() *report.Report {
 		Stages: append([]report.Stage{}, st.stages...), Started: in.started, Gates: st.gates(), Workspace: st.workspaceReport(),
 		Preflight: st.sections.machine, Reference: st.sections.reference}
 	if st.err != nil {
-		r.Error = st.err.Error()
-		r.Interrupted = errors.Is(st.err, errInterrupted)
+		setError(r, st.err)
 	}
 	if ref := st.facts.model; ref != nil {
 		r.ModelID, r.ModelDir, r.Revision, r.Source = ref.ID, ref.Dir, ref.Revision, ref.Source
@@ -389,7 +331,7 @@ func (st *state) report() *report.Report {
 		r.Defaulted = append(r.Defaulted, a.Defaulted...)
 		r.Warnings = append(a.Warnings[:len(a.Warnings):len(a.Warnings)], r.Warnings...)
 	}
-	if q := in.quant; q != nil {
+	if q := st.use(); q != nil {
 		r.Quantized = &report.QuantizedKey{Folder: q.Folder, Key: q.Key, Reference: q.Reference, Bundle: q.Bundle, Loader: q.Loader}
 	}
 	r.Seconds = time.Since(in.started).Seconds()

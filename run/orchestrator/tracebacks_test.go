@@ -26,14 +26,14 @@ func TestTracebacksStayOutOfReports(t *testing.T) {
 		out := t.TempDir()
 		s := settingsFor(t, out)
 		s.Name, s.ReferenceSteps = "raises", 0
-		mustPass(t, Run(context.Background(), s, model, "test"))
+		mustPass(t, RunBF16(context.Background(), s, model, "test"))
 		ws := filepath.Join(out, "raises")
 		module := filepath.Join(ws, "raises_weights.py")
 		src := mustReadString(t, module)
 		testenv.WriteFile(t, module, src+"\n\ndef load_weights(*args, **kwargs):\n    assert False, \"the loader refuses\"\n")
 		log := &bytes.Buffer{}
 		s.Progress, s.Fresh = log, true
-		r := Run(context.Background(), s, model, "test")
+		r := RunBF16(context.Background(), s, model, "test")
 		if r.Status != verdict.Fail || r.Gates.PyWeights == nil || r.Gates.PyWeights.Status != verdict.Fail {
 			b, _ := r.JSON()
 			t.Fatalf("not a gate 1 FAIL:\n%s", b)

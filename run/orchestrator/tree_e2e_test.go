@@ -5,11 +5,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -62,51 +60,6 @@ func upstreamTree(t *testing.T) string {
 	return llms
 }
 
-// snapshotTree maps every file under dir to its bytes.
-func snapshotTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		out[p] = string(b)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// sameTreeAs fails unless the tree at dir is byte for byte as snapshotted
-// in before, with no file added.
-func sameTreeAs(t *testing.T, dir string, before map[string]string) {
-	t.Helper()
-	after := snapshotTree(t, dir)
-	unchangedExcept(t, before, after)
-	for p := range after {
-		if _, ok := before[p]; !ok {
-			t.Errorf("new file in the tree: %s", p)
-		}
-	}
-}
-
-// unchangedExcept fails for any file of before that changed or vanished,
-// outside the folders phase0 may write into.
-func unchangedExcept(t *testing.T, before, after map[string]string, writable ...string) {
-	t.Helper()
-	for p, b := range before {
-		if slices.ContainsFunc(writable, func(w string) bool { return strings.HasPrefix(p, w) }) {
-			continue
-		}
-		if a, ok := after[p]; !ok || a != b {
-			t.Errorf("%s changed (present %v)", p, ok)
-		}
-	}
-}
-
 // handWritten turns phase0's generated module into one a person wrote: a new
 // header, an explicit name map, other blank lines — same behaviour, foreign bytes.
 func handWritten(generated []byte) []byte {
@@ -133,7 +86,7 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 	scratch := t.TempDir()
 	s := settingsFor(t, scratch)
 	s.Name = "qwen3_0_6b"
-	gen := Run(context.Background(), s, model, "test")
+	gen := RunBF16(context.Background(), s, model, "test")
 	if gen.Workspace == nil || gen.Workspace.Mode != report.ModeGenerated || gen.Gates.PyWeights == nil || gen.Gates.PyWeights.Status != verdict.Pass {
 		b, _ := gen.JSON()
 		t.Fatalf("generating the reference module:\n%s", b)
@@ -157,14 +110,14 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 		s.Name, s.CacheDir = "qwen3_0_6b", cache
 		return s
 	}
-	sameTree := func(t *testing.T, before map[string]string) { t.Helper(); sameTreeAs(t, llms, before) }
+	sameTree := func(t *testing.T, before map[string]string) { t.Helper(); testenv.SameTreeAs(t, llms, before) }
 
 	t.Run("validates a correct foreign module, --force or not, leaving the folder as it was", func(t *testing.T) {
 		for _, force := range []bool{false, true} {
-			before := snapshotTree(t, llms)
+			before := testenv.SnapshotTree(t, llms)
 			s := foreignSettings(t)
 			s.Force = force
-			r := Run(context.Background(), s, model, "test")
+			r := RunBF16(context.Background(), s, model, "test")
 			if r.Workspace == nil || r.Workspace.Mode != report.ModeValidatedExisting {
 				b, _ := r.JSON()
 				t.Fatalf("force=%v: not validated existing:\n%s", force, b)
@@ -188,7 +141,7 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 		// Unchanged: the verdict recorded outside the folder is reused.
 		again := foreignSettings(t)
 		again.Force = true // as the last run
-		r := Run(context.Background(), again, model, "test")
+		r := RunBF16(context.Background(), again, model, "test")
 		if r.ReusedFrom == nil || r.Status != verdict.Pass {
 			t.Errorf("the validated PASS was not reused: %s", stageDetail(r, "reuse"))
 		}
@@ -199,13 +152,13 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 		progress := filepath.Join(ws, "docs", "development_progress", "progress.md")
 		testenv.WriteFile(t, todo, "# Deployment: qwen3_0_6b\n\n## Phase status\n- [ ] 0: Build CPU Reference\n- [ ] 1: Kernel Validation\n\n## Active blockers\n")
 		testenv.WriteFile(t, progress, "# Progress\n\nKept by hand.\n")
-		before := snapshotTree(t, llms)
+		before := testenv.SnapshotTree(t, llms)
 		s := foreignSettings(t)
 		s.Fresh = true
-		r := Run(context.Background(), s, model, "test")
+		r := RunBF16(context.Background(), s, model, "test")
 		mustPass(t, r)
-		unchangedExcept(t, before, snapshotTree(t, llms), todo, progress)
-		for p := range snapshotTree(t, llms) {
+		testenv.UnchangedExcept(t, before, testenv.SnapshotTree(t, llms), todo, progress)
+		for p := range testenv.SnapshotTree(t, llms) {
 			if _, ok := before[p]; !ok {
 				t.Errorf("new file in the tree: %s", p)
 			}
@@ -223,8 +176,8 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 
 	t.Run("fails a foreign module with gate and up swapped", func(t *testing.T) {
 		testenv.WriteFile(t, module, string(swapGateUp(handWritten(generated))))
-		before := snapshotTree(t, llms)
-		r := Run(context.Background(), foreignSettings(t), model, "test")
+		before := testenv.SnapshotTree(t, llms)
+		r := RunBF16(context.Background(), foreignSettings(t), model, "test")
 		if r.Workspace == nil || r.Workspace.Mode != report.ModeValidatedExisting || r.Gates.PyWeights == nil || r.Gates.PyWeights.Status != verdict.Fail || ExitCode(r) != 1 {
 			b, _ := r.JSON()
 			t.Fatalf("swapped gate/up was not a gate-1 FAIL:\n%s", b)
@@ -236,7 +189,7 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 	})
 
 	// Refusals before any Python gate: exit 2, the tree byte-identical.
-	outside, err := foreignSettings(t).places().Outside(ws)
+	outside, err := foreignSettings(t).Places().Outside(ws)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,20 +224,23 @@ func TestLivingInAnUpstreamTree(t *testing.T) {
 		{"a derived name equal to a tree folder", "", docsModel, []string{`workspace name "docs"`, "--name"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := snapshotTree(t, llms)
+			before := testenv.SnapshotTree(t, llms)
 			s := foreignSettings(t)
 			s.Name = tc.wsName
-			r := Run(context.Background(), s, tc.model, "test")
+			r := RunBF16(context.Background(), s, tc.model, "test")
 			if r.Status != verdict.Error || ExitCode(r) != 2 {
 				t.Fatalf("status %s, exit %d, error %q; want ERROR, 2", r.Status, ExitCode(r), r.Error)
+			}
+			if locked := r.ErrorKind == report.ErrorWorkspaceLocked; locked != (tc.name == "lock held by another process") {
+				t.Errorf("error kind %q", r.ErrorKind)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(r.Error, w) {
 					t.Errorf("error %q does not say %q", r.Error, w)
 				}
 			}
-			if !bytes.Equal([]byte(fmt.Sprint(before)), []byte(fmt.Sprint(snapshotTree(t, llms)))) {
-				unchangedExcept(t, before, snapshotTree(t, llms))
+			if !bytes.Equal([]byte(fmt.Sprint(before)), []byte(fmt.Sprint(testenv.SnapshotTree(t, llms)))) {
+				testenv.UnchangedExcept(t, before, testenv.SnapshotTree(t, llms))
 				t.Errorf("a refused run changed the tree")
 			}
 		})
@@ -301,18 +257,18 @@ func TestOwnWorkspaceOfAnotherModel(t *testing.T) {
 	// Only the workspace matters here, but an interrupted run removes the
 	// workspace it created: the first run ends with a verdict (no reference).
 	s.ReferenceSteps = 0
-	first := Run(context.Background(), s, tiny(t, "qwen3"), "test")
+	first := RunBF16(context.Background(), s, tiny(t, "qwen3"), "test")
 	if first.Workspace == nil || first.Workspace.Mode != report.ModeGenerated {
 		t.Fatalf("first run did not generate: %+v (%s)", first.Workspace, first.Error)
 	}
-	before := snapshotTree(t, ws)
+	before := testenv.SnapshotTree(t, ws)
 	s = settingsFor(t, out)
 	s.Name = "shared_name"
-	r := Run(context.Background(), s, tiny(t, "llama-llama3"), "test")
+	r := RunBF16(context.Background(), s, tiny(t, "llama-llama3"), "test")
 	if r.Status != verdict.Error || ExitCode(r) != 2 || !strings.Contains(r.Error, "name collision") || !strings.Contains(r.Error, "--name") {
 		t.Fatalf("status %s, exit %d, error %q", r.Status, ExitCode(r), r.Error)
 	}
-	unchangedExcept(t, before, snapshotTree(t, ws))
+	testenv.UnchangedExcept(t, before, testenv.SnapshotTree(t, ws))
 }
 
 func mustReadString(t *testing.T, path string) string { return string(mustRead(t, path)) }

@@ -2,9 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -36,45 +33,6 @@ func upstreamStyleTree(t *testing.T) string {
 	return llms
 }
 
-// offlineHub lays out a HuggingFace hub cache as huggingface_hub writes it
-// (blobs by content hash, snapshots/<commit>/ of relative links into blobs,
-// refs/main), holding each tiny model folder under a hub id, and returns an
-// environment that reads it offline.
-func offlineHub(t *testing.T, models map[string]string) func(string) string {
-	t.Helper()
-	cache := t.TempDir()
-	for id, dir := range models {
-		repo := filepath.Join(cache, "models--"+strings.ReplaceAll(id, "/", "--"))
-		commit := testenv.HubCommit(id)
-		snap := filepath.Join(repo, "snapshots", commit)
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if !e.Type().IsRegular() {
-				continue
-			}
-			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum := sha256.Sum256(b)
-			blob := hex.EncodeToString(sum[:])
-			testenv.WriteFile(t, filepath.Join(repo, "blobs", blob), string(b))
-			if err := os.MkdirAll(snap, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(filepath.Join("..", "..", "blobs", blob), filepath.Join(snap, e.Name())); err != nil {
-				t.Fatal(err)
-			}
-		}
-		testenv.WriteFile(t, filepath.Join(repo, "refs", "main"), commit)
-	}
-	env := map[string]string{"HF_HUB_CACHE": cache, "HF_HOME": t.TempDir(), "HF_HUB_OFFLINE": "1"}
-	return func(k string) string { return env[k] }
-}
-
 // TestUpstreamStyleTree: the tree decides the folder and gate 3 judges what
 // hand-written modules do. Hub ids (from an offline HF cache) are validated
 // in the folder whose MODEL_CHOICES names them, not in a derived one; the
@@ -84,7 +42,7 @@ func offlineHub(t *testing.T, models map[string]string) func(string) string {
 // with the tree unchanged.
 func TestUpstreamStyleTree(t *testing.T) {
 	llms := upstreamStyleTree(t)
-	env := offlineHub(t, map[string]string{
+	env := testenv.OfflineHub(t, map[string]string{
 		"Qwen/Qwen2.5-0.5B":       tiny(t, "qwen2"),
 		"Qwen/Qwen3-0.6B":         tiny(t, "qwen3"),
 		"meta-llama/Llama-3.2-1B": tiny(t, "llama-llama3"),
@@ -104,8 +62,8 @@ func TestUpstreamStyleTree(t *testing.T) {
 		{"meta-llama/Llama-3.2-1B", "llama32_1b", verdict.Fail},
 	} {
 		t.Run(tc.id, func(t *testing.T) {
-			before := snapshotTree(t, llms)
-			r := Run(context.Background(), settings(""), tc.id, "test")
+			before := testenv.SnapshotTree(t, llms)
+			r := RunBF16(context.Background(), settings(""), tc.id, "test")
 			if r.Workspace == nil || r.Workspace.Name != tc.folder || r.Workspace.Mode != report.ModeValidatedExisting || !slices.Contains(r.Workspace.NamedBy, "verify_adapter.py") {
 				b, _ := r.JSON()
 				t.Fatalf("not validated in %s found by verify_adapter.py:\n%s", tc.folder, b)
@@ -146,8 +104,8 @@ func TestUpstreamStyleTree(t *testing.T) {
 			}
 			// The tree stays as it was: validated folders get no file, and
 			// no derived folder appears beside them.
-			after := snapshotTree(t, llms)
-			unchangedExcept(t, before, after)
+			after := testenv.SnapshotTree(t, llms)
+			testenv.UnchangedExcept(t, before, after)
 			for p := range after {
 				if _, ok := before[p]; !ok {
 					t.Errorf("validating %s wrote %s", tc.folder, p)
@@ -170,8 +128,8 @@ func TestUpstreamStyleTree(t *testing.T) {
 			[]string{"workspace name collision", "qwen25_0_5b_weights.py describes another model", "head_dim 16 (module) vs 32 (checkpoint)", "--name qwen3"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := snapshotTree(t, llms)
-			r := Run(context.Background(), settings(tc.folder), tc.model, "test")
+			before := testenv.SnapshotTree(t, llms)
+			r := RunBF16(context.Background(), settings(tc.folder), tc.model, "test")
 			if r.Status != verdict.Error || ExitCode(r) != 2 {
 				t.Fatalf("status %s, exit %d, error %q; want ERROR, 2", r.Status, ExitCode(r), r.Error)
 			}
@@ -180,8 +138,8 @@ func TestUpstreamStyleTree(t *testing.T) {
 					t.Errorf("error %q does not say %q", r.Error, w)
 				}
 			}
-			after := snapshotTree(t, llms)
-			unchangedExcept(t, before, after)
+			after := testenv.SnapshotTree(t, llms)
+			testenv.UnchangedExcept(t, before, after)
 			for p := range after {
 				if _, ok := before[p]; !ok {
 					t.Errorf("a refused run wrote %s", p)

@@ -27,7 +27,7 @@ import (
 // It is "" before the generate stage (and in commands without one).
 func (st *state) weightsModule() string {
 	w := st.facts.workspace
-	if w == nil || st.facts.quant != nil {
+	if w == nil || st.key != nil {
 		// A quantized folder's module is no Phase 0 module: the baseline
 		// runs with phase0's Config.
 		return ""
@@ -95,14 +95,14 @@ func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) 
 		res, swept, more, err = st.updateWorkspace(ws, mode, files, lock)
 		if warnings = append(warnings, more...); err != nil {
 			// The sweep's warning stands in the report of the failed run.
-			return nil, outcome{warnings: warnings}, err
+			return nil, outcome{Warnings: warnings}, err
 		}
 	}
 	w, detail, err := st.generatedReport(ws, spec, mode, foreign, res, swept)
 	if err != nil {
 		return nil, outcome{}, err
 	}
-	return &workspace{dir: ws, spec: spec, report: w, foreign: foreign}, outcome{status: verdict.Pass, detail: detail, warnings: warnings}, nil
+	return &workspace{dir: ws, spec: spec, report: w, foreign: foreign}, outcome{Status: verdict.Pass, Detail: detail, Warnings: warnings}, nil
 }
 
 // updateWorkspace is generate's work in a workspace phase0 made before,
@@ -112,7 +112,7 @@ func generateStage(ctx context.Context, st *state) (*workspace, outcome, error) 
 // only, when an existing module is validated). It returns what was
 // written, what was swept and the warnings.
 func (st *state) updateWorkspace(ws string, mode string, files []scaffold.File, lock *wslock.Lock) (res scaffold.Result, swept, warnings []string, err error) {
-	if dir, err := st.in.s.places().Reports(ws, st.recordID()); err == nil {
+	if dir, err := st.in.s.Places().Reports(ws, st.RecordID()); err == nil {
 		done, err := record.Recover(dir)
 		swept = append(swept, done...)
 		if err != nil {
@@ -154,7 +154,7 @@ func (st *state) generatedReport(ws string, spec scaffold.Spec, mode string, for
 		detail = fmt.Sprintf("%s: validating the existing %s (not phase0's); %d document(s) written", ws, module, len(res.Written))
 	}
 	if foreign {
-		out, err := st.in.s.places().OutsideRecord(ws, st.facts.model.ID)
+		out, err := st.in.s.Places().OutsideRecord(ws, st.facts.model.ID)
 		if err != nil {
 			return nil, "", err
 		}
@@ -177,9 +177,9 @@ func (st *state) generatedReport(ws string, spec scaffold.Spec, mode string, for
 // this is not (upstream's qwen3_0_6b is not a tiny Qwen3's workspace). A
 // module that cannot be imported is left to the gates, which report why.
 func (st *state) checkLocalModel(ctx context.Context, spec scaffold.Spec, module string) error {
-	facts, err := st.py().ModuleConfig(ctx, wire.ModuleConfigArgs{WeightsModule: module})
+	facts, err := st.Py().ModuleConfig(ctx, wire.ModuleConfigArgs{WeightsModule: module})
 	if err != nil {
-		return workerFailure(err)
+		return WorkerFailure(err)
 	}
 	if facts.Generated == nil {
 		return fmt.Errorf("module_config of %s returned no config facts", module)
@@ -203,7 +203,7 @@ func nonNil(list []string) []string {
 // spec around the one Config.
 func workspaceFor(st *state, version string) (string, scaffold.Spec, error) {
 	s, ref, a := st.in.s, st.facts.model, st.facts.analysis
-	root, err := filepath.Abs(s.places().Root())
+	root, err := filepath.Abs(s.Places().Root())
 	if err != nil {
 		return "", scaffold.Spec{}, err
 	}
@@ -231,7 +231,7 @@ func workspaceFor(st *state, version string) (string, scaffold.Spec, error) {
 func (st *state) lockWorkspace(ws string) (lock *wslock.Lock, foreign bool, err error) {
 	lockPath := filepath.Join(ws, scaffold.LockName)
 	if wsfolder.Foreign(ws) {
-		out, err := st.in.s.places().Outside(ws)
+		out, err := st.in.s.Places().Outside(ws)
 		if err != nil {
 			return nil, false, err
 		}

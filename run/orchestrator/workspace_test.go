@@ -55,7 +55,7 @@ func TestGenerateErrorKeepsTheSweepWarning(t *testing.T) {
 	testenv.WriteFile(t, s.ReportDir, "not a folder")
 	// phase0's manifest (so the folder is phase0's, not foreign), unreadable.
 	testenv.WriteFile(t, filepath.Join(llms, s.Name, scaffold.ManifestName), "{")
-	r := Run(context.Background(), s, tiny(t, "qwen3"), "test")
+	r := RunBF16(context.Background(), s, tiny(t, "qwen3"), "test")
 	if r.Status != verdict.Error || !strings.Contains(r.Error, scaffold.ManifestName) {
 		t.Fatalf("status %s, error %q; want ERROR naming %s", r.Status, r.Error, scaffold.ManifestName)
 	}

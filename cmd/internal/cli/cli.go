@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"phase0/run/errkind"
 	"phase0/run/orchestrator"
 
 	"phase0/internal/boundedfile"
@@ -60,7 +61,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Opt
 	case err != nil: // the invocation: flags, settings, arguments
 		if wantsJSON(args) {
 			cmdName, modelArg := commandAndModel(args)
-			_ = inv.print(orchestrator.ErrorReport(boundedfile.Cut(cmdName), boundedfile.Cut(modelArg), o.Version, errors.New(boundedfile.Message(err.Error()))), true)
+			_ = inv.print(orchestrator.ErrorReport(boundedfile.Cut(cmdName), boundedfile.Cut(modelArg), o.Version, errkind.Usage(boundedfile.Message(err.Error()), err)), true)
 		}
 		fmt.Fprintf(stderr, "phase0: %s\n", boundedfile.Message(err.Error()))
 		return exitUsage

@@ -71,12 +71,14 @@ func TestInspectExitCodesAndJSON(t *testing.T) {
 		code   int
 		status string
 		text   string
+		kind   string // error_kind; "" = no such key
 	}{
-		{"pass", []string{"inspect", good, "--json", "--scan"}, 0, "PASS", ""},
-		{"rejected", []string{"inspect", moe, "--json"}, 1, "REJECTED", "num_local_experts is 8"},
-		{"pickle only", []string{"inspect", noWeights, "--json"}, 1, "FAIL", "pytorch_model.bin"},
-		{"bad config json", []string{"inspect", badJSON, "--json"}, 2, "ERROR", "not valid JSON"},
-		{"no such folder", []string{"inspect", "/no/such/model", "--json"}, 2, "ERROR", "no such folder"},
+		{"pass", []string{"inspect", good, "--json", "--scan"}, 0, "PASS", "", ""},
+		{"rejected", []string{"inspect", moe, "--json"}, 1, "REJECTED", "num_local_experts is 8", ""},
+		{"pickle only", []string{"inspect", noWeights, "--json"}, 1, "FAIL", "pytorch_model.bin", ""},
+		{"bad config json", []string{"inspect", badJSON, "--json"}, 2, "ERROR", "not valid JSON", "config_unreadable"},
+		{"no such folder", []string{"inspect", "/no/such/model", "--json"}, 2, "ERROR", "no such folder", "model_not_found"},
+		{"bad option", []string{"inspect", good, "--json", "--workers", "-1"}, 2, "ERROR", "--workers", "usage"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,6 +99,9 @@ func TestInspectExitCodesAndJSON(t *testing.T) {
 			}
 			if !strings.Contains(stdout, tt.text) {
 				t.Errorf("report lacks %q:\n%s", tt.text, stdout)
+			}
+			if kind, ok := rep["error_kind"]; tt.kind == "" && ok || tt.kind != "" && kind != tt.kind {
+				t.Errorf("error_kind %v (present: %v), want %q", kind, ok, tt.kind)
 			}
 			for _, key := range []string{"model", "model_dir", "interrupted", "architecture", "family", "config", "defaulted", "rejections", "gates", "warnings"} {
 				if _, ok := rep[key]; !ok {

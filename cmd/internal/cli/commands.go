@@ -11,6 +11,7 @@ import (
 	"phase0/gate/compare"
 	"phase0/gate/verdict"
 	"phase0/run/listrun"
+	"phase0/run/modelrun"
 	"phase0/run/orchestrator"
 
 	"phase0/internal/boundedfile"
@@ -91,7 +92,7 @@ func newRunCmd(inv *invocation) *cobra.Command {
 			}
 			started := time.Now()
 			if !isList(args) && f.shard.N == 0 {
-				return f.single("run", inv.version, started, orchestrator.Run(ctx, s, args[0], inv.version)), nil
+				return f.single("run", inv.version, started, modelrun.Run(ctx, s, args[0], inv.version)), nil
 			}
 			b, err := inv.runList(ctx, cmd, s, args, f)
 			if err != nil {

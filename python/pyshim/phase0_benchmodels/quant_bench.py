@@ -84,7 +84,7 @@ def _measure(argv: list[str]) -> dict[str, object]:
     parser.add_argument("--embed-scale", type=float, default=0.0)
     ns = parser.parse_args(argv)
     mode, module, source, reference, n_layers = ns.mode, Path(ns.module), ns.source, Path(ns.reference), ns.n_layers
-    from phase0_shim.quant.discovery import _import, find_loader
+    from phase0_shim.quant.discovery import import_module, find_loader
     from phase0_shim.quant.families import FamilyReference
     from phase0_shim.quant.reading import Reference
     from phase0_shim.optypes import QuantArgs
@@ -107,7 +107,7 @@ def _measure(argv: list[str]) -> dict[str, object]:
     start = time.perf_counter()
     tensors = 0
     if mode in ("loader", "loader-reuse"):
-        mod, failure = _import(module)
+        mod, failure = import_module(module)
         if failure is not None:
             raise ImportError(failure["message"])
         plain = contextlib.nullcontext(heap.Reuse(None))  # NumPy's own allocator, as upstream runs

@@ -2,7 +2,7 @@
 
 Bench-only. ``quant_calibration`` measures with the packers' own statistics;
 this runs the very sums quantized gate 1's worker computes
-(``phase0_shim.quant._stats_io``, the loader's (in, out) layout against the
+(``phase0_shim.quant.stats_io``, the loader's (in, out) layout against the
 reference's [out, in], the format's bound) on each clean format round trip,
 and prints per format the range of what Go judges (cosine, relative L2, std
 ratio, share beyond the bound), for checking the limits in ``gate/quant/*.go``
@@ -24,7 +24,7 @@ import numpy as np
 
 from phase0_benchmodels.quant_calibration import FORMAT, FORMATS, awq_group, layer_names, roundtrip
 from phase0_shim.optypes import QuantBound, QuantStats
-from phase0_shim.quant.stats import _stats_io
+from phase0_shim.quant.stats import stats_io
 from phase0_testmodels.quant.st import Checkpoint
 
 # The bound each format's Go side sends (gate/quant/*.go Bound()): levels 15 for
@@ -54,7 +54,7 @@ def measure(label: str, ck: Checkpoint, layers: Sequence[int], *, blocks: bool, 
                 deq = roundtrip(fmt, w, blocks=blocks, shift=shift)
                 bound: QuantBound = {"group": group, "levels": LEVELS[fmt], "symmetric": fmt == "Q4_0", "slack": 1 / 128}
                 x = np.ascontiguousarray(np.roll(deq, -shift, axis=1).T)
-                rows.append(metrics(_stats_io(x, np.roll(w, -shift, axis=1), bound)))
+                rows.append(metrics(stats_io(x, np.roll(w, -shift, axis=1), bound)))
         if not rows:
             continue
         cols = list(zip(*rows))

@@ -41,7 +41,7 @@ from phase0_shim.default_model import default_model  # noqa: F401
 from phase0_shim.hub import download  # noqa: F401
 from phase0_shim.reference_op import prompt_tokens, record_reference, reference_plan  # noqa: F401
 from phase0_shim.quant import quant_e2e, quant_facts, quant_family_facts, quant_module_facts  # noqa: F401
-from phase0_shim.session import reset_session  # noqa: F401
+from phase0_shim.session import STATE, reset_session  # noqa: F401
 from phase0_shim.sources import python_sources  # noqa: F401
 
 DEFAULT_MAX_SEQ = 64
@@ -98,10 +98,10 @@ def baseline(args: BaselineArgs) -> tuple[BaselineResult, np.ndarray]:
     # A quantized key's baseline is Go's quant_baseline stage: its lines say so.
     stage = "quant_baseline" if args.get("quant") else STAGE_BASELINE
     if not args.get("quant"):
-        # No quantized gate 2 takes gate 1's tensors: drop them before the model loads.
-        from phase0_shim.quant.weights import drop_kept
-
-        drop_kept()
+        # No quantized gate 2 takes gate 1's tensors (gate 1 FAILed, or a
+        # bf16 key): drop them before the model loads, where they would sit
+        # beside it for nothing (the whole model in bf16, 7.7 GB at Gemma 3 4B).
+        STATE.drop_quant()
     start = time.perf_counter()
     with progress.loading_model(stage, "loading the HF bf16 model"):
         runner = resolved.runner_cls(model_dir, config, max_seq, lite_mode=True)

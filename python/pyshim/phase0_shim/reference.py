@@ -278,7 +278,7 @@ def read_prompts(reference_dir: Path | str) -> tuple[dict[str, Any], list[tuple[
     return meta, prompts
 
 
-def _versions() -> dict[str, str]:
+def versions() -> dict[str, str]:
     from importlib import metadata
 
     out: dict[str, str] = {}
@@ -329,6 +329,6 @@ def record_candidate(
             "canonical_prompt": int(meta.get("canonical_prompt", 0)),
             "prompt_style": meta.get("prompt_style", ""),
             "seconds": {"decode": seconds_decode},
-            **_versions(),
+            **versions(),
         },
     )

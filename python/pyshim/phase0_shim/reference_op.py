@@ -60,7 +60,7 @@ def _prompt_set(args: BaselineArgs) -> PromptSet:
 @op("reference_plan", BaselineArgs, ReferencePlan, nonempty=("model_dir",))
 def reference_plan(args: BaselineArgs) -> ReferencePlan:
     """The facts a recording is keyed on, without loading torch or the model."""
-    versions = reference._versions()
+    versions = reference.versions()
     return {
         **_prompt_set(args),
         "tokenizer_sha256": reference.tokenizer_sha256(args["model_dir"]),
@@ -141,7 +141,7 @@ def record_reference(args: RecordReferenceArgs) -> NoResult:
         "n_layers": int(config.n_layers),
         "seconds": {"load": seconds_load, "decode": seconds_decode, "diagnosis": seconds_diagnosis},
         "torch_threads": n_threads,
-        **reference._versions(),
+        **reference.versions(),
     }
     reference.write(args["out_dir"], gens, diag, meta)
     return {}

@@ -159,9 +159,9 @@ def test_gate_2_takes_what_gate_1_kept_and_runs_the_loader_once(checkpoint: Path
     assert facts["patched"] == model.config.num_hidden_layers * len(PROJECTIONS)
     assert facts["quantized_top"] == facts["reference_top"] and facts["kl_prompt"] < 1e-4
     # Taken once: the next gate 2 of another run does not find them.
-    from phase0_shim.quant import weights
+    from phase0_shim.session import STATE
 
-    assert weights._kept is None
+    assert STATE.quant() is None
 
 
 def test_the_twin_is_the_formats_rule(checkpoint: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -224,13 +224,15 @@ def test_the_twin_is_made_once_the_bundle_is_let_go(checkpoint: Path, tmp_path: 
     place from the reference checkpoint, so no prefill after the bf16 one
     runs with gate 1's kept arrays alive beside the model's projections (at
     8 B, the two copies would not fit 24 GiB)."""
-    from phase0_shim.quant import end_to_end, weights
+    from phase0_shim.quant import end_to_end
+    from phase0_shim.session import STATE
 
     refs: list[weakref.ref[Any]] = []
 
     def watch() -> None:
-        assert weights._kept is not None
-        refs.extend(weakref.ref(v) for _, _, v in weights._kept[2] if v is not None)
+        run = STATE.quant()
+        assert run is not None and run.kept is not None
+        refs.extend(weakref.ref(v) for _, _, v in run.kept.tensors if v is not None)
 
     alive: list[int] = []
     prefill = end_to_end._prefill

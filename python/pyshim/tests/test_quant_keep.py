@@ -11,6 +11,7 @@ import pytest
 
 from phase0_shim.quant import weights
 from phase0_shim.quant.vocab import PROJECTIONS
+from phase0_shim.session import STATE
 from phase0_testmodels.quant.models import make_quant_model
 
 MODULE = """
@@ -61,12 +62,13 @@ def test_a_tied_head_that_is_the_embedding_is_not_kept(checkpoint: Path, tmp_pat
         {"weights_module": str(path), "source": str(checkpoint), "reference_dir": str(checkpoint), "n_layers": 2, "bound": bound, "keep": True}  # type: ignore[typeddict-item]
     )
     assert facts["import_failure"] is None
-    assert weights._kept is not None
-    kept = {(layer, field) for layer, field, _ in weights._kept[2]}
+    run = STATE.quant()
+    assert run is not None and run.kept is not None
+    kept = {(layer, field) for layer, field, _ in run.kept.tensors}
     # The loader's float32 tensors kept as bf16 copies, made on the
     # statistics thread and resolved by the time gate 1 returns.
-    dtypes = {type(a).__name__ + ":" + str(getattr(a, "dtype", "")) for _, _, a in weights._kept[2]}
-    weights._kept = None
+    dtypes = {type(a).__name__ + ":" + str(getattr(a, "dtype", "")) for _, _, a in run.kept.tensors}
+    STATE.drop_quant()
     assert dtypes == {"ndarray:bfloat16"}
     assert {(k, f) for k in range(2) for f in PROJECTIONS} <= kept
     assert ((-1, "lm_head") in kept) == (head == "own")
@@ -87,10 +89,10 @@ def test_a_baseline_without_gate_2_drops_what_gate_1_kept(checkpoint: Path, tmp_
     weights.quant_facts_of(
         {"weights_module": str(path), "source": str(checkpoint), "reference_dir": str(checkpoint), "n_layers": 2, "bound": bound, "keep": True}  # type: ignore[typeddict-item]
     )
-    assert weights._kept is not None
+    assert STATE.quant() is not None
     args = baseline_args(checkpoint, llms_dir=None, prompt_style="base", prompt="The capital of France is", config=go_config(checkpoint), weights_module=None)
     ops.baseline(json.dumps(args))
-    assert weights._kept is None
+    assert STATE.quant() is None
 
 
 @pytest.mark.parametrize("family", ["llama", "phi3"])
@@ -114,3 +116,34 @@ def test_the_arena_holds_what_is_kept_from_each_layer_on(tmp_path: Path, family:
     need = weights._kept_bytes(FamilyReference(Reference(model), "phi3" if family == "phi3" else ""), n)
     assert need == [sum(per_layer[layer : n - 1]) for layer in range(n)] + [0]
     assert need[0] > 0 and need[n - 1] == 0
+
+
+def test_the_session_holds_gate_1s_run_until_its_gate_2_or_a_reset(checkpoint: Path, tmp_path: Path) -> None:
+    """Gate 1's run (the reference's reader, the allocator's figures, the
+    kept tensors) stays in the session for the gate 2 of the same loader,
+    source and depth, handed over once; another key's gate 2 is not given
+    it, and reset_session (a session lent to another run) drops it."""
+    import json
+
+    from phase0_shim import session
+    from phase0_shim.quant.run import RunKey
+
+    path = tmp_path / "keep_weights.py"
+    path.write_text(textwrap.dedent(MODULE))
+    bound = {"group": 32, "levels": 15, "symmetric": False, "slack": 1.0 / 128}
+    args = {"weights_module": str(path), "source": str(checkpoint), "reference_dir": str(checkpoint), "n_layers": 2, "bound": bound, "keep": True}
+    key = RunKey.of(str(path), str(checkpoint), 2)
+    weights.quant_facts_of(args)  # type: ignore[arg-type]
+    run = STATE.quant()
+    assert run is not None and run.key == key and run.kept is not None and len(run.kept.tensors) >= 14
+    assert run.reference.has("model.layers.1.mlp.down_proj.weight")
+    assert STATE.take_quant(RunKey.of(str(path), str(checkpoint), 1)) is None and STATE.quant() is None
+    weights.quant_facts_of(args)  # type: ignore[arg-type]
+    taken = STATE.take_quant(key)
+    assert taken is not None and taken.take_kept() is not None and taken.kept is None and STATE.quant() is None
+    weights.quant_facts_of({**args, "keep": False})  # type: ignore[arg-type]
+    assert STATE.quant() is None
+    weights.quant_facts_of(args)  # type: ignore[arg-type]
+    assert STATE.quant() is not None
+    session.reset_session("{}")
+    assert STATE.quant() is None

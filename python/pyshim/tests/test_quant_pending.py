@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from phase0_shim.quant import weights
+from phase0_shim.session import STATE
 from phase0_testmodels.quant.models import make_quant_model
 
 # Projections as bf16 arrays (kept as they are), norms float32 of 256: 1 KiB.
@@ -85,7 +86,7 @@ def test_the_loader_reads_past_norms_and_kept_projections_while_the_embedding_is
     facts = weights.quant_facts_of(
         {"weights_module": str(path), "source": str(checkpoint), "reference_dir": str(checkpoint), "n_layers": 2, "bound": bound, "keep": True}  # type: ignore[typeddict-item]
     )
-    weights.drop_kept()
+    STATE.drop_quant()
     assert facts["import_failure"] is None and released == [True]
     assert {(t["layer"], t["field"]) for t in facts["tensors"]} >= {(-1, "embed_table"), (1, "w_down"), (1, "ffn_norm")}
 

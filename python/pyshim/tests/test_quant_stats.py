@@ -9,7 +9,7 @@ import pytest
 from ml_dtypes import bfloat16
 
 from phase0_shim.optypes import QuantBound, QuantStats
-from phase0_shim.quant.stats import _bf16_bits, _differing, _stats, _stats_io
+from phase0_shim.quant.stats import bf16_bits, count_differing, stats_oi, stats_io
 
 
 @pytest.mark.parametrize(
@@ -25,9 +25,9 @@ def test_stats_in_the_loaders_layout_are_the_transposed_ones(
     noisy[::7, ::5] += 0.05  # errors beyond any 4-bit bound in some groups
     x = np.ascontiguousarray(noisy.T.astype(bfloat16))  # the loader's [in, out]
     bound: QuantBound = {"group": group, "levels": levels, "symmetric": symmetric, "slack": 1 / 128}
-    want = _stats(x.T, y, bound)
+    want = stats_oi(x.T, y, bound)
     assert (want["beyond_bound"] > 0) == (inp % group == 0)
-    for got in (_stats_io(x, y, bound), _stats_io(x.astype(np.float32), y, bound), _stats_io(np.ascontiguousarray(x.T).T, y, bound)):
+    for got in (stats_io(x, y, bound), stats_io(x.astype(np.float32), y, bound), stats_io(np.ascontiguousarray(x.T).T, y, bound)):
         assert got["n"] == want["n"] and got["beyond_bound"] == want["beyond_bound"]
         for key in ("sum_x", "sum_y", "sum_xx", "sum_yy", "sum_xy", "sum_dd", "max_abs_diff"):
             assert got[key] == pytest.approx(want[key], rel=1e-5, abs=1e-9), key  # type: ignore[literal-required]
@@ -37,12 +37,12 @@ def test_differing_counts_what_bf16_rounding_changes() -> None:
     rng = np.random.default_rng(3)
     y = rng.standard_normal((700, 300)).astype(bfloat16)
     x = y.astype(np.float32)
-    assert _differing(x, y) == 0 and _differing(y, y) == 0
+    assert count_differing(x, y) == 0 and count_differing(y, y) == 0
     x[3, 4] += 1.0
     x[5, 6] = np.nextafter(x[5, 6], np.float32(np.inf))  # rounds back to y's bits
     x[9, 9] = -x[9, 9]
-    want = int((_bf16_bits(x) != _bf16_bits(y)).sum())
-    assert want == 2 and _differing(x, y) == want
+    want = int((bf16_bits(x) != bf16_bits(y)).sum())
+    assert want == 2 and count_differing(x, y) == want
 
 
 def test_a_swapped_block_pair_is_judged_by_how_far_and_where(tmp_path: Path) -> None:

@@ -37,6 +37,7 @@ from phase0 import _native
 from phase0.errors import (
     CouldNotEvaluateError,
     ForkedProcessError,
+    HubError,
     ModelNotFoundError,
     Phase0Error,
     PythonEnvironmentError,
@@ -64,6 +65,7 @@ __all__ = [
     "ForkedProcessError",
     "Gate",
     "Gates",
+    "HubError",
     "ModelNotFoundError",
     "Phase0Error",
     "PythonEnvironmentError",
@@ -184,17 +186,20 @@ def _flatten(prefix: str, value: Option, out: dict[str, object]) -> None:
         raise UsageError(f"{name}: {type(value).__name__} {value!r} is not a str, number, bool, path or timedelta")
 
 
-_by_stage: dict[str, type[Phase0Error]] = {"python": PythonEnvironmentError}
+# The exception of each of the report's error kinds (docs/reports.md#error-kinds);
+# any other kind is CouldNotEvaluateError.
+_by_kind: dict[str, type[Phase0Error]] = {
+    "usage": UsageError,
+    "model_not_found": ModelNotFoundError,
+    "hub": HubError,
+    "python_environment": PythonEnvironmentError,
+    "worker_not_started": PythonEnvironmentError,
+}
 
 
-def _error(report: Report | None, log: str) -> Phase0Error:
-    msg = report.error if report is not None and report.error else (log.strip() or "phase0 could not evaluate the model")
-    if report is None or not report.stages:
-        return UsageError(msg, report, log)
-    if msg.startswith("model not found"):  # orchestrator.ErrNoModel
-        return ModelNotFoundError(msg, report, log)
-    err = Phase0Error(msg, report, log)
-    return _by_stage.get(err.stage, CouldNotEvaluateError)(msg, report, log)
+def _error(report: Report, log: str) -> Phase0Error:
+    msg = report.error or log.strip() or "phase0 could not evaluate the model"
+    return _by_kind.get(report.error_kind, CouldNotEvaluateError)(msg, report, log)
 
 
 def _check_fork() -> None:

@@ -26,6 +26,12 @@ class Phase0Error(Exception):
         self.log = log
 
     @property
+    def kind(self) -> str:
+        """Why the model could not be evaluated, as one word (the report's
+        ``error_kind``: docs/reports.md#error-kinds); "" without a report."""
+        return self.report.error_kind if self.report is not None else ""
+
+    @property
     def stage(self) -> str:
         """The stage that could not complete ("" for a bad invocation)."""
         if self.report is None:
@@ -44,8 +50,14 @@ class ModelNotFoundError(Phase0Error, FileNotFoundError):
     """The model argument names no folder, no cached hub model and no hub repository."""
 
 
+class HubError(ModelNotFoundError):
+    """A hub id is not in the HF cache and could not be downloaded: not on the hub, gated, a bad
+    revision, the hub switched off (HF_HUB_OFFLINE) or unreachable."""
+
+
 class PythonEnvironmentError(Phase0Error):
-    """No usable Python with torch + transformers for the worker (``python=``, $PHASE0_PYTHON)."""
+    """No usable Python with torch + transformers for the worker (``python=``, $PHASE0_PYTHON), or the
+    worker child could not start it."""
 
 
 class CouldNotEvaluateError(Phase0Error):

@@ -297,6 +297,9 @@ class Report:
     revision: str
     status: Status
     error: str
+    #: Why an ERROR report could not be evaluated, as one word ("" otherwise):
+    #: docs/reports.md#error-kinds.
+    error_kind: str
     interrupted: bool
     architecture: str
     family: str
@@ -343,6 +346,7 @@ class Report:
             revision=str(d.get("revision", "")),
             status=_status(d.get("status")),
             error=str(d.get("error", "")),
+            error_kind=str(d.get("error_kind", "")),
             interrupted=bool(d.get("interrupted", False)),
             architecture=str(d.get("architecture", "")),
             family=str(d.get("family", "")),

@@ -6,6 +6,7 @@ nothing here decides PASS or FAIL.
 - ``reading``: the reference checkpoint's tensors, memory-mapped;
 - ``stats``: sufficient statistics of a loader's tensor against the reference's;
 - ``discovery``: importing a folder's module, finding its loader and config;
+- ``run``: a quantized run's state, held by the session from gate 1 to gate 2;
 - ``weights``: op ``quant_facts`` (quantized gate 1), tensor by tensor;
 - ``end_to_end``: ops ``quant_e2e`` and the baseline's quantized half (quantized gate 2);
 - ``module``: op ``quant_module_facts`` (quantized gate 3);

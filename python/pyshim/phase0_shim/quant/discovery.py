@@ -85,7 +85,7 @@ def _from_class(cls: Any, source: str, n_layers: int, ref: Reference) -> Iterato
                 yield k, field, value
 
 
-def _import(module_path: Path) -> tuple[Any, QuantImportFailure | None]:
+def import_module(module_path: Path) -> tuple[Any, QuantImportFailure | None]:
     """The module, or why it could not be imported when what it imports is
     missing (a --llms-dir holding an extracted llms/ without the folders
     beside it: ../../fused_decode, matrix_vector_multiplication/int4_awq)."""
@@ -99,7 +99,7 @@ def _import(module_path: Path) -> tuple[Any, QuantImportFailure | None]:
 
 
 
-def _config_functions(module: Any) -> list[str]:
+def config_functions(module: Any) -> list[str]:
     """Top-level ``*_config`` functions of the module itself taking no required argument."""
     import inspect
 
@@ -113,7 +113,7 @@ def _config_functions(module: Any) -> list[str]:
     return sorted(out)
 
 
-def _config_classes(module: Any) -> list[str]:
+def config_classes(module: Any) -> list[str]:
     """Config dataclasses in the module's namespace (its own or imported
     from the tree, e.g. upstream's llama32_3b_q4nx uses llama32_3b's
     LlamaConfig) that take no required argument: what its loader defaults

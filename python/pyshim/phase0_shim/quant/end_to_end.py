@@ -15,11 +15,12 @@ from phase0_shim import progress
 from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantBound, QuantE2EArgs, QuantE2EFacts, QuantE2EOnlyArgs
 from phase0_shim.quant import twin
-from phase0_shim.quant.discovery import _import, find_loader
+from phase0_shim.quant.discovery import import_module, find_loader
 from phase0_shim.quant.reading import Reference, projection_name
 from phase0_shim.quant.families import FamilyReference, detect_family, fused_slot
 from phase0_shim.quant.vocab import PROJECTIONS
-from phase0_shim.quant.weights import _bf16, _take_kept
+from phase0_shim.quant.run import Kept, RunKey, as_bf16
+from phase0_shim.session import STATE
 
 TOP_K = 5
 
@@ -61,10 +62,10 @@ def _put(slot: tuple[Any, slice | None], weight: Any) -> None:
 def _torch_bf16(value: Any) -> Any:
     """A loader's array as a torch bf16 tensor of the same layout: a view of
     the array itself when it is bf16 already (and torch can share it), else
-    one bf16 copy (_bf16), never a float32 one."""
+    one bf16 copy (as_bf16), never a float32 one."""
     import torch
 
-    a = _bf16(value)
+    a = as_bf16(value)
     if not (a.flags.writeable and all(s >= 0 for s in a.strides)):
         a = a.copy()
     return torch.from_numpy(a.view(np.int16)).view(torch.bfloat16)
@@ -166,12 +167,19 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
     twin was made): the caller drops it."""
     import torch
 
-    module, failure = _import(Path(args["weights_module"]))
+    module, failure = import_module(Path(args["weights_module"]))
     if failure is not None:
         raise ImportError(f"{args['weights_module']}: {failure['message']}")
-    base = Reference(Path(args["reference_dir"]))
-    ref = FamilyReference(base, detect_family(base))
     n_layers = int(args["n_layers"])
+    # Gate 1's run in this session, when it kept its tensors for this
+    # loader, source and depth: they are patched in instead of running the
+    # loader again, and its reader of the same reference is read on.
+    run = STATE.take_quant(RunKey.of(args["weights_module"], args["source"], n_layers))
+    kept = run.take_kept() if run is not None else None
+    same = run is not None and Path(run.reference_dir) == Path(args["reference_dir"])
+    base = run.reference.base if run is not None and same else Reference(Path(args["reference_dir"]))
+    del run
+    ref = FamilyReference(base, detect_family(base))
     rule = args.get("rule")
     twin_error = twin.rule_problem(rule)
     if not twin_error and (lacking := twin.missing(ref, n_layers)):
@@ -200,7 +208,8 @@ def e2e_facts(model: Any, prompt_ids: list[int], passage_ids: list[int], args: Q
     # two. The twin is then made from the reference checkpoint, one
     # projection at a time in place of the bundle's, so the worker never
     # holds both (at 8 B, one copy of the projections in bf16, not two).
-    loader, patched, head_patched, from_gate_1 = _patch_bundle(model, module, ref, slots, args, stage)
+    loader, patched, head_patched, from_gate_1 = _patch_bundle(model, module, ref, slots, args, kept, stage)
+    del kept
     with progress.layers(stage, model, "dequantized weights: prompt and passage"):
         q_prompt, q_passage, q_hidden = _prefill(model, prompt_ids, passage_ids)
     kl_q, nll_q, arg_q, dp_q = _per_token(ref_lp, q_passage, target)
@@ -314,10 +323,16 @@ def _patch_twin(model: Any, ref: Reference, slots: dict[tuple[int, str], tuple[A
 
 
 def _patch_bundle(
-    model: Any, module: Any, ref: Reference, slots: dict[tuple[int, str], tuple[Any, slice | None]], args: QuantE2EArgs, stage: str
+    model: Any,
+    module: Any,
+    ref: Reference,
+    slots: dict[tuple[int, str], tuple[Any, slice | None]],
+    args: QuantE2EArgs,
+    kept: Kept | None,
+    stage: str,
 ) -> tuple[str, int, bool, bool]:
     """Drop the model's projections, then patch in every one the folder's
-    loader dequantizes (or gate 1 kept), layer by layer; what the loader did
+    loader dequantizes (or gate 1 kept: ``kept``), layer by layer; what the loader did
     not give keeps the reference's weights, so the prefill runs and Go
     judges the count. Returns the loader, the projections patched, whether
     the head was, and whether the tensors came from gate 1."""
@@ -334,9 +349,9 @@ def _patch_bundle(
             else:  # rows of a fused parameter: overwritten in place
                 shapes[k, field] = (rows.stop - rows.start, *param.shape[1:])
     layers: Iterable[tuple[int, str, Any]]
-    from_gate_1 = (kept := _take_kept(args["weights_module"], args["source"], n_layers)) is not None
+    from_gate_1 = kept is not None
     if kept is not None:
-        loader, layers = kept[0], _drain(kept[1])
+        loader, layers = kept.loader, _drain(kept.tensors)
         doing = f"the tensors {loader} dequantized for gate 1 patched into the model"
     else:
         loader, layers = find_loader(module, args["source"], n_layers, ref)

@@ -15,7 +15,7 @@ import numpy as np
 
 from phase0_shim.optypes import QuantStats, QuantTensor
 from phase0_shim.quant.reading import Reference
-from phase0_shim.quant.stats import CHUNK_ROWS, _bf16_bits, _nonfinite_problem, _stats
+from phase0_shim.quant.stats import CHUNK_ROWS, bf16_bits, nonfinite_problem, stats_oi
 from phase0_shim.quant.vocab import FAMILY_FUSED, FAMILY_KEPT, FAMILY_PREFIXES, FAMILY_RMS, FAMILY_STORED, PROJECTIONS
 
 _MODEL = "model."
@@ -162,8 +162,8 @@ def _off_by_more_than_a_step(x: np.ndarray, want: np.ndarray) -> int:
     |xb - wb| > 1 is taken in uint16 arithmetic, (xb - wb + 1) mod 2^16 > 2:
     the same for any two patterns but 0xFFFF (a NaN) against 0 or 1, and
     twice as fast as two int32 copies."""
-    xb = _bf16_bits(x).ravel()
-    wb = _bf16_bits(want).ravel()
+    xb = bf16_bits(x).ravel()
+    wb = bf16_bits(want).ravel()
     d = np.subtract(xb, wb)
     d += np.uint16(1)
     return int(np.count_nonzero(d > np.uint16(2)))
@@ -188,7 +188,7 @@ def convention_facts(layer: int, field: str, x: Any, ref: FamilyReference, hf: s
     if x.size != y.size:
         fact["problem"] = f"shape {list(x.shape)}, expected {list(y.shape)}"
         return fact
-    if (bad := _nonfinite_problem(x, y)) is not None:
+    if (bad := nonfinite_problem(x, y)) is not None:
         fact["problem"] = bad
         return fact
     x = x.reshape(y.shape)
@@ -196,11 +196,11 @@ def convention_facts(layer: int, field: str, x: Any, ref: FamilyReference, hf: s
     fact["differing"] = _convention_differing(x.reshape(rows, -1), y.reshape(rows, -1), convention, ref.embed_scale)
     if fact["differing"]:
         want = _apply(convention, y, ref.embed_scale)
-        fact["stats"] = _stats(x.reshape(rows, -1), want.reshape(rows, -1), None)
+        fact["stats"] = stats_oi(x.reshape(rows, -1), want.reshape(rows, -1), None)
         confusions: dict[str, QuantStats] = {}
         for name, times in _MISTAKES[convention].items():
             other = _apply(convention, y, ref.embed_scale, times)
-            confusions[name] = _stats(x.reshape(rows, -1), other.reshape(rows, -1), None)
+            confusions[name] = stats_oi(x.reshape(rows, -1), other.reshape(rows, -1), None)
         fact["confusions"] = confusions
     return fact
 

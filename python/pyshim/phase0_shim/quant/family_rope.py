@@ -17,7 +17,7 @@ import numpy as np
 
 from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantFamilyArgs, QuantFamilyFacts, QuantRopeTable
-from phase0_shim.quant.discovery import _import
+from phase0_shim.quant.discovery import import_module
 
 # Positions the Gemma tables are compared at: both sides of the sliding
 # window and of the linear factor, and far out.
@@ -111,7 +111,7 @@ def _factor_diffs(module: Any, config: Any, source: str) -> tuple[float, float]:
 
 @op("quant_family_facts", QuantFamilyArgs, QuantFamilyFacts, nonempty=("weights_module", "family", "reference_dir"))
 def quant_family_facts(args: QuantFamilyArgs) -> QuantFamilyFacts:
-    module, failure = _import(Path(args["weights_module"]))
+    module, failure = import_module(Path(args["weights_module"]))
     if failure is not None:
         return {"constants": {}, "global_layers": None, "rope": [], "rope_error": "", "factor_rel_diff": -1.0, "factor_rel_diff_bf16": -1.0, "import_failure": failure}
     config = _text_config(args["reference_dir"])

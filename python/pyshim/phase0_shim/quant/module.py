@@ -12,7 +12,7 @@ from typing import Any
 
 from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantModuleArgs, QuantModuleFacts
-from phase0_shim.quant.discovery import _config_classes, _config_functions, _import
+from phase0_shim.quant.discovery import config_classes, config_functions, import_module
 
 @op("quant_module_facts", QuantModuleArgs, QuantModuleFacts, nonempty=("weights_module",))
 def quant_module_facts(args: QuantModuleArgs) -> QuantModuleFacts:
@@ -24,13 +24,13 @@ def quant_module_facts(args: QuantModuleArgs) -> QuantModuleFacts:
 
     from phase0_shim.facts import jsonable
 
-    module, failure = _import(Path(args["weights_module"]))
+    module, failure = import_module(Path(args["weights_module"]))
     if failure is not None:
         return {"configs": {}, "raised": {}, "rope_lut": False, "rope_module": "", "rms_norm": False, "import_failure": failure}
     configs: dict[str, Any] = {}
     raised: dict[str, str] = {}
-    functions = _config_functions(module)
-    classes = [] if functions else _config_classes(module)
+    functions = config_functions(module)
+    classes = [] if functions else config_classes(module)
     for name in functions or classes:
         try:
             with contextlib.redirect_stdout(sys.stderr):

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from phase0_shim.quant.vocab import PROJECTIONS
+from phase0_shim.stheader import Entry, read_header
 
 _DTYPES = {"F32": np.float32, "F16": np.float16}
 
@@ -32,22 +33,22 @@ class Reference:
             files = sorted(set(weight_map.values()))
         else:
             files = ["model.safetensors"]
-        self._where: dict[str, tuple[np.memmap, int, dict[str, Any]]] = {}
+        self._where: dict[str, tuple[np.memmap, int, Entry]] = {}
         for rel in files:
             # Shard names stay inside the folder (its files may be links
             # into an HF cache's blobs/, which is fine).
             if Path(rel).is_absolute() or ".." in Path(rel).parts:
                 raise ValueError(f"shard {rel} of {model_dir} names a path outside the folder")
             path = model_dir / rel
+            # Checked before anything is mapped: every offset read below
+            # lies inside the file and spans what its dtype and shape need.
+            header = read_header(path)
             mm = np.memmap(path, dtype=np.uint8, mode="r")
-            n = int(np.frombuffer(mm[:8].tobytes(), dtype="<u8")[0])
-            header = json.loads(mm[8 : 8 + n].tobytes())
-            for name, entry in header.items():
-                if name != "__metadata__":
-                    self._where[name] = (mm, 8 + n, entry)
+            for name, entry in header.tensors.items():
+                self._where[name] = (mm, header.data_start, entry)
 
     def shape(self, name: str) -> list[int]:
-        return list(self._where[name][2]["shape"])
+        return list(self._where[name][2].shape)
 
     def has(self, name: str) -> bool:
         return name in self._where
@@ -57,8 +58,7 @@ class Reference:
         cache): the mapped reference would otherwise count whole in the
         worker's RSS by the last layer."""
         _, _, entry = self._where[name]
-        o0, o1 = entry["data_offsets"]
-        self._drop(name, 0, o1 - o0)
+        self._drop(name, 0, entry.end - entry.begin)
 
     def release_rows(self, name: str, start: int, end: int) -> None:
         """release() for the tensor's rows [start, end) only: a tensor read
@@ -66,10 +66,9 @@ class Reference:
         tensor's (the 1B embedding's 0.5 GB were most of gate 1's peak over
         the bf16 model stage)."""
         _, _, entry = self._where[name]
-        rows = int(entry["shape"][0]) if entry["shape"] else 0
+        rows = entry.shape[0] if entry.shape else 0
         if rows > 0:
-            o0, o1 = entry["data_offsets"]
-            row_bytes = (o1 - o0) // rows
+            row_bytes = (entry.end - entry.begin) // rows
             self._drop(name, start * row_bytes, min(end, rows) * row_bytes)
 
     def _drop(self, name: str, lo: int, hi: int) -> None:
@@ -83,18 +82,17 @@ class Reference:
         raw = getattr(mm, "_mmap", None)
         if raw is None or hi <= lo:
             return
-        start = (base + entry["data_offsets"][0] + lo) // mmap.PAGESIZE * mmap.PAGESIZE
+        start = (base + entry.begin + lo) // mmap.PAGESIZE * mmap.PAGESIZE
         with contextlib.suppress(OSError, ValueError):
-            raw.madvise(mmap.MADV_DONTNEED, start, base + entry["data_offsets"][0] + hi - start)
+            raw.madvise(mmap.MADV_DONTNEED, start, base + entry.begin + hi - start)
 
     def get(self, name: str) -> np.ndarray:
         """The tensor as stored (bf16 stays bf16), shaped."""
         mm, base, entry = self._where[name]
-        dtype = self._dtypes.get(entry["dtype"])
+        dtype = self._dtypes.get(entry.dtype)
         if dtype is None:
-            raise ValueError(f"reference tensor {name} has dtype {entry['dtype']}; expected BF16, F16 or F32")
-        o0, o1 = entry["data_offsets"]
-        return np.frombuffer(mm[base + o0 : base + o1], dtype=dtype).reshape(entry["shape"])
+            raise ValueError(f"reference tensor {name} has dtype {entry.dtype}; expected BF16, F16 or F32")
+        return np.frombuffer(mm[base + entry.begin : base + entry.end], dtype=dtype).reshape(entry.shape)
 
 
 

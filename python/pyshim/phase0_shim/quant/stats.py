@@ -18,7 +18,7 @@ from phase0_shim.quant.reading import Reference
 
 # Rows of the reference processed at once: bounds the float32 temporaries.
 CHUNK_ROWS = 512
-# A tile of _stats_io, in the loader's (in, out) layout: TILE_ROWS input
+# A tile of stats_io, in the loader's (in, out) layout: TILE_ROWS input
 # rows (the bound's group when there is one) by TILE elements in all, 128 KiB
 # a float32 buffer. The reference's matching [out, TILE_ROWS] block is copied
 # whole, then transposed in cache (a strided transpose of long rows misses
@@ -40,6 +40,18 @@ def _excess(ad: np.ndarray, limit: np.ndarray) -> float:
     """The largest of ad / limit (errors in units of their bound), finite:
     a group whose bound is 0 (all its values equal) counts from a tiny one."""
     return float(min((ad / np.maximum(limit, np.finfo(np.float32).tiny)).max(), 1e30))
+
+
+def bound_limit(hi: np.ndarray, lo: np.ndarray, bound: QuantBound) -> np.ndarray:
+    """The format's error bound for groups whose largest reference value is
+    ``hi`` and smallest ``lo``: half a quantization step (absmax / levels for
+    a symmetric format, the range / levels for an affine one) plus the
+    ``slack`` (bf16 rounding of scale and min) of the group's absmax
+    (docs/quantized.md, "share of elements beyond the format's own bound")."""
+    absmax = np.maximum(hi, -lo)
+    step = absmax / bound["levels"] if bound["symmetric"] else (hi - lo) / bound["levels"]
+    limit: np.ndarray = 0.5 * step + bound["slack"] * absmax
+    return limit
 
 
 def _rowsum(a: np.ndarray, b: np.ndarray) -> float:
@@ -64,8 +76,8 @@ def _f32(a: np.ndarray) -> np.ndarray:
     return np.asarray(a, dtype=np.float32)
 
 
-def _stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None) -> QuantStats:
-    """_stats of the loader's x [in, out] against the reference's y [out, in]
+def stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None) -> QuantStats:
+    """stats_oi of the loader's x [in, out] against the reference's y [out, in]
     without transposing either whole: the sums are over the same element
     pairs, taken a tile at a time (TILE_ROWS input rows, or one bound group,
     by up to TILE elements) in float32 buffers reused for every tile. A
@@ -75,7 +87,7 @@ def _stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None) -> Q
     dimension) are the tile's rows, whose maxima are elementwise maxima
     across them."""
     if not x_io.flags.c_contiguous and x_io.T.flags.c_contiguous:
-        return _stats(x_io.T, y_oi, bound)  # the loader's array is [out, in] underneath
+        return stats_oi(x_io.T, y_oi, bound)  # the loader's array is [out, in] underneath
     n_in, n_out = x_io.shape
     sx = sy = sxx = syy = sxy = sdd = 0.0
     maxd = worst = 0.0
@@ -111,10 +123,7 @@ def _stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None) -> Q
             top = ad.max(axis=0)
             maxd = max(maxd, float(top.max()))
             if counted and bound:
-                hi, lo = y.max(axis=0), y.min(axis=0)
-                absmax = np.maximum(hi, -lo)
-                step = absmax / bound["levels"] if bound["symmetric"] else (hi - lo) / bound["levels"]
-                limit = 0.5 * step + bound["slack"] * absmax
+                limit = bound_limit(y.max(axis=0), y.min(axis=0), bound)
                 # Count element by element only when some group's largest
                 # error exceeds the bound (none in a clean tensor).
                 if (top > limit).any():
@@ -155,7 +164,7 @@ def _group_reduce(a: np.ndarray, op: Any) -> np.ndarray:
     return a[..., 0] if w == 1 else op.reduce(a, axis=-1)
 
 
-def _stats(x_oi: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, rows: int | None = None) -> QuantStats:
+def stats_oi(x_oi: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, rows: int | None = None) -> QuantStats:
     """Sums of x (loader) against y (reference), both [out, in]; groups of the
     bound run along the input dimension. ``rows`` limits the sums to the
     first rows (the confusions only need a cosine near 1 or near 0)."""
@@ -183,10 +192,7 @@ def _stats(x_oi: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, rows: i
         maxd = max(maxd, float(ad.max()))
         if bound and g > 0 and y.shape[1] % g == 0:
             yg = y.reshape(y.shape[0], -1, g)
-            hi, lo = _group_reduce(yg, np.maximum), _group_reduce(yg, np.minimum)
-            absmax = np.maximum(hi, -lo)
-            step = absmax / bound["levels"] if bound["symmetric"] else (hi - lo) / bound["levels"]
-            limit = 0.5 * step + bound["slack"] * absmax
+            limit = bound_limit(_group_reduce(yg, np.maximum), _group_reduce(yg, np.minimum), bound)
             # Count element by element only in the groups whose largest
             # error exceeds the bound (none in a clean tensor): whether any
             # does is one elementwise comparison against the group's limit,
@@ -235,7 +241,7 @@ def _block_facts(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound) -> Quant
     return {"rows": br, "cols": bc, "total": (m // br) * (k // bc), "beyond": len(bad), "checked": len(checked), "moved": moved}
 
 
-def _bf16_bits(a: np.ndarray) -> np.ndarray:
+def bf16_bits(a: np.ndarray) -> np.ndarray:
     """a's values as bf16 bit patterns (float32 rounded to nearest even, as
     ml_dtypes does for finite values; bf16 as stored)."""
     a = np.ascontiguousarray(a)
@@ -256,17 +262,17 @@ def _row_chunks(a: np.ndarray, done: Callable[[int, int], None] | None = None) -
             done(r, min(r + rows, a.shape[0]))
 
 
-def _differing(x: np.ndarray, y: np.ndarray, done: Callable[[int, int], None] | None = None) -> int:
+def count_differing(x: np.ndarray, y: np.ndarray, done: Callable[[int, int], None] | None = None) -> int:
     """Elements whose bf16 bits differ (x brought to bf16; a float32 copy of
     a bf16 tensor converts back exactly). ``done(start, end)`` is told each
     chunk of rows once it is compared."""
     if x.ndim < 2:
-        return int((_bf16_bits(x).ravel() != _bf16_bits(y).ravel()).sum())
+        return int((bf16_bits(x).ravel() != bf16_bits(y).ravel()).sum())
     return sum(_differing_rows(x[s], y[s]) for s in _row_chunks(y, done))
 
 
 def _differing_rows(x: np.ndarray, y: np.ndarray) -> int:
-    yb = _bf16_bits(y).ravel()
+    yb = bf16_bits(y).ravel()
     xc = np.ascontiguousarray(x)
     if xc.dtype == np.float32:
         # A float32 value equal to the widened bf16 converts back to it: only
@@ -275,8 +281,8 @@ def _differing_rows(x: np.ndarray, y: np.ndarray) -> int:
         wide = np.empty(yb.shape, dtype=np.uint32)
         np.left_shift(yb, 16, out=wide, dtype=np.uint32)
         odd = np.flatnonzero(u != wide)
-        return int((_bf16_bits(u[odd].view(np.float32)) != yb[odd]).sum()) if odd.size else 0
-    return int((_bf16_bits(xc).ravel() != yb).sum())
+        return int((bf16_bits(u[odd].view(np.float32)) != yb[odd]).sum()) if odd.size else 0
+    return int((bf16_bits(xc).ravel() != yb).sum())
 
 
 def _nonfinite(a: np.ndarray, done: Callable[[int, int], None] | None = None) -> int:
@@ -300,7 +306,7 @@ def _nonfinite_flat(a: np.ndarray) -> int:
     return int(a.size - np.isfinite(a).sum())
 
 
-def _nonfinite_problem(x: np.ndarray, y: np.ndarray, done: Callable[[int, int], None] | None = None) -> str | None:
+def nonfinite_problem(x: np.ndarray, y: np.ndarray, done: Callable[[int, int], None] | None = None) -> str | None:
     """Why x (the loader's) or y (the reference's) cannot be compared: NaN
     or Inf values, which no statistic (nor the worker's JSON) carries.
     ``done`` is told each chunk of y's rows once it is counted."""
@@ -345,9 +351,9 @@ def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, pa
         # whole-tensor counts (1.3 s a billion elements, over arrays the
         # loader is dequantizing beside) are not needed.
         with np.errstate(invalid="ignore", over="ignore"):
-            stats = _stats_io(x, y, bound)
+            stats = stats_io(x, y, bound)
     if stats is None or not _finite_sums(stats):
-        if (bad := _nonfinite_problem(x, y)) is not None:
+        if (bad := nonfinite_problem(x, y)) is not None:
             fact["problem"] = bad
             return fact
     if transposed and stats is not None:
@@ -355,23 +361,23 @@ def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, pa
         if fact["stats"]["beyond_bound"] and (blocks := _block_facts(x, y, bound)) is not None:
             fact["blocks"] = blocks
         if x.shape[0] == x.shape[1]:
-            confusions["transposed"] = _stats(x, y, None, CONFUSION_ROWS)
+            confusions["transposed"] = stats_oi(x, y, None, CONFUSION_ROWS)
         if y.shape[0] % 2 == 0:
             head = min(CONFUSION_ROWS, y.shape[0])
-            confusions["row_pairs_swapped"] = _stats(x.T, _swap_row_pairs(y[:head]), None)
+            confusions["row_pairs_swapped"] = stats_oi(x.T, _swap_row_pairs(y[:head]), None)
         g = bound["group"]
         if g > 0 and y.shape[1] % g == 0:
             # One offset per group (the loader's values match once each
             # group's mean is removed): a codec mismatch, Q4NX's zero point
             # decoded as I8's min or the reverse.
             head = min(CONFUSION_ROWS, y.shape[0])
-            confusions["group_offset"] = _stats(_group_centered(x[:, :head].T, g), _group_centered(y[:head], g), None)
+            confusions["group_offset"] = stats_oi(_group_centered(x[:, :head].T, g), _group_centered(y[:head], g), None)
         if partner is not None and ref.has(partner):
             py = ref.get(partner)
             if py.shape == y.shape:
-                confusions["partner"] = _stats(x.T, py, None, CONFUSION_ROWS)
+                confusions["partner"] = stats_oi(x.T, py, None, CONFUSION_ROWS)
     elif x.shape == y.shape:
-        confusions["transposed"] = _stats(x, y, None)
+        confusions["transposed"] = stats_oi(x, y, None)
     else:
         fact["problem"] = f"shape {list(x.shape)}, expected {[y.shape[1], y.shape[0]]} (in, out) for reference {list(y.shape)}"
     if confusions:
@@ -390,12 +396,12 @@ def kept_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, stats: b
         return fact
     # Each chunk of the reference's rows leaves the worker's RSS once read.
     drop = functools.partial(ref.release_rows, hf) if y.ndim > 1 else None
-    if (bad := _nonfinite_problem(x, y, drop)) is not None:
+    if (bad := nonfinite_problem(x, y, drop)) is not None:
         fact["problem"] = bad
         return fact
-    fact["differing"] = _differing(x.reshape(y.shape), y, drop)
+    fact["differing"] = count_differing(x.reshape(y.shape), y, drop)
     if fact["differing"] and stats:
         rows = y.shape[0] if y.ndim > 1 else 1
-        fact["stats"] = _stats(x.reshape(rows, -1), y.reshape(rows, -1), None)
+        fact["stats"] = stats_oi(x.reshape(rows, -1), y.reshape(rows, -1), None)
     return fact
 

@@ -5,8 +5,8 @@ second thread while the loader dequantizes the next.
 
 from __future__ import annotations
 
-import contextlib
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -16,11 +16,13 @@ import numpy as np
 from phase0_shim import heap, progress
 from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantArgs, QuantBound, QuantCandidate, QuantFactsResult, QuantTensor
-from phase0_shim.quant.discovery import _import, find_loader
+from phase0_shim.quant.discovery import import_module, find_loader
 from phase0_shim.quant.families import FamilyReference, convention_facts, kept_hf
+from phase0_shim.quant.run import Kept, QuantRun, RunKey, as_bf16, is_bf16
 from phase0_shim.quant.reading import Reference, projection_name, release_mapped
-from phase0_shim.quant.stats import CONFUSION_ROWS, _differing, _stats_io, kept_facts, projection_facts
+from phase0_shim.quant.stats import CONFUSION_ROWS, count_differing, stats_io, kept_facts, projection_facts
 from phase0_shim.quant.vocab import GLOBALS, KEPT, PARTNERS, PROJECTIONS
+from phase0_shim.session import STATE
 
 STAGE = "quant_weights"
 # Tensors whose statistics may wait while the loader reads on (about a
@@ -40,64 +42,21 @@ SMALL = 1 << 20
 REUSE_CAP = 3 << 30
 
 
-# The dequantized tensors gate 1 kept for quantized gate 2 in the same
-# worker (QuantArgs.keep): the loader, then (layer, field, array) for each
-# projection and the head, under the key they were loaded for.
-_Kept = tuple[tuple[str, str, int], str, list[tuple[int, str, Any]]]
-_kept: _Kept | None = None
-
-
-def _bf16(value: Any, reuse: heap.Reuse | None = None) -> Any:
-    """A kept tensor as bf16, the dtype gate 2 patches in: the loader's own
-    array when it is bf16 already, else one bf16 copy (a float32 loader's
-    whole model kept as float32 would take twice the memory), through
-    gate 1's allocator when given (carved out of its arena, room allowing)."""
-    import ml_dtypes
-
-    a = np.asarray(value)
-    if a.dtype == ml_dtypes.bfloat16:
-        return a
-    with reuse.carving() if reuse is not None else contextlib.nullcontext():
-        return np.asarray(a, dtype=np.float32).astype(ml_dtypes.bfloat16)
-
-
-def _is_bf16(value: Any) -> bool:
-    import ml_dtypes
-
-    return bool(np.asarray(value).dtype == ml_dtypes.bfloat16)
-
-
-def drop_kept() -> None:
-    """Forget what gate 1 kept. A baseline without quantized gate 2 (gate 1
-    FAILed, so gate 2 is not run, or a bf16 key) calls it before it loads
-    the model: the kept projections (the whole model in bf16, 7.7 GB at
-    Gemma 3 4B) would sit beside the model for nothing."""
-    global _kept
-    _kept = None
-
-
-def _kept_key(weights_module: str, source: str, n_layers: int) -> tuple[str, str, int]:
-    return (str(Path(weights_module).resolve()), source, n_layers)
-
-
-def _take_kept(weights_module: str, source: str, n_layers: int) -> tuple[str, list[tuple[int, str, Any]]] | None:
-    """What gate 1 kept for this loader, source and depth, once; anything else kept is dropped."""
-    global _kept
-    kept, _kept = _kept, None
-    if kept is None or kept[0] != _kept_key(weights_module, source, n_layers):
-        return None
-    return kept[1], kept[2]
-
-
 def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
-    global _kept
-    _kept = None  # an earlier run's tensors are never this one's
-    module, failure = _import(Path(args["weights_module"]))
+    """Gate 1's facts. With ``keep``, the run (the reference's reader, the
+    allocator's figures, the kept tensors) stays in the session for gate 2."""
+    STATE.drop_quant()  # an earlier run's tensors are never this one's
+    module, failure = import_module(Path(args["weights_module"]))
     if failure is not None:
         return {"loader": "", "layers_loaded": 0, "tensors": [], "import_failure": failure}
     ref = FamilyReference(Reference(Path(args["reference_dir"])), args.get("family", ""), float(args.get("embed_scale", 0.0)))
+    run = QuantRun(RunKey.of(args["weights_module"], args["source"], int(args["n_layers"])), args["reference_dir"], ref)
     with heap.reusing(REUSE_CAP) as reuse:
-        return _facts(args, module, ref, reuse)
+        run.reuse = reuse
+        result = _facts(args, module, run)
+    if args.get("keep"):
+        STATE.hold_quant(run)
+    return result
 
 
 def _kept_bytes(ref: Reference, n_layers: int) -> list[int]:
@@ -120,43 +79,23 @@ def _kept_bytes(ref: Reference, n_layers: int) -> list[int]:
     return need
 
 
-def _facts(args: QuantArgs, module: Any, ref: FamilyReference, reuse: heap.Reuse) -> QuantFactsResult:
-    global _kept
-    family = args.get("family", "")
-    family_kept = kept_hf(family)
-    bound = args["bound"]
+def _facts(args: QuantArgs, module: Any, run: QuantRun) -> QuantFactsResult:
+    """Gate 1's loop: each tensor the folder's loader returns, in its order,
+    kept for gate 2 (with ``keep``) and its facts taken on the statistics
+    thread (_Statistics) while the loader dequantizes the next."""
+    ref, reuse = run.reference, run.reuse
     n_layers = int(args["n_layers"])
     loader, layers = find_loader(module, args["source"], n_layers, ref)
     keep: list[tuple[int, str, Any]] | None = [] if args.get("keep") else None
     # What is kept is carved out of what the loader frees (see _kept_bytes).
     need = _kept_bytes(ref, n_layers) if keep is not None else [0] * (n_layers + 1)
     reuse.arena(need[0])
-    tensors: list[QuantTensor] = []
     loaded = set()
     candidates: list[tuple[Reference, QuantCandidate]] = [
-        (FamilyReference(Reference(Path(d)), family), {"reference_dir": d, "fields": [], "stats": []}) for d in args.get("candidate_dirs") or []
+        (FamilyReference(Reference(Path(d)), args.get("family", "")), {"reference_dir": d, "fields": [], "stats": []})
+        for d in args.get("candidate_dirs") or []
     ]
-
-    facts_of = _TensorFacts(ref, bound, family_kept, candidates).of
-
-    # The statistics of one tensor run on a second thread while the loader
-    # dequantizes the next (NumPy releases the GIL): the gate then costs
-    # about the loader's time, not the sum. At most PENDING tensors (those
-    # not kept as they are) wait,
-    # which bounds the memory to about one layer beyond the loader's own.
-    # Each waiting tensor with whether it counts against PENDING.
-    pending: deque[tuple[Future[QuantTensor | None], bool]] = deque()
-    counted = 0
-    # A tied head the loader returns as the very embedding array, against
-    # the same reference tensor, has the embedding's facts: compared once.
-    embed: tuple[Any, Future[QuantTensor | None]] | None = None
-
-    def as_head(done: Future[QuantTensor | None], value: Any) -> QuantTensor | None:
-        fact = done.result()
-        if fact is None or fact.get("differing") != 0 or "problem" in fact:
-            return facts_of(-1, "lm_head", value)
-        return {**fact, "field": "lm_head"}
-
+    facts_of = _TensorFacts(ref, args["bound"], kept_hf(args.get("family", "")), candidates).of
     # The bundle's pages the loader read are dropped from the worker once a
     # layer is done (release_mapped): what gate 1 holds by the last layer is
     # the kept tensors, not those plus the whole mapped bundle. The C heap's
@@ -167,6 +106,7 @@ def _facts(args: QuantArgs, module: Any, ref: FamilyReference, reuse: heap.Reuse
     # the reuse cache drops the sizes the loader stopped making (the head's).
     source = Path(args["source"])
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="quant-stats") as pool:
+        statistics = _Statistics(pool, facts_of)
         for layer, field, value in layers:
             if value is None:
                 continue
@@ -175,18 +115,10 @@ def _facts(args: QuantArgs, module: Any, ref: FamilyReference, reuse: heap.Reuse
             # model's, and this one is the embedding gate 1 compares bit for
             # bit (a FAIL there, and gate 2 does not run). At 1B its bf16
             # copy was 0.5 GB of gate 1's peak.
-            tied = layer < 0 and field == "lm_head" and embed is not None and value is embed[0] and not ref.has(GLOBALS["lm_head"])
+            tied = statistics.is_tied_head(layer, field, value, ref)
             held = False  # keep holds this very array
             if keep is not None and not tied and (field in PROJECTIONS if layer >= 0 else field == "lm_head"):
-                if _is_bf16(value):
-                    keep.append((layer, field, np.asarray(value)))
-                    held = keep[-1][2] is value
-                else:
-                    # The bf16 copy is made on the statistics thread, off
-                    # the loader's: Gemma 3 4B's float32 head (0.67 B
-                    # elements) took ~3 s of it.
-                    keep.append((layer, field, pool.submit(_bf16, value, reuse)))
-            counts = not held and getattr(value, "nbytes", SMALL) >= SMALL
+                held = _keep(keep, layer, field, value, pool, reuse)
             if layer >= 0 and layer not in loaded:
                 release_mapped(source)
                 # The last layer runs as under NumPy's own allocator: it ends
@@ -195,30 +127,91 @@ def _facts(args: QuantArgs, module: Any, ref: FamilyReference, reuse: heap.Reuse
                 reuse.next_layer(layer, n_layers)
             if layer >= 0:
                 loaded.add(layer)
-                embed = None
-            if layer < 0 and field == "lm_head" and embed is not None and value is embed[0] and not ref.has("lm_head.weight"):
-                pending.append((pool.submit(as_head, embed[1], value), counts))
-            else:
-                pending.append((pool.submit(facts_of, layer, field, value), counts))
-                if layer < 0 and field == "embed_table":
-                    embed = (value, pending[-1][0])
-            counted += counts
+                statistics.new_layer()
+            statistics.add(layer, field, value, tied, counts=not held and getattr(value, "nbytes", SMALL) >= SMALL)
             del value
-            while counted > PENDING:
-                done, counts = pending.popleft()
-                counted -= counts
-                if (fact := done.result()) is not None:
-                    tensors.append(fact)
-        while pending:
-            if (fact := pending.popleft()[0].result()) is not None:
-                tensors.append(fact)
+            statistics.settle()
+        tensors = statistics.finish()
     if keep is not None:
-        keep = [(layer, field, v.result() if isinstance(v, Future) else v) for layer, field, v in keep]
-        _kept = (_kept_key(args["weights_module"], args["source"], n_layers), loader, keep)
+        run.kept = Kept(loader, [(layer, field, v.result() if isinstance(v, Future) else v) for layer, field, v in keep])
     result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
     if candidates:
         result["candidates"] = [c for _, c in candidates]
     return result
+
+
+def _keep(keep: list[tuple[int, str, Any]], layer: int, field: str, value: Any, pool: ThreadPoolExecutor, reuse: heap.Reuse) -> bool:
+    """Keep a projection or the head for gate 2, in bf16: the loader's own
+    array when it is bf16 already, else a bf16 copy made on the statistics
+    thread, off the loader's (Gemma 3 4B's float32 head, 0.67 B elements,
+    took ~3 s of it). Returns whether the kept list holds this very array."""
+    if is_bf16(value):
+        keep.append((layer, field, np.asarray(value)))
+        return bool(keep[-1][2] is value)
+    keep.append((layer, field, pool.submit(as_bf16, value, reuse)))
+    return False
+
+
+class _Statistics:
+    """The tensors' facts on the statistics thread while the loader
+    dequantizes the next (NumPy releases the GIL): the gate then costs about
+    the loader's time, not the sum. At most PENDING tensors (those not kept
+    as they are, each counted by add) wait, which bounds the memory to about
+    one layer beyond the loader's own. The facts come back in the loader's
+    order."""
+
+    def __init__(self, pool: ThreadPoolExecutor, facts_of: Callable[[int, str, Any], QuantTensor | None]) -> None:
+        self.pool, self.facts_of = pool, facts_of
+        # Each waiting tensor with whether it counts against PENDING.
+        self.waiting: deque[tuple[Future[QuantTensor | None], bool]] = deque()
+        self.counted = 0
+        self.tensors: list[QuantTensor] = []
+        # The embedding as the loader returned it and its facts, until the
+        # layers begin: a tied head that is that very array has its facts.
+        self.embed: tuple[Any, Future[QuantTensor | None]] | None = None
+
+    def is_tied_head(self, layer: int, field: str, value: Any, ref: FamilyReference) -> bool:
+        """Whether ``value`` is a tied head: the loader's head is the very
+        embedding array, and the reference has no head of its own."""
+        return layer < 0 and field == "lm_head" and self.embed is not None and value is self.embed[0] and not ref.has(GLOBALS["lm_head"])
+
+    def new_layer(self) -> None:
+        """The loader reads the layers: no head follows."""
+        self.embed = None
+
+    def add(self, layer: int, field: str, value: Any, tied: bool, counts: bool) -> None:
+        """Queue ``value``'s facts (a tied head's are the embedding's, compared once)."""
+        if tied and self.embed is not None:
+            done = self.pool.submit(self._as_head, self.embed[1], value)
+        else:
+            done = self.pool.submit(self.facts_of, layer, field, value)
+            if layer < 0 and field == "embed_table":
+                self.embed = (value, done)
+        self.waiting.append((done, counts))
+        self.counted += counts
+
+    def settle(self) -> None:
+        """Wait for the oldest facts while more than PENDING tensors count
+        (called once the loader's array is let go of)."""
+        while self.counted > PENDING:
+            oldest, counted = self.waiting.popleft()
+            self.counted -= counted
+            if (fact := oldest.result()) is not None:
+                self.tensors.append(fact)
+
+    def finish(self) -> list[QuantTensor]:
+        """Every tensor's facts, once the last is done."""
+        while self.waiting:
+            if (fact := self.waiting.popleft()[0].result()) is not None:
+                self.tensors.append(fact)
+        return self.tensors
+
+    def _as_head(self, embedding: Future[QuantTensor | None], value: Any) -> QuantTensor | None:
+        """A tied head's facts: the embedding's, when it matched bit for bit."""
+        fact = embedding.result()
+        if fact is None or fact.get("differing") != 0 or "problem" in fact:
+            return self.facts_of(-1, "lm_head", value)
+        return {**fact, "field": "lm_head"}
 
 
 class _TensorFacts:
@@ -291,7 +284,7 @@ def _first_rows_differ(value: Any, ref: FamilyReference, hf: str) -> bool:
     x, y = np.asarray(value), ref.get(hf)
     if x.shape != y.shape or x.ndim != 2:
         return False  # kept_facts names the shape
-    return _differing(x[:CONFUSION_ROWS], y[:CONFUSION_ROWS]) > 0
+    return count_differing(x[:CONFUSION_ROWS], y[:CONFUSION_ROWS]) > 0
 
 
 def _candidate_stats(candidates: list[tuple[Reference, QuantCandidate]], field: str, value: Any, hf: str) -> None:
@@ -303,7 +296,7 @@ def _candidate_stats(candidates: list[tuple[Reference, QuantCandidate]], field: 
         y = cand.get(hf)
         if x.ndim == 2 and x.shape == (y.shape[1], y.shape[0]):
             out["fields"].append(field)
-            out["stats"].append(_stats_io(x, y, None))
+            out["stats"].append(stats_io(x, y, None))
 
 
 @op("quant_facts", QuantArgs, QuantFactsResult, nonempty=("weights_module", "source", "reference_dir"))

@@ -1,7 +1,7 @@
 """Quantized test formats and fixtures for Phase 0 of quantized deployments (issue 29).
 
-Our own packers, written from the format facts in SPEC.md ("Quantized
-deployments in the tree"), never from upstream's code:
+Our own packers, written from the format facts docs/formats.md states
+("How the formats store their weights"), never from upstream's code:
 
 - ``q4nx``: FastFlowLM Q4NX 32x256 affine blocks (5,120 B), both header codecs
   (``I8``: [n_blocks, 5120], ``w = scale*q + min``; ``Q4NX``: [M, K],

@@ -1,6 +1,6 @@
 """FastFlowLM Q4NX: 4-bit affine blocks of 32 rows x 256 columns (our own packer).
 
-Facts (SPEC.md, "Quantized deployments in the tree"): a quantized [M, K] weight
+Facts (docs/formats.md): a quantized [M, K] weight
 (HF layout, rows = output features) is cut into 32x256 blocks in row-block,
 column-block order. Each block is 5,120 bytes:
 

@@ -1,4 +1,4 @@
-package orchestrator_test
+package modelrun_test
 
 import (
 	"context"
@@ -7,9 +7,11 @@ import (
 	"testing"
 
 	"phase0/gate/verdict"
+	"phase0/output/report"
 	"phase0/read/modellist"
 	"phase0/run/listrun"
-	"phase0/run/orchestrator"
+	"phase0/run/modelrun"
+	"phase0/run/quantkey/quanttest"
 )
 
 // TestQuantizedTreeList: upstream's own hf_models.txt (30 lines) through
@@ -26,7 +28,7 @@ func TestQuantizedTreeList(t *testing.T) {
 		bundleID   = "FastFlowLM/Llama-3.2-1B-NPU2"
 		llamaInstr = "meta-llama/Llama-3.2-1B-Instruct"
 	)
-	s, sameTree := orchestrator.QuantCleanTree(t)
+	s, sameTree := quanttest.CleanTree(t, modelrun.TestSessions)
 	entries, err := modellist.ReadFile(filepath.Join("testdata", "hf_models_upstream.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -68,4 +70,10 @@ func TestQuantizedTreeList(t *testing.T) {
 		t.Errorf("Qwen/Qwen3-8B (only qwen3_8b_q4nx's reference, not cached): %+v", r)
 	}
 	t.Logf("\n%s", b.Text())
+}
+
+// reason is why a row did not pass, in one line (report.Reason).
+func reason(r *report.Report) string {
+	why, _ := report.Reason(r)
+	return why.Message
 }

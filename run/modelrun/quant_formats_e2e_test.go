@@ -1,4 +1,4 @@
-package orchestrator
+package modelrun
 
 import (
 	"context"
@@ -59,14 +59,14 @@ func TestQuantizedFormats(t *testing.T) {
 	testenv.WriteFile(t, filepath.Join(bundle, "model.q4nx"), mustReadString(t, filepath.Join(fx, "bundles", "qwen3", "model.q4nx")))
 	testenv.WriteFile(t, filepath.Join(bundle, "config.json"), mustReadString(t, filepath.Join(fx, "qwen3", "config.json")))
 	testenv.WriteFile(t, filepath.Join(bundle, "README.md"), "---\nlicense: apache-2.0\nbase_model: "+qwen3ID+"\ntags:\n- q4nx\n---\n\n# Qwen3-8B-NPU2\n")
-	env := offlineHub(t, map[string]string{
+	env := testenv.OfflineHub(t, map[string]string{
 		qwen3ID:       filepath.Join(fx, "qwen3"),
 		qwen3BundleID: bundle,
 		qwen25Instr:   filepath.Join(fx, "qwen2"),
 		awqRef:        filepath.Join(fx, "awq"),
 	})
 	cache := t.TempDir()
-	before := snapshotTree(t, llms)
+	before := testenv.SnapshotTree(t, llms)
 	run := func(t *testing.T, id, folder string) []*report.Report {
 		s := settingsFor(t, llms)
 		s.Env, s.Name, s.CacheDir = env, folder, cache
@@ -137,8 +137,8 @@ func TestQuantizedFormats(t *testing.T) {
 		}
 	})
 
-	after := snapshotTree(t, llms)
-	unchangedExcept(t, before, after)
+	after := testenv.SnapshotTree(t, llms)
+	testenv.UnchangedExcept(t, before, after)
 	for p := range after {
 		if _, ok := before[p]; !ok {
 			t.Errorf("new file in the tree: %s", p)
@@ -170,7 +170,7 @@ func TestQuantizedGate2Reuse(t *testing.T) {
 		text = strings.Replace(text, c[0], c[1], 1)
 	}
 	testenv.WriteFile(t, module, text)
-	env := offlineHub(t, map[string]string{ref: tiny(t, "qwen2")})
+	env := testenv.OfflineHub(t, map[string]string{ref: tiny(t, "qwen2")})
 	cache := t.TempDir()
 	run := func(name string) *report.Report {
 		s := settingsFor(t, llms)
@@ -209,10 +209,7 @@ func TestQuantizedGate2Reuse(t *testing.T) {
 	}
 	bf16JSON := bf16.Workspace.ReportJSON
 	testenv.WriteFile(t, bf16JSON, mustReadString(t, bf16JSON)+"\n")
-	s := settingsFor(t, llms)
-	s.Env, s.CacheDir, s.Name = env, cache, "qwen25_3b_q4"
-	_, detail, close := quantProbe(t, s, ref, "quant_reuse")
-	close()
+	detail := stageDetail(run("qwen25_3b_q4"), "quant_reuse")
 	if !strings.HasPrefix(detail, "SKIPPED") || !strings.Contains(detail, "reference record file report.json") {
 		t.Errorf("after the reference's record changed: %s, want it not reused, naming report.json", detail)
 	}

@@ -1,4 +1,4 @@
-package orchestrator
+package modelrun
 
 import (
 	"context"
@@ -11,76 +11,8 @@ import (
 	"phase0/gate/verdict"
 	"phase0/internal/testenv"
 	"phase0/output/report"
+	"phase0/run/orchestrator"
 )
-
-const (
-	bundleID   = "FastFlowLM/Llama-3.2-1B-NPU2"
-	llamaBase  = "meta-llama/Llama-3.2-1B"
-	llamaInstr = "meta-llama/Llama-3.2-1B-Instruct"
-	q4nxFolder = "llama32_1b_q4nx"
-)
-
-// quantTree lays out a programming_examples copy as upstream has it: T/llms
-// (verify/, the bf16 folders the quantized modules import their containers
-// from, the quantized folders) beside T/fused_decode and
-// T/matrix_vector_multiplication. It returns T/llms.
-func quantTree(t *testing.T) string {
-	t.Helper()
-	root := t.TempDir()
-	testenv.CopyTestData(t, root, "quant")
-	llms := filepath.Join(root, "llms")
-	testenv.CopyTestData(t, filepath.Join(llms, "verify"), "llms/verify")
-	for _, name := range []string{"llama32_1b", "qwen3_0_6b", "qwen25_0_5b"} {
-		testenv.CopyTestData(t, filepath.Join(llms, name), "upstream/"+name)
-	}
-	// A config function and a RoPE table, as llama31_8b_q4nx has them
-	// (llama31_8b_config(), generate_rope_lut): gate 3 calls the one and
-	// judges the other by behaviour.
-	module := filepath.Join(llms, "llama32_1b_q4nx", "llama32_1b_q4nx_weights.py")
-	testenv.WriteFile(t, module, mustReadString(t, module)+tinyConfigAndRope)
-	// The tree's other folders' ids, as upstream names them (the Gemma 3
-	// and Phi-4-mini folders without their modules: not validated here).
-	testenv.WriteFile(t, filepath.Join(llms, "gemma3_4b_q4nx", "verify_adapter.py"),
-		"MODEL_CHOICES = {\"instruct\": \"unsloth/gemma-3-4b-it\"}\nQ4NX_MODEL_SOURCE = \"FastFlowLM/Gemma3-4B-NPU2\"\n")
-	testenv.WriteFile(t, filepath.Join(llms, "phi4_mini_q4nx", "verify_adapter.py"),
-		"MODEL_CHOICES = {\"instruct\": \"microsoft/Phi-4-mini-instruct\"}\nQ4NX_MODEL_SOURCE = \"FastFlowLM/Phi4-mini-Instruct-NPU2\"\n")
-	testenv.WriteFile(t, filepath.Join(llms, "smolvla", "smolvla_inference.py"),
-		"POLICY = \"lerobot/smolvla_base\"\nVLM = \"HuggingFaceTB/SmolVLM2-500M-Video-Instruct\"\n")
-	return llms
-}
-
-// tinyConfigAndRope is what upstream's llama31_8b_q4nx module adds to a
-// Q4NX loader, for the tiny dimensions.
-const tinyConfigAndRope = `
-
-class TinyConfig:
-    def __init__(self):
-        self.n_layers, self.emb_dim, self.n_heads, self.head_dim = 2, 256, 4, 64
-        self.n_kv_heads, self.hidden_dim, self.vocab_size, self.rope_base = 2, 512, 512, 500000.0
-
-
-def llama32_1b_q4nx_config():
-    return TinyConfig()
-
-
-def generate_rope_lut(config=None, seq_len=2048, dtype=bfloat16):
-    config = config or llama32_1b_q4nx_config()
-    exps = np.arange(0, config.head_dim, 2, dtype=np.int64).astype(np.float32) / config.head_dim
-    inv = (1.0 / (config.rope_base**exps)).astype(np.float32)
-    angles = np.outer(np.arange(seq_len, dtype=np.float32), inv)
-    return np.concatenate([np.cos(angles), np.sin(angles)], axis=1).astype(dtype)
-`
-
-// fastflowlmRepo is a FastFlowLM-style repo folder: the bundle, the
-// reference's config.json and a model card declaring base.
-func fastflowlmRepo(t *testing.T, fx, bundle, base string) string {
-	t.Helper()
-	dir := t.TempDir()
-	testenv.WriteFile(t, filepath.Join(dir, "model.q4nx"), mustReadString(t, filepath.Join(fx, "bundles", bundle, "model.q4nx")))
-	testenv.WriteFile(t, filepath.Join(dir, "config.json"), mustReadString(t, filepath.Join(fx, "ref", "config.json")))
-	testenv.WriteFile(t, filepath.Join(dir, "README.md"), "---\nlicense: llama3.2\nbase_model: "+base+"\ntags:\n- q4nx\n---\n\n# Llama-3.2-1B-NPU2\n")
-	return dir
-}
 
 // TestQuantizedTree: a quantized folder of an upstream-style tree, its
 // bundle and both references read offline from an HF cache. The bundle's
@@ -95,21 +27,21 @@ func TestQuantizedTree(t *testing.T) {
 	llms := quantTree(t)
 	cache := t.TempDir()
 	hub := func(t *testing.T, bundle string) func(string) string {
-		return offlineHub(t, map[string]string{
+		return testenv.OfflineHub(t, map[string]string{
 			llamaInstr: filepath.Join(fx, "ref"),
 			llamaBase:  filepath.Join(fx, "other"),
 			bundleID:   fastflowlmRepo(t, fx, bundle, llamaInstr),
 		})
 	}
-	settings := func(t *testing.T, env func(string) string, name string) *Settings {
+	settings := func(t *testing.T, env func(string) string, name string) *orchestrator.Settings {
 		s := settingsFor(t, llms)
 		s.Env, s.Name, s.CacheDir = env, name, cache
 		return s
 	}
-	sameTree := func(t *testing.T, before map[string]string) { t.Helper(); sameTreeAs(t, llms, before) }
+	sameTree := func(t *testing.T, before map[string]string) { t.Helper(); testenv.SameTreeAs(t, llms, before) }
 
 	t.Run("the bundle id validates every key", func(t *testing.T) {
-		before := snapshotTree(t, llms)
+		before := testenv.SnapshotTree(t, llms)
 		r := Run(context.Background(), settings(t, hub(t, "clean"), ""), bundleID, "test")
 		sameTree(t, before)
 		// Each key's folder loader ran once: quantized gate 2 patched in
@@ -206,7 +138,7 @@ func TestQuantizedTree(t *testing.T) {
 		{"doubled_scale", "layer 0 w_down"},
 	} {
 		t.Run("negative "+c.bundle, func(t *testing.T) {
-			before := snapshotTree(t, llms)
+			before := testenv.SnapshotTree(t, llms)
 			r := Run(context.Background(), settings(t, hub(t, c.bundle), q4nxFolder), llamaInstr, "test")
 			sameTree(t, before)
 			w := r.Gates.QuantWeights
@@ -228,27 +160,6 @@ func TestQuantizedTree(t *testing.T) {
 		})
 	}
 
-}
-
-// quantCleanTree is TestQuantizedTree's tree with the clean bundle and both
-// references in an offline HF cache: the settings of a run in it, and a
-// check that the tree is byte for byte as it was, with no new file.
-func quantCleanTree(t *testing.T) (*Settings, func(*testing.T)) {
-	t.Helper()
-	fx := testenv.QuantFixtures(t)
-	llms := quantTree(t)
-	s := settingsFor(t, llms)
-	s.CacheDir = t.TempDir()
-	s.Env = offlineHub(t, map[string]string{
-		llamaInstr: filepath.Join(fx, "ref"),
-		llamaBase:  filepath.Join(fx, "other"),
-		bundleID:   fastflowlmRepo(t, fx, "clean", llamaInstr),
-	})
-	before := snapshotTree(t, llms)
-	return s, func(t *testing.T) {
-		t.Helper()
-		sameTreeAs(t, llms, before)
-	}
 }
 
 // A bundle whose model.q4nx does not fit its header (a truncated download,
@@ -277,10 +188,10 @@ func TestQuantizedCorruptBundle(t *testing.T) {
 			testenv.WriteFile(t, filepath.Join(repo, "model.q4nx"), tc.bundle)
 			s := settingsFor(t, llms)
 			s.CacheDir = t.TempDir()
-			s.Env = offlineHub(t, map[string]string{llamaInstr: filepath.Join(fx, "ref"), llamaBase: filepath.Join(fx, "other"), bundleID: repo})
-			before := snapshotTree(t, llms)
+			s.Env = testenv.OfflineHub(t, map[string]string{llamaInstr: filepath.Join(fx, "ref"), llamaBase: filepath.Join(fx, "other"), bundleID: repo})
+			before := testenv.SnapshotTree(t, llms)
 			r := Run(context.Background(), s, bundleID, "test")
-			unchangedExcept(t, before, snapshotTree(t, llms))
+			testenv.UnchangedExcept(t, before, testenv.SnapshotTree(t, llms))
 			for _, k := range append([]*report.Report{r}, r.Keys...) {
 				w := k.Gates.QuantWeights
 				b, e := k.Gates.HFBaseline, k.Gates.QuantE2E
@@ -327,7 +238,7 @@ func TestQuantizedRopeAndBundleConfig(t *testing.T) {
 	testenv.WriteFile(t, filepath.Join(repo, "config.json"), strings.Replace(cfg, `"rope_theta": 500000.0`, `"rope_theta": 10000.0`, 1))
 	s := settingsFor(t, llms)
 	s.CacheDir, s.Name = t.TempDir(), q4nxFolder
-	s.Env = offlineHub(t, map[string]string{llamaInstr: filepath.Join(fx, "ref"), llamaBase: filepath.Join(fx, "other"), bundleID: repo})
+	s.Env = testenv.OfflineHub(t, map[string]string{llamaInstr: filepath.Join(fx, "ref"), llamaBase: filepath.Join(fx, "other"), bundleID: repo})
 	r := Run(context.Background(), s, llamaInstr, "test")
 	c := r.Gates.QuantConfig
 	if c == nil {

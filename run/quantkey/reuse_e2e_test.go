@@ -1,50 +1,49 @@
-package orchestrator
+package quantkey
 
 import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"phase0/gate/quantfolder"
 	"phase0/internal/testenv"
+	"phase0/output/report"
 	"phase0/output/scaffold"
 	"phase0/read/fingerprint"
+	"phase0/run/chain"
+	"phase0/run/orchestrator"
 	"phase0/run/reuse"
+	"phase0/wire"
 )
 
 // quantProbe runs a quantized key's chain on s up to and including the
-// stage named through (quant_reuse: the stamp and the reuse decision, no
-// Python; quant_weights: the folder's loader has run in the worker), and
-// returns the state. close releases its lock and worker.
-func quantProbe(t *testing.T, s *Settings, arg, through string) (st *state, detail string, close func()) {
+// stage named through, then probe on the key's state, in the chain (its
+// lock held, its worker live), and returns the report.
+func quantProbe(t *testing.T, s *orchestrator.Settings, arg, through string, probe func(context.Context, *keyState)) *report.Report {
 	t.Helper()
 	uses, err := quantfolder.Uses(s.LLMSDir, scaffold.ReservedNames, s.Name, arg)
 	if err != nil || len(uses) != 1 {
 		t.Fatalf("quantized uses of %s: %v, %v", arg, uses, err)
 	}
-	st = &state{in: inputs{s: s, command: "run", arg: uses[0].Reference, version: "test", quant: &uses[0], started: time.Now().UTC().Truncate(time.Second)}}
-	close = func() { st.releaseLocks(); st.closeWorker() }
-	for _, sg := range quantStages {
-		if sg.when != nil {
-			if ok, _ := sg.when(st); !ok {
-				continue
-			}
-		}
-		out, err := sg.run(context.Background(), st)
-		if err != nil {
-			close()
-			t.Fatalf("stage %s: %v", sg.name, err)
-		}
-		if sg.name == through {
-			return st, string(out.status) + ": " + out.detail, close
-		}
+	i := slices.IndexFunc(quantStages, func(sg chain.Stage[*keyState]) bool { return sg.Name() == through })
+	if i < 0 {
+		t.Fatalf("no stage %s", through)
 	}
-	close()
-	t.Fatalf("no stage %s", through)
-	return nil, "", nil
+	probed := false
+	stages := append(slices.Clip(quantStages[:i+1]), chain.Check("probe", func(ctx context.Context, k *keyState) (chain.Outcome, error) {
+		probe(ctx, k)
+		probed = true
+		return chain.Outcome{}, nil
+	}))
+	r := runKey(context.Background(), s, &uses[0], "test", stages)
+	if !probed {
+		b, _ := r.JSON()
+		t.Fatalf("the chain stopped before %s:\n%s", through, b)
+	}
+	return r
 }
 
 // TestQuantizedKeyStampsEveryInput: what a quantized key's verdict depends
@@ -69,13 +68,17 @@ if _BF16 not in sys.path:
     sys.path.insert(0, _BF16)
 import llama32_1b_weights as _borrowed  # noqa: E402,F401
 `)
-	stamp := func(t *testing.T) (*reuse.Inputs, string) {
+	// What quant_reuse stamps, and its outcome (the key's reuse decision).
+	stamp := func(t *testing.T) (stamp *reuse.Inputs, detail string) {
 		t.Helper()
-		st, detail, close := quantProbe(t, s, llamaInstr, "quant_reuse")
-		defer close()
-		return st.facts.reuse.stamp, detail
+		quantProbe(t, s, llamaInstr, "quant_folder", func(_ context.Context, k *keyState) {
+			rec, why, st := reusable(k)
+			_, out, _ := orchestrator.ReuseOutcome(st, rec, why)
+			stamp, detail = st, string(out.Status)+": "+out.Detail
+		})
+		return stamp, detail
 	}
-	snap := filepath.Join(s.getenv("HF_HUB_CACHE"), "models--FastFlowLM--Llama-3.2-1B-NPU2", "snapshots", testenv.HubCommit(bundleID))
+	snap := filepath.Join(s.Getenv("HF_HUB_CACHE"), "models--FastFlowLM--Llama-3.2-1B-NPU2", "snapshots", testenv.HubCommit(bundleID))
 	blobOf := func(name string) string {
 		target, err := filepath.EvalSymlinks(filepath.Join(snap, name))
 		if err != nil {
@@ -144,11 +147,11 @@ import llama32_1b_weights as _borrowed  # noqa: E402,F401
 		{"the reference's own record", "reference record file report.json", func(t *testing.T) {
 			bf16 := *s
 			bf16.Name = ""
-			ws, err := bf16.places().Workspace(llamaInstr)
+			ws, err := bf16.Places().Workspace(llamaInstr)
 			if err != nil {
 				t.Fatal(err)
 			}
-			reports, _ := bf16.places().Reports(ws, llamaInstr)
+			reports, _ := bf16.Places().Reports(ws, llamaInstr)
 			testenv.WriteFile(t, filepath.Join(reports, "report.json"), `{"tool": "phase0"}`)
 		}},
 		{"the Python environment", "python environment", func(t *testing.T) {
@@ -179,11 +182,11 @@ import llama32_1b_weights as _borrowed  # noqa: E402,F401
 
 	// The modules the folder's code imports from the tree are among the
 	// worker's sources, restamped by reuse.Decide.
-	st, detail, close := quantProbe(t, s, llamaInstr, "quant_weights")
-	im, err := st.py().PythonSources(context.Background())
-	close()
+	var im wire.Imports
+	var err error
+	quantProbe(t, s, llamaInstr, "quant_weights", func(ctx context.Context, k *keyState) { im, err = k.core.Py().PythonSources(ctx) })
 	if err != nil {
-		t.Fatalf("%s; python sources: %v", detail, err)
+		t.Fatalf("python sources: %v", err)
 	}
 	sources := fingerprint.StampSources(im)
 	for _, c := range []struct{ input, path string }{

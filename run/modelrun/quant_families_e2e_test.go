@@ -1,4 +1,4 @@
-package orchestrator
+package modelrun
 
 import (
 	"context"
@@ -44,16 +44,16 @@ func TestQuantizedFamiliesTree(t *testing.T) {
 	)
 	cache := t.TempDir()
 	run := func(t *testing.T, id, gemma, phi string) *report.Report {
-		env := offlineHub(t, map[string]string{
+		env := testenv.OfflineHub(t, map[string]string{
 			gemmaRef: filepath.Join(fx, "gemma3"), phiRef: filepath.Join(fx, "phi3"),
 			gemmaBundle: familyRepo(t, fx, "gemma3", gemma, "google/gemma-3-4b-it"),
 			phiBundle:   familyRepo(t, fx, "phi3", phi, phiRef),
 		})
 		s := settingsFor(t, llms)
 		s.Env, s.CacheDir = env, cache
-		before := snapshotTree(t, llms)
+		before := testenv.SnapshotTree(t, llms)
 		r := Run(context.Background(), s, id, "test")
-		sameTreeAs(t, llms, before)
+		testenv.SameTreeAs(t, llms, before)
 		return r
 	}
 	weights := func(r *report.Report) string {
