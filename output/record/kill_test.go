@@ -79,7 +79,9 @@ func (f fixture) encode(old bool) func([]report.File) ([]byte, error) {
 	if !old {
 		return nil // a FAIL records no inputs.json
 	}
-	return func([]report.File) ([]byte, error) { return []byte(`{"inputs":"old"}`), nil }
+	return func([]report.File) ([]byte, error) {
+		return []byte("{\n  \"format\": 4,\n  \"report_sha256\": \"old\"\n}\n"), nil
+	}
 }
 
 // generation says whether the folder holds the old record or the new one,

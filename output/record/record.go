@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,26 +37,68 @@ import (
 	"phase0/output/scaffold"
 )
 
-// ownReports are the report files a person may also keep in a folder given
-// as --report-dir, and what opens every one phase0 writes.
-var ownReports = map[string]string{"report.json": `"tool": "phase0"`, "report.md": "# Phase 0 report"}
+// ownHead is how much of a file in a record folder is read to tell
+// whether phase0 wrote it.
+const ownHead = 64 << 10
 
-// foreignReport says which report file in dir phase0 did not write (a
-// --report-dir pointed at a folder of a person's): it is never overwritten.
-func foreignReport(dir string) error {
-	for name, mark := range ownReports {
-		path := filepath.Join(dir, name)
+// ownMarks say, for each file a record writes into its folder, what the
+// first bytes of every one phase0 writes hold; inputs.json's are the
+// stamps' (run/reuse): its format first, then report_sha256.
+var ownMarks = map[string]func(head string) bool{
+	"report.json": func(h string) bool { return strings.Contains(h, `"tool": "phase0"`) },
+	"report.md":   func(h string) bool { return strings.Contains(h, "# Phase 0 report") },
+}
+
+func ownInputs(h string) bool {
+	return strings.HasPrefix(h, "{\n  \"format\": ") && strings.Contains(h, `"report_sha256": "`)
+}
+
+func ownChart(h string) bool { return strings.Contains(h, report.ChartMark) }
+
+// foreignFile says which file of the record in dir (report.json,
+// report.md, the charts, inputs.json) phase0 did not write: a file, an
+// empty one too, without the mark phase0's own carry (ownMarks). It is
+// never overwritten, in neither way of committing (a --report-dir pointed
+// at a folder of a person's). A chart written before charts carried
+// report.ChartMark is phase0's when the report.json beside it is.
+func foreignFile(dir, inputs string) error {
+	heads := map[string]string{}
+	paths := map[string]string{}
+	for _, name := range report.FileNames() {
+		paths[name] = filepath.Join(dir, name)
+	}
+	paths[filepath.Base(inputs)] = inputs
+	for name, path := range paths {
 		f, err := os.Open(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		} else if err != nil {
 			return err
 		}
-		head := make([]byte, 512)
-		n, _ := io.ReadFull(f, head)
+		head := make([]byte, ownHead)
+		n, err := io.ReadFull(f, head)
 		f.Close()
-		if n > 0 && !strings.Contains(string(head[:n]), mark) {
-			return fmt.Errorf("%s exists and phase0 did not write it: it is never overwritten; give another --report-dir, or move the file", path)
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
+		heads[name] = string(head[:n])
+	}
+	own := func(name string) bool {
+		h, ok := heads[name]
+		switch {
+		case !ok:
+			return true
+		case name == filepath.Base(inputs):
+			return ownInputs(h)
+		case ownMarks[name] != nil:
+			return ownMarks[name](h)
+		}
+		_, report := heads["report.json"]
+		return ownChart(h) || (report && ownMarks["report.json"](heads["report.json"]))
+	}
+	for _, name := range slices.Sorted(maps.Keys(heads)) {
+		if !own(name) {
+			return fmt.Errorf("%s exists and phase0 did not write it: it is never overwritten; give another --report-dir, or move the file", paths[name])
 		}
 	}
 	return nil
@@ -89,7 +132,7 @@ func commit(r *report.Report, dir string, docs []report.File, inputs string, enc
 	if err != nil {
 		return fmt.Errorf("recording the result (nothing was written): %w", err)
 	}
-	if err := foreignReport(dir); err != nil {
+	if err := foreignFile(dir, inputs); err != nil {
 		return fmt.Errorf("recording the result (nothing was written): %w", err)
 	}
 	files = append(files, docs...)

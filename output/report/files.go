@@ -2,7 +2,9 @@ package report
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"image/color"
 	"os"
 	"path/filepath"
@@ -64,7 +66,7 @@ func Files(r *Report, dir string) ([]File, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, File{filepath.Join(dir, topChartName), png})
+		out = append(out, File{filepath.Join(dir, topChartName), markChart(png)})
 		chart = topChartName
 	}
 	if e := r.Gates.QuantE2E; e != nil && e.Twin != nil && len(e.Twin.Bundle.HiddenCosine) > 0 && len(e.Twin.Bundle.HiddenCosine) == len(e.Twin.Twin.HiddenCosine) {
@@ -72,13 +74,33 @@ func Files(r *Report, dir string) ([]File, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, File{filepath.Join(dir, layersChart), png})
+		out = append(out, File{filepath.Join(dir, layersChart), markChart(png)})
 	}
 	js, err := r.JSON()
 	if err != nil {
 		return nil, err
 	}
 	return append(out, File{jsonPath, append(js, '\n')}, File{mdPath, []byte(r.Markdown(chart))}), nil
+}
+
+// ChartMark is in the first bytes of every chart phase0 writes (a PNG
+// tEXt chunk "Software: phase0" right after the image header): what tells
+// phase0's chart from a person's file of the same name (output/record).
+const ChartMark = "tEXtSoftware\x00phase0"
+
+// markChart puts ChartMark into png, after its signature and IHDR chunk
+// (8 + 25 bytes); a chunk is its data's length, its type and data, and
+// the CRC-32 of type and data.
+func markChart(png []byte) []byte {
+	const head = 8 + 25
+	if len(png) < head {
+		return png
+	}
+	body := []byte(ChartMark)
+	chunk := binary.BigEndian.AppendUint32(nil, uint32(len(body)-4))
+	chunk = append(chunk, body...)
+	chunk = binary.BigEndian.AppendUint32(chunk, crc32.ChecksumIEEE(body))
+	return append(append(append([]byte{}, png[:head]...), chunk...), png[head:]...)
 }
 
 // topChart draws the top-10 next-token probabilities as a PNG bar chart.

@@ -11,13 +11,13 @@ import (
 	"phase0/gate/verdict"
 )
 
-// A --report-dir holding a person's report.md or report.json: the run
-// exits 2 naming the file, which stays as it was; a report dir phase0
-// wrote before is written again.
+// A --report-dir holding a person's report.md, report.json, top10.png or
+// inputs.json: the run exits 2 naming the file, which stays as it was; a
+// report dir phase0 wrote before is written again.
 func TestReportDirKeepsAPersonsReport(t *testing.T) {
 	t.Parallel()
 	model := tiny(t, "qwen2")
-	for _, name := range []string{"report.md", "report.json"} {
+	for _, name := range []string{"report.md", "report.json", "top10.png", "inputs.json"} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
 			notes := filepath.Join(dir, name)
