@@ -24,11 +24,14 @@ const maxSourcesBytes = 64 << 20
 
 // WriteSources records what the recording in dir ran (SourcesFile).
 func WriteSources(dir string, sources fingerprint.Sources) error {
+	return writeSources(filepath.Join(dir, SourcesFile), sources)
+}
+
+func writeSources(path string, sources fingerprint.Sources) error {
 	js, err := json.MarshalIndent(sources, "", "  ")
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, SourcesFile)
 	if err := atomicfile.Write(path, append(js, '\n')); err != nil {
 		// The recording beside it is new: the previous recording's stamp
 		// must not vouch for it (the next run records anew). Removing

@@ -20,6 +20,7 @@ const (
 	ErrorWorkerRaised      ErrorKind = "worker_raised"      // an op raised where no gate judges the exception
 	ErrorWorkspaceLocked   ErrorKind = "workspace_locked"   // another phase0 run holds the workspace
 	ErrorRecord            ErrorKind = "record_failed"      // the record could not be written (a full disk, a foreign report.json)
+	ErrorReference         ErrorKind = "reference_failed"   // the reference could not be written (a full disk, a foreign reference.json)
 	ErrorInterrupted       ErrorKind = "interrupted"        // SIGINT/SIGTERM/SIGHUP or the caller's cancel (exit 130)
 	ErrorOther             ErrorKind = "other"              // any other reason
 )
@@ -27,4 +28,4 @@ const (
 // ErrorKinds lists every kind, in the order docs/reports.md gives them.
 var ErrorKinds = []ErrorKind{ErrorUsage, ErrorModelNotFound, ErrorHub, ErrorConfigUnreadable, ErrorPythonEnvironment,
 	ErrorWorkerNotStarted, ErrorWorkerCrashed, ErrorWorkerTimedOut, ErrorWorkerRaised, ErrorWorkspaceLocked, ErrorRecord,
-	ErrorInterrupted, ErrorOther}
+	ErrorReference, ErrorInterrupted, ErrorOther}

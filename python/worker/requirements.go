@@ -43,3 +43,14 @@ func MissingRequirement(err error) error {
 // ErrMissingRequirement is in the chain of MissingRequirement's errors
 // (errors.Is).
 var ErrMissingRequirement = errors.New("the Python environment lacks a package phase0 needs")
+
+// Raised is the message of the Python exception err carries when an op
+// raised one of type typ (its module-qualified name, as the bridge names
+// it: "phase0_shim.reference.RecordingWriteError").
+func Raised(err error, typ string) (string, bool) {
+	var we *Error
+	if !errors.As(err, &we) || we.Kind != KindRaised || we.Py == nil || we.Py.Type != typ {
+		return "", false
+	}
+	return we.Py.Message, true
+}

@@ -6,6 +6,7 @@ package errkind
 import (
 	"errors"
 
+	"phase0/gate/reference"
 	"phase0/internal/errmark"
 	"phase0/internal/pyenv"
 	"phase0/internal/wslock"
@@ -52,6 +53,8 @@ func Of(err error) report.ErrorKind {
 		return report.ErrorWorkspaceLocked
 	case errors.Is(err, record.ErrRecord):
 		return report.ErrorRecord
+	case errors.Is(err, reference.ErrWrite):
+		return report.ErrorReference
 	case errors.As(err, &we):
 		return workerKinds[we.Kind]
 	}

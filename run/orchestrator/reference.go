@@ -10,10 +10,11 @@ import (
 
 	"phase0/gate/reference"
 	"phase0/gate/verdict"
-	"phase0/internal/atomicfile"
 	"phase0/output/report"
 	"phase0/output/scaffold"
+	"phase0/python/worker"
 	"phase0/read/fingerprint"
+	"phase0/run/wsfolder"
 	"phase0/wire"
 )
 
@@ -34,7 +35,8 @@ func referenceApplies(st *state) (bool, string) {
 
 // outStage checks, before anything is read or any Python runs, that
 // reference's --out folder can take the recording: a read-only or full
-// filesystem, or a file in the folder's place, fails at once.
+// filesystem, a file in the folder's place, or a recording's file phase0
+// did not write there (reference.CheckReplaceable) fails at once.
 func outStage(_ context.Context, st *state) (outcome, error) {
 	out := st.in.s.ReferenceOut
 	if out == "" {
@@ -44,7 +46,7 @@ func outStage(_ context.Context, st *state) (outcome, error) {
 	if err != nil {
 		return outcome{}, fmt.Errorf("--out %s: %w", out, err)
 	}
-	if err := atomicfile.CheckDirWritable(abs); err != nil {
+	if err := reference.CheckFolder(abs); err != nil {
 		return outcome{}, fmt.Errorf("--out %s: %w", out, err)
 	}
 	return pass(abs), nil
@@ -52,11 +54,12 @@ func outStage(_ context.Context, st *state) (outcome, error) {
 
 // referenceDir is --out, else <workspace>/reference: run's workspace (its
 // generate stage holds the lock), or the one run would write for this model,
-// locked here like run locks it.
+// locked here like run locks it; neither inside the model folder.
 func (st *state) referenceDir() (string, error) {
 	s, ref := st.in.s, st.facts.model
 	if s.ReferenceOut != "" {
-		return filepath.Abs(s.ReferenceOut)
+		abs, _ := filepath.Abs(s.ReferenceOut) // outStage's check: it can be
+		return abs, wsfolder.OutsideCheckpoint(ref.Dir, "--out", abs)
 	}
 	if w := st.facts.workspace; w != nil {
 		if w.foreign {
@@ -73,6 +76,9 @@ func (st *state) referenceDir() (string, error) {
 		return "", err
 	}
 	ws := filepath.Join(root, spec.Name)
+	if err := wsfolder.OutsideCheckpoint(ref.Dir, "--out-dir or --name", ws); err != nil {
+		return "", err
+	}
 	_, foreign, err := st.lockWorkspace(ws)
 	if err != nil {
 		return "", err
@@ -158,19 +164,32 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 		r.Why = append(r.Why, why...)
 	}
 
-	rec := wire.RecordReferenceArgs{BaselineArgs: args, Steps: r.Steps, TopK: r.TopK, Dtype: r.Dtype, OutDir: dir,
-		Meta: map[string]any{"key": key, "key_sha256": r.KeySHA256, "revision": ref.Revision}}
-	if rec.MaxSeq < 1 {
-		rec.MaxSeq = 1
-	}
-	if err := st.Py().RecordReference(ctx, rec); err != nil {
+	staging, err := reference.Stage(dir)
+	if err != nil {
 		return r, err
 	}
-	got, err := reference.Read(dir)
+	defer staging.Discard()
+	rec := wire.RecordReferenceArgs{BaselineArgs: args, Steps: r.Steps, TopK: r.TopK, Dtype: r.Dtype, OutDir: staging.Dir,
+		Meta: map[string]any{"key": key, "key_sha256": r.KeySHA256, "revision": ref.Revision}}
+	rec.MaxSeq = max(rec.MaxSeq, 1)
+	if err := st.Py().RecordReference(ctx, rec); err != nil {
+		if msg, ok := worker.Raised(err, "phase0_shim.reference.RecordingWriteError"); ok {
+			err = fmt.Errorf("%w: %s", reference.ErrWrite, staging.Named(msg)) // could not evaluate, in run too
+		}
+		return r, err
+	}
+	got, err := staging.Read()
 	if err != nil {
 		return r, fmt.Errorf("reading back the recording: %w", err)
 	}
-	if err := st.recordSources(ctx, dir); err != nil {
+	// The stamp of what the worker imported so far — everything the
+	// recording ran — goes beside it (reference.SourcesFile), then all in.
+	im, err := st.Py().PythonSources(ctx)
+	if err != nil {
+		return r, fmt.Errorf("listing the Python the recording ran: %w", err)
+	} else if err := staging.WriteSources(fingerprint.StampSources(im)); err != nil {
+		return r, err
+	} else if err := staging.Commit(); err != nil {
 		return r, err
 	}
 	r.Fill(got)
@@ -189,16 +208,6 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 	}
 	r.Summary = fmt.Sprintf("%s %s: %s", verb, dir, r.Describe())
 	return r, nil
-}
-
-// recordSources stamps what the worker has imported so far — everything the
-// recording ran — into the reference folder (reference.SourcesFile).
-func (st *state) recordSources(ctx context.Context, dir string) error {
-	im, err := st.Py().PythonSources(ctx)
-	if err != nil {
-		return fmt.Errorf("listing the Python the recording ran: %w", err)
-	}
-	return reference.WriteSources(dir, fingerprint.StampSources(im))
 }
 
 // interpreterDigest stamps the run's Python and its installed packages.

@@ -16,21 +16,8 @@ import (
 // checkpoint's folder is refused: its files would change the checkpoint
 // phase0 validates, so no later run could reuse the verdict.
 func RecordCheckpoint(spec *scaffold.Spec, ref *resolve.Model, ws, reportDir string) error {
-	model, err := realPath(ref.Dir)
-	if err != nil {
+	if err := OutsideCheckpoint(ref.Dir, "--out-dir, --name or --report-dir", ws, reportDir); err != nil {
 		return err
-	}
-	for _, p := range []string{ws, reportDir} {
-		if p == "" {
-			continue
-		}
-		abs, err := realPath(p)
-		if err != nil {
-			return err
-		}
-		if rel, err := filepath.Rel(model, abs); err == nil && (filepath.IsLocal(rel) || rel == ".") {
-			return fmt.Errorf("%s is inside the model folder %s: phase0 would write into the checkpoint it validates (and every later run would see it changed); give --out-dir, --name or --report-dir a folder outside it", abs, model)
-		}
 	}
 	switch {
 	case ref.CacheDir != "":
@@ -42,6 +29,30 @@ func RecordCheckpoint(spec *scaffold.Spec, ref *resolve.Model, ws, reportDir str
 		}
 		spec.ModelID = filepath.Base(ref.ID) // the name the user gave (a symlink's own)
 		spec.Checkpoint = scaffold.Checkpoint{Root: scaffold.RootWorkspace, Path: filepath.ToSlash(rel)}
+	}
+	return nil
+}
+
+// OutsideCheckpoint refuses a folder phase0 would write (a workspace, a
+// report dir, reference's --out; "" for none) that is inside the model
+// folder modelDir, or is it, symlinks resolved: its files would change the
+// checkpoint phase0 validates. flags names the flags that place them.
+func OutsideCheckpoint(modelDir, flags string, paths ...string) error {
+	model, err := realPath(modelDir)
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		if p == "" {
+			continue
+		}
+		abs, err := realPath(p)
+		if err != nil {
+			return err
+		}
+		if rel, err := filepath.Rel(model, abs); err == nil && (filepath.IsLocal(rel) || rel == ".") {
+			return fmt.Errorf("%s is inside the model folder %s: phase0 would write into the checkpoint it validates (and every later run would see it changed); give %s a folder outside it", abs, model, flags)
+		}
 	}
 	return nil
 }

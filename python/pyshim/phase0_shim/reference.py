@@ -205,26 +205,46 @@ def tensors_of(gens: list[Generation], diagnosis: dict[str, np.ndarray]) -> dict
     return out
 
 
-def _write_atomic(path: Path, fill: Any) -> None:
-    """Write ``path`` through a temporary file; an OSError names ``path``
-    (a full disk raised inside a writer often names no file at all)."""
+class RecordingWriteError(OSError):
+    """A file of a recording could not be written (a full disk, a folder
+    that refuses a file): the tree's or the machine's fault, never the
+    model's; Go reports it as "could not evaluate" (docs/reference.md)."""
+
+
+def _write_failed(path: Path, e: BaseException) -> RecordingWriteError:
+    """The error naming ``path`` and the OS error (a full disk raised inside
+    a writer often names no file at all)."""
+    err = RecordingWriteError(f"cannot write {path}: {getattr(e, 'strerror', None) or e}")
+    err.errno = getattr(e, "errno", None)
+    return err
+
+
+def _writing_failed(e: BaseException) -> bool:
+    """Whether ``e`` says a write failed: an OSError, or safetensors' own
+    I/O error (SafetensorError "I/O error: No space left on device")."""
+    return isinstance(e, OSError) or type(e).__name__ == "SafetensorError"
+
+
+def _write_temp(path: Path, fill: Callable[[str], Any]) -> str:
+    """Write ``path``'s bytes into a synced temporary beside it and return
+    its name; on any error no temporary is left, and a failed write is a
+    RecordingWriteError naming ``path``."""
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.tmp-")
     except OSError as e:
-        raise OSError(e.errno, f"cannot write {path}: {e.strerror}") from e
+        raise _write_failed(path, e) from e
     os.close(fd)
     try:
         fill(tmp)
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
         os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as e:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
-        raise OSError(e.errno, f"cannot write {path}: {e.strerror or e}") from e
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        if _writing_failed(e):
+            raise _write_failed(path, e) from e
         raise
+    return tmp
 
 
 def write(
@@ -233,9 +253,10 @@ def write(
     diagnosis: dict[str, np.ndarray],
     meta: dict[str, Any],
 ) -> dict[str, Any]:
-    """Write a recording: the tensors first, then the metadata naming their
-    SHA-256, each atomically, so a folder holds the old recording or the new
-    one. Returns the metadata written."""
+    """Write a recording: the tensors and the metadata naming their SHA-256
+    into synced temporaries first, then each renamed into place, so a
+    failed write (a full disk) leaves the folder's old recording whole.
+    Returns the metadata written."""
     from safetensors.numpy import save_file
 
     if not gens:
@@ -245,23 +266,37 @@ def write(
         if len(g.chosen) != steps or any(len(row) != k for row in g.topk_ids):
             raise ValueError(f"prompt {g.text!r}: {len(g.chosen)} steps, want {steps} of top-{k}")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tensors_path = out / TENSORS_FILE
-    _write_atomic(tensors_path, lambda tmp: save_file(tensors_of(gens, diagnosis), tmp, metadata={"format": FORMAT}))
-    digest = hashlib.sha256(tensors_path.read_bytes()).hexdigest()
-    full = {
-        **meta,
-        "format": FORMAT,
-        "decode_steps": steps,
-        "top_k": k,
-        "prompts": [g.text for g in gens],
-        "tensors_file": TENSORS_FILE,
-        "tensors_sha256": digest,
-        "tensors_bytes": tensors_path.stat().st_size,
-        "created": meta.get("created") or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
-    text = json.dumps(full, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
-    _write_atomic(out / META_FILE, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise _write_failed(out, e) from e
+    tensors_path, meta_path = out / TENSORS_FILE, out / META_FILE
+    tensors = tensors_of(gens, diagnosis)
+    tensors_tmp = _write_temp(tensors_path, lambda tmp: save_file(tensors, tmp, metadata={"format": FORMAT}))
+    staged = [tensors_tmp]
+    try:
+        data = Path(tensors_tmp).read_bytes()
+        full = {
+            **meta,
+            "format": FORMAT,
+            "decode_steps": steps,
+            "top_k": k,
+            "prompts": [g.text for g in gens],
+            "tensors_file": TENSORS_FILE,
+            "tensors_sha256": hashlib.sha256(data).hexdigest(),
+            "tensors_bytes": len(data),
+            "created": meta.get("created") or datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        text = json.dumps(full, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+        staged.append(_write_temp(meta_path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8")))
+        for tmp, path in zip(staged, (tensors_path, meta_path)):
+            try:
+                os.replace(tmp, path)
+            except OSError as e:
+                raise _write_failed(path, e) from e
+    finally:
+        for tmp in staged:
+            Path(tmp).unlink(missing_ok=True)
     return full
 
 

@@ -120,13 +120,22 @@ def test_record_candidate_replays_the_reference_prompts(tmp_path: Path) -> None:
     assert gens[0].topk_ids[0] == [3, 4, 0]
     diag = reference.diagnosis_tensors(runner, [1, 2])
     assert sorted(diag) == ["diagnosis.final_hidden_normed", "diagnosis.layer.0.ffn_out", "diagnosis.logits"]
-    meta = reference.write(tmp_path / "ref", gens, diag, {"role": "reference", "runner": "counter", "dtype": "float32", "tokenizer_sha256": "t"})
+    meta = reference.write(
+        tmp_path / "ref",
+        gens,
+        diag,
+        {"role": "reference", "runner": "counter", "dtype": "float32", "tokenizer_sha256": "t"},
+    )
     assert meta["decode_steps"] == 4 and meta["top_k"] == 3 and meta["prompts"] == ["a b", "c"]
 
-    written = reference.record_candidate(CountingRunner(shift=2), tmp_path / "ref", tmp_path / "cand", full_runner=CountingRunner(shift=2))
+    written = reference.record_candidate(
+        CountingRunner(shift=2), tmp_path / "ref", tmp_path / "cand", full_runner=CountingRunner(shift=2)
+    )
     on_disk = json.loads((tmp_path / "cand" / reference.META_FILE).read_text())
     assert on_disk == written
-    assert on_disk["role"] == "candidate" and on_disk["tokenizer_sha256"] == "t" and on_disk["runner"] == "numpy_counter"
+    assert (
+        on_disk["role"] == "candidate" and on_disk["tokenizer_sha256"] == "t" and on_disk["runner"] == "numpy_counter"
+    )
     tensors = load_file(str(tmp_path / "cand" / reference.TENSORS_FILE))
     assert tensors["prompt.1.tokens"].tolist() == [7]
     assert tensors["prompt.0.chosen"].tolist() == [4, 6, 8, 10]
@@ -151,7 +160,9 @@ def test_reference_plan_prompt_set_and_key_facts(tmp_path: Path, llms_dir: Path)
     assert plan["prompts"][0] == "The capital of France is" and len(plan["prompts"]) == 5
     assert plan["tokenizer_sha256"] == reference.tokenizer_sha256(tmp_path)
 
-    custom = json.loads(ops.reference_plan(json.dumps(baseline_args(tmp_path, prompt="Hello there", llms_dir=str(llms_dir)))))
+    custom = json.loads(
+        ops.reference_plan(json.dumps(baseline_args(tmp_path, prompt="Hello there", llms_dir=str(llms_dir))))
+    )
     assert custom["runner"] == "verify" and custom["prompts"][0] == "Hello there" and custom["canonical_prompt"] == 0
     assert custom["prompts_file"] == str((llms_dir / "verify" / "prompts" / "base.txt").resolve())
 
@@ -173,3 +184,47 @@ def test_prompt_tokens_counts_the_canonical_prompt_without_a_model(tiny_model: T
     assert got == {"prompt": long, "tokens": len(tokenizer.encode(long))} and got["tokens"] >= 300
     first = json.loads(ops.prompt_tokens(json.dumps(baseline_args(model, model_id="org/Tiny-Base"))))
     assert first == {"prompt": "The capital of France is", "tokens": len(tokenizer.encode("The capital of France is"))}
+
+
+_WRITE_UNDER_A_FILE_SIZE_LIMIT = """
+import json, resource, signal, sys
+sys.path.insert(0, sys.argv[1])
+from phase0_shim import reference
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+gens = [reference.Generation("a b", [1, 2], [3] * 4, [[3, 4, 0]] * 4, [[-0.5, -1.5, -2.5]] * 4, [0] * 4)]
+limit, notes = int(sys.argv[3]), int(sys.argv[4])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+try:
+    reference.write(sys.argv[2], gens, {}, {"role": "reference", "notes": "n" * notes})
+except reference.RecordingWriteError as e:
+    print(json.dumps(str(e)))
+"""
+
+
+@pytest.mark.parametrize("failing", [reference.TENSORS_FILE, reference.META_FILE])
+def test_a_failed_write_keeps_the_old_recording_whole(tmp_path: Path, failing: str) -> None:
+    """A write the OS refuses (here EFBIG under a real RLIMIT_FSIZE, as a full
+    disk refuses it) is a RecordingWriteError naming the file and the OS
+    error; the folder keeps the previous recording byte for byte and holds
+    no temporary."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "ref"
+    gens = [reference.generate(CountingRunner(shift=1), "old", [5], 4, 3)]
+    reference.write(out, gens, {}, {"role": "reference"})
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    tensors = len(before[reference.TENSORS_FILE])
+    # The tensors (~1 KiB) fail under a 64-byte limit; the metadata, made
+    # larger than any tensors file, fails alone under a limit between.
+    limit, notes = (64, 0) if failing == reference.TENSORS_FILE else (tensors + 512, 64 << 10)
+    shim = Path(reference.__file__).parent.parent
+    run = subprocess.run(
+        [sys.executable, "-c", _WRITE_UNDER_A_FILE_SIZE_LIMIT, str(shim), str(out), str(limit), str(notes)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    message = json.loads(run.stdout)
+    assert message.startswith(f"cannot write {out / failing}: ") and "too large" in message.lower(), message
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
