@@ -46,7 +46,7 @@ type QuantBound struct {
 }
 
 // QuantFactsResult is quant_facts' answer for one quantized folder: every
-// tensor its own loader returned, against the bf16 reference.
+// tensor its own loader returned, against the source checkpoint.
 type QuantFactsResult struct {
 	Loader        string              `json:"loader"`
 	LayersLoaded  int                 `json:"layers_loaded"`

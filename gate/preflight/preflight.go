@@ -56,7 +56,7 @@ type PythonEnv struct {
 // is reported, not judged; an empty LLMsDir is a warning.
 type Input struct {
 	LLMsDir  string
-	NeedRAM  int64  // bytes the bf16 reference needs
+	NeedRAM  int64  // bytes the bf16 model run needs
 	NeedDisk int64  // bytes the download and outputs need
 	DiskPath string // where they go (default: the working directory)
 	Python   *PythonEnv

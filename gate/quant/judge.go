@@ -11,7 +11,7 @@ import (
 )
 
 // Weights is quantized gate 1: every tensor of every layer the folder's
-// own loader returned, judged against the bf16 reference.
+// own loader returned, judged against the source checkpoint.
 type Weights struct {
 	verdict.Section
 	Format  string          `json:"format"`

@@ -590,7 +590,7 @@ class _QuantFactsResultRequired(TypedDict):
 
 class QuantFactsResult(_QuantFactsResultRequired, total=False):
     """QuantFactsResult is quant_facts' answer for one quantized folder: every
-    tensor its own loader returned, against the bf16 reference."""
+    tensor its own loader returned, against the source checkpoint."""
 
     # ``candidates`` are layer 0's projections against other cached
     # checkpoints the bundle might come from (``QuantArgs["candidate_dirs"]``).

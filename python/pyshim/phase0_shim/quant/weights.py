@@ -1,5 +1,5 @@
 """Quantized gate 1 facts (op ``quant_facts``): the folder's own loader,
-every tensor against the bf16 reference, the statistics of one tensor on a
+every tensor against the source checkpoint, the statistics of one tensor on a
 second thread while the loader dequantizes the next.
 """
 
