@@ -34,7 +34,7 @@ var OtherEnv = map[string]string{
 	// Test processes re-executing the test binary.
 	"PHASE0_TEST_AS_MAIN":              "tests: the test binary runs phase0's main",
 	"PHASE0_TEST_HOLD_LOCK":            "tests: a child holding a workspace lock",
-	"PHASE0_TEST_FACTS_DUMP":           "tests: the folder run/orchestrator's end-to-end tests dump their stage lines and reports into (docs/DEVELOPING.md)",
+	"PHASE0_TEST_FACTS_DUMP":           "tests: the folder the end-to-end tests dump their stage lines and reports into (docs/DEVELOPING.md)",
 	"PHASE0_WORKER_TEST_CHILD":         "tests: a child worker",
 	"PHASE0_WORKER_TEST_PARENT":        "tests: a parent that starts a worker and is killed",
 	"PHASE0_WORKER_TEST_PARENT_PYTHON": "tests: that parent's worker interpreter",
