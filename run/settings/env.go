@@ -136,7 +136,9 @@ func nearest(s string, names []string) string {
 // PHASE0_CPU_HELPERS_ATTENTION_FALLBACK) or with words added. "" when none
 // or more than one does.
 func byWords(s string, names []string) string {
-	words := func(n string) string { return "_" + strings.TrimPrefix(strings.ReplaceAll(n, "-", "_"), "PHASE0_") + "_" }
+	words := func(n string) string {
+		return "_" + strings.TrimPrefix(strings.ReplaceAll(n, "-", "_"), "PHASE0_") + "_"
+	}
 	w := words(s)
 	if w == "__" {
 		return ""
