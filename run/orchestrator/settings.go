@@ -5,6 +5,8 @@ import (
 	"os"
 	"time"
 
+	"phase0/output/report"
+	"phase0/python/bridge"
 	"phase0/python/warm"
 	"phase0/run/wsfolder"
 )
@@ -54,6 +56,10 @@ type Settings struct {
 	HeadersOnly bool
 	// Progress receives human progress lines and bars (stderr); never nil.
 	Progress io.Writer
+	// OnStage, when set, is told of each stage just before its progress
+	// line is written (a list holds a row's lines until they say more than
+	// a missing model: listrun).
+	OnStage func(report.Stage)
 	// ProgressBars enables bars (stderr is a terminal, or forced).
 	ProgressBars bool
 	// Fresh makes run ignore a recorded verdict whose inputs are unchanged
@@ -62,6 +68,10 @@ type Settings struct {
 	// Sessions, when set, lends the run a warm Python session instead of
 	// starting one (package warm); nil starts a fresh session per run.
 	Sessions *warm.Sessions
+	// Probes, when set, remembers what the python stage learned of each
+	// interpreter (a list asks it once, not once per model); nil asks
+	// every run.
+	Probes *bridge.Probes
 }
 
 // Getenv reads an environment variable through the settings (os.Getenv when
