@@ -56,9 +56,7 @@ type Settings struct {
 	HeadersOnly bool
 	// Progress receives human progress lines and bars (stderr); never nil.
 	Progress io.Writer
-	// OnStage, when set, is told of each stage just before its progress
-	// line is written (a list holds a row's lines until they say more than
-	// a missing model: listrun).
+	// OnStage, when set, is told of each stage before its line is written (listrun).
 	OnStage func(report.Stage)
 	// ProgressBars enables bars (stderr is a terminal, or forced).
 	ProgressBars bool
@@ -68,9 +66,7 @@ type Settings struct {
 	// Sessions, when set, lends the run a warm Python session instead of
 	// starting one (package warm); nil starts a fresh session per run.
 	Sessions *warm.Sessions
-	// Probes, when set, remembers what the python stage learned of each
-	// interpreter (a list asks it once, not once per model); nil asks
-	// every run.
+	// Probes, when set, remembers each interpreter's probe (a list's); nil: ask each run.
 	Probes *bridge.Probes
 }
 
