@@ -12,8 +12,8 @@ import (
 
 // rowLog is one list row's progress log. A row that ends before its model
 // is found (an id missing from an offline cache: llms_dir and python pass,
-// reuse has nothing, resolve fails) says so in one line, not six: a list of
-// 1,000 missing ids writes 1,000 short lines. Its lines are held until the
+// reuse has nothing, resolve fails) says so in two lines, not seven: a list of
+// 1,000 missing ids writes two short lines for each. Its lines are held until the
 // row shows more than that — a stage beyond those, or any other line (a
 // download's progress, a worker's log) — and from then on they stream as
 // they come, the held ones first.
@@ -75,17 +75,18 @@ func (l *rowLog) releaseLocked() {
 	l.held.Reset()
 }
 
-// end writes the row's last line: its status and time after lines that
-// streamed, else the one line that stands for the held ones (the status,
-// the error's kind; the table says the error in full).
-func (l *rowLog) end(prefix, source string, r *report.Report) {
+// end writes the row's last line: its status and time, after the lines
+// that streamed, else after the row's first line alone, with the error's
+// kind (the table says the error in full) standing for the held lines.
+func (l *rowLog) end(prefix string, r *report.Report) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released {
 		fmt.Fprintf(l.out, "%s: %s in %.1fs\n", prefix, r.Status, r.Seconds)
 		return
 	}
-	line := fmt.Sprintf("%s (%s): %s in %.1fs", prefix, source, r.Status, r.Seconds)
+	first, _, _ := bytes.Cut(l.held.Bytes(), []byte("\n"))
+	line := fmt.Sprintf("%s\n%s: %s in %.1fs", first, prefix, r.Status, r.Seconds)
 	if r.ErrorKind != "" {
 		line += ", " + string(r.ErrorKind)
 	}

@@ -100,7 +100,7 @@ func RunMany(ctx context.Context, s *orchestrator.Settings, entries []modellist.
 			}
 			r = runListed(ctx, &row, folders, e.Arg, version)
 			if log != nil {
-				log.end(fmt.Sprintf("phase0: [%d/%d] %s", i+1, len(entries), e.Arg), e.Source, r)
+				log.end(fmt.Sprintf("phase0: [%d/%d] %s", i+1, len(entries), e.Arg), r)
 			}
 		}
 		b.Models = append(b.Models, &BatchRow{Report: r, ListedAt: e.Source})
