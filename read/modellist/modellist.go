@@ -58,13 +58,27 @@ func ExpandNoting(args []string) ([]Entry, []string, error) {
 		again = append(again, nil)
 	}
 	var notes []string
+	more := 0
 	for i, e := range out {
-		if len(again[i]) > 0 {
+		switch n := len(again[i]); {
+		case n == 0:
+		case len(notes) == maxNotes:
+			more++
+		case n <= maxPlaces:
 			notes = append(notes, fmt.Sprintf("%s is listed again at %s: it runs once, as %s", boundedfile.Quote(e.Arg), strings.Join(again[i], ", "), e.Source))
+		default:
+			notes = append(notes, fmt.Sprintf("%s is listed again at %s and %d more places: it runs once, as %s", boundedfile.Quote(e.Arg), strings.Join(again[i][:maxPlaces], ", "), n-maxPlaces, e.Source))
 		}
+	}
+	if more > 0 {
+		notes = append(notes, fmt.Sprintf("%d more models are listed more than once: each runs once, at its first place", more))
 	}
 	return out, notes, nil
 }
+
+// maxPlaces and maxNotes bound the notes: 10,000 repeats of one line are
+// one short note (its first places and a count), not a line of every place.
+const maxPlaces, maxNotes = 3, 20
 
 func expand(args []string) ([]Entry, error) {
 	var out []Entry

@@ -11,6 +11,7 @@ import (
 
 	"phase0/gate/verdict"
 	"phase0/output/report"
+	"phase0/python/bridge"
 	"phase0/python/warm"
 	"phase0/read/modellist"
 	"phase0/run/chain"
@@ -70,11 +71,16 @@ func RunMany(ctx context.Context, s *orchestrator.Settings, entries []modellist.
 	if key, value, why := ListConflict(s); key != "" {
 		return nil, fmt.Errorf("%w: %s is %q: %s", ErrListSetting, key, value, why)
 	}
-	if s.Sessions == nil {
-		sessions := warm.New(1, 0)
-		defer sessions.Close()
+	if s.Sessions == nil || s.Probes == nil {
 		shared := *s
-		shared.Sessions = sessions
+		if shared.Sessions == nil {
+			sessions := warm.New(1, 0)
+			defer sessions.Close()
+			shared.Sessions = sessions
+		}
+		if shared.Probes == nil {
+			shared.Probes = bridge.NewProbes() // the interpreter is asked once, not once per row
+		}
 		s = &shared
 	}
 	begin := time.Now()
@@ -85,13 +91,16 @@ func RunMany(ctx context.Context, s *orchestrator.Settings, entries []modellist.
 		if ctx.Err() != nil {
 			r = orchestrator.ErrorReport("run", e.Arg, version, fmt.Errorf("not run: %w before it started", chain.ErrInterrupted))
 		} else {
-			if s.Progress != nil {
-				fmt.Fprintf(s.Progress, "phase0: [%d/%d] %s (%s)\n", i+1, len(entries), e.Arg, e.Source)
-			}
 			row := *s // stages may adjust their copy; the next model starts from the given settings
-			r = runListed(ctx, &row, folders, e.Arg, version)
+			var log *rowLog
 			if s.Progress != nil {
-				fmt.Fprintf(s.Progress, "phase0: [%d/%d] %s: %s in %.1fs\n", i+1, len(entries), e.Arg, r.Status, r.Seconds)
+				log = &rowLog{out: s.Progress}
+				row.Progress, row.OnStage = log, log.stage
+				fmt.Fprintf(log, "phase0: [%d/%d] %s (%s)\n", i+1, len(entries), e.Arg, e.Source)
+			}
+			r = runListed(ctx, &row, folders, e.Arg, version)
+			if log != nil {
+				log.end(fmt.Sprintf("phase0: [%d/%d] %s", i+1, len(entries), e.Arg), r)
 			}
 		}
 		b.Models = append(b.Models, &BatchRow{Report: r, ListedAt: e.Source})
