@@ -126,14 +126,15 @@ def stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, zeroe
             top = ad.max(axis=0)
             maxd = max(maxd, float(top.max()))
             if counted and bound:
-                limit = bound_limit(y.max(axis=0), y.min(axis=0), bound)
+                hi, lo = y.max(axis=0), y.min(axis=0)
+                limit = bound_limit(hi, lo, bound)
                 # Count element by element only when some group's largest
                 # error exceeds the bound (none in a clean tensor).
                 if (top > limit).any():
                     beyond += int((ad > limit).sum())
                     worst = max(worst, _excess(ad, limit))
                     if zeroed is not None:
-                        zeroed[c:f] += ~x.any(axis=0) & y.any(axis=0)
+                        _count_zeroed(zeroed, c, x, top, np.maximum(hi, -lo))
     return {
         "n": n_in * n_out,
         "sum_x": sx,
@@ -146,6 +147,16 @@ def stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, zeroe
         "beyond_bound": beyond,
         "worst_excess": worst,
     }
+
+
+def _count_zeroed(zeroed: np.ndarray, c: int, x: np.ndarray, top: np.ndarray, absmax: np.ndarray) -> None:
+    """Add to zeroed[c + j] when x's column j (one group of output row c + j)
+    is all zeros and the reference's is not. Only a column whose largest
+    error is exactly its reference's largest |value| can be (then the error
+    is the reference itself): those few are looked at, not the tile."""
+    cand = np.flatnonzero((top == absmax) & (absmax > 0))
+    if cand.size:
+        zeroed[c + cand] += ~x[:, cand].any(axis=0)
 
 
 def _f32_into(a: np.ndarray, out: np.ndarray) -> np.ndarray:
