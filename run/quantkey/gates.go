@@ -37,6 +37,7 @@ func quantWeightsStage(ctx context.Context, k *keyState) (*quant.Weights, chain.
 		return nil, chain.Outcome{}, q.ImportError(f)
 	}
 	w := quant.Judge(q.Format, &facts, quant.Expect{NLayers: cfg.NLayers, QKNorm: cfg.QKNorm, QKVBias: cfg.QKVBias, Family: family})
+	w.CheckHeaderDTypes(q.BundleDTypes)
 	w.Closeness = quant.MeasureCloseness(&facts, q.Use.Reference, q.Candidates)
 	return w, chain.Outcome{Status: w.Status, Detail: w.Summary}, nil
 }

@@ -6,7 +6,7 @@ second thread while the loader dequantizes the next.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -105,9 +105,10 @@ def _facts(args: QuantArgs, module: Any, run: QuantRun) -> QuantFactsResult:
     # +12 s of system time, as much as the loader's own). At each new layer
     # the reuse cache drops the sizes the loader stopped making (the head's).
     source = Path(args["source"])
+    missing: list[str] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="quant-stats") as pool:
         statistics = _Statistics(pool, facts_of)
-        for layer, field, value in layers:
+        for layer, field, value in _until_missing(layers, missing):
             if value is None:
                 continue
             # A tied head the loader returns as the very embedding array is
@@ -137,7 +138,28 @@ def _facts(args: QuantArgs, module: Any, run: QuantRun) -> QuantFactsResult:
     result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
     if candidates:
         result["candidates"] = [c for _, c in candidates]
+    if missing:
+        result["missing_key"] = missing[0]
     return result
+
+
+def _until_missing(layers: Iterator[tuple[int, str, Any]], missing: list[str]) -> Iterator[tuple[int, str, Any]]:
+    """The loader's tensors until it raises KeyError on a key its source
+    does not hold (upstream's ``self._hdr[name]``): the key goes to
+    ``missing`` and the tensors returned before it are still judged. Go
+    names it a missing tensor (docs/quantized.md); a KeyError of anything
+    but one string is the loader raising."""
+    while True:
+        try:
+            item = next(layers)
+        except StopIteration:
+            return
+        except KeyError as e:
+            if len(e.args) != 1 or not isinstance(e.args[0], str):
+                raise
+            missing.append(e.args[0])
+            return
+        yield item
 
 
 def _keep(keep: list[tuple[int, str, Any]], layer: int, field: str, value: Any, pool: ThreadPoolExecutor, reuse: heap.Reuse) -> bool:
