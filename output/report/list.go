@@ -440,3 +440,7 @@ func wrap(text string, width int, first, rest string) string {
 	sb.WriteString(line + "\n")
 	return sb.String()
 }
+
+// Wrap is text broken into lines of at most TableWidth columns, the first
+// starting with first, the others with rest: a list's notes under its table.
+func Wrap(text, first, rest string) string { return wrap(text, TableWidth, first, rest) }
