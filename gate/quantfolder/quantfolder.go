@@ -299,3 +299,28 @@ func (q *Folder) Constants() (consts map[string]float64, files map[string]string
 	}
 	return consts, files
 }
+
+// Divisions are the divisions of a dimension by a constant in the module,
+// the folder's verify_adapter.py and its *_inference.py files (at most 16),
+// and the integer constants those files hard-code (quant.JudgeDivisions).
+func (q *Folder) Divisions() ([]quant.Division, quant.Tiles) {
+	tiles := quant.Tiles{ByFile: map[string]map[string]float64{}}
+	var divs []quant.Division
+	add := func(rel string, src []byte) {
+		tiles.ByFile[rel] = quant.IntConstants(src)
+		tiles.Order = append(tiles.Order, rel)
+		divs = append(divs, quant.Divisions(rel, src)...)
+	}
+	add(q.Module, q.Src)
+	if adapter, err := boundedfile.Read(filepath.Join(q.Dir, llmstree.AdapterFile), MaxTextBytes); err == nil {
+		add(llmstree.AdapterFile, adapter)
+	}
+	inference, _ := filepath.Glob(filepath.Join(q.Dir, "*_inference.py"))
+	slices.Sort(inference)
+	for _, p := range inference[:min(len(inference), 16)] {
+		if src, err := boundedfile.Read(p, MaxTextBytes); err == nil {
+			add(filepath.Base(p), src)
+		}
+	}
+	return divs, tiles
+}

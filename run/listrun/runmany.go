@@ -36,6 +36,9 @@ type Batch struct {
 	Shard  string      `json:"shard,omitempty"`
 	Listed int         `json:"listed,omitempty"`
 	Models []*BatchRow `json:"models"`
+	// Map is the list judged as the tree's map, when it is the tree's own
+	// hf_models.txt (JudgeMap); its FAIL is the list's.
+	Map *TreeMap `json:"tree_map,omitempty"`
 }
 
 // BatchRow is one model's run report and the list line it came from.
@@ -111,9 +114,18 @@ func RunMany(ctx context.Context, s *orchestrator.Settings, entries []modellist.
 	return b, nil
 }
 
-// ExitCode is the worst row's exit code: 130 when interrupted.
+// SetMap adds the tree map's verdict to the list's.
+func (b *Batch) SetMap(m *TreeMap) {
+	b.Map = m
+	if m != nil {
+		b.Status = verdict.Worst(b.Status, m.Status)
+	}
+}
+
+// ExitCode is the worst row's exit code, or the tree map's: 130 when
+// interrupted.
 func (b *Batch) ExitCode() int {
-	code := 0
+	code := b.Map.exitCode()
 	for _, m := range b.Models {
 		code = max(code, orchestrator.ExitCode(m.Report))
 	}
@@ -127,5 +139,9 @@ func (b *Batch) Text() string {
 	for i, m := range b.Models {
 		rows[i] = report.ListRow{Report: m.Report, ListedAt: m.ListedAt}
 	}
-	return report.RunListText(rows, report.ListTotals{Status: b.Status, Interrupted: b.Interrupted, Seconds: b.Seconds, Shard: b.Shard, Listed: b.Listed})
+	text := report.RunListText(rows, report.ListTotals{Status: b.Status, Interrupted: b.Interrupted, Seconds: b.Seconds, Shard: b.Shard, Listed: b.Listed})
+	if b.Map != nil {
+		text += "\n" + b.Map.Text()
+	}
+	return text
 }

@@ -72,6 +72,8 @@ func quantConfigStage(ctx context.Context, k *keyState) (*quant.Constants, chain
 	}
 	c := quant.CheckConstantsFrom(q.Use.Module, consts, files, k.core.Analysis().Config, q.Bundle)
 	c.CheckBundleConfig(k.core.Analysis().Config, q.Bundle)
+	divs, tiles := q.Divisions()
+	c.JudgeDivisions(divs, tiles, k.core.Analysis().Config)
 	for _, n := range notes {
 		c.FailWith("%s", n)
 	}

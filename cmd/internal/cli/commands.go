@@ -68,6 +68,7 @@ func newInspectCmd(inv *invocation) *cobra.Command {
 			}
 			t := listrun.InspectMany(ctx, s, entries, inv.version, inspectParallel)
 			t.Shard, t.Listed = f.shard.String(), listed(args)
+			t.SetMap(listrun.JudgeMap(s.LLMSDir, args, f.shard))
 			return &outcome{code: t.ExitCode(), report: t, after: func() error {
 				return f.writeJUnit("inspect", inv.version, started, time.Since(started).Seconds(), triageCases(t))
 			}}, nil
