@@ -17,6 +17,7 @@ from phase0_shim import heap, progress
 from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantArgs, QuantBound, QuantCandidate, QuantFactsResult, QuantTensor
 from phase0_shim.quant.discovery import import_module, find_loader
+from phase0_shim.quant.missing import reraise_missing
 from phase0_shim.quant.families import FamilyReference, convention_facts, kept_hf
 from phase0_shim.quant.run import Kept, QuantRun, RunKey, as_bf16, is_bf16
 from phase0_shim.quant.reading import Reference, projection_name, release_mapped
@@ -53,7 +54,11 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
     run = QuantRun(RunKey.of(args["weights_module"], args["source"], int(args["n_layers"])), args["reference_dir"], ref)
     with heap.reusing(REUSE_CAP) as reuse:
         run.reuse = reuse
-        result = _facts(args, module, run)
+        try:
+            result = _facts(args, module, run)
+        except KeyError as e:
+            reraise_missing(e, args["source"])
+            raise
     if args.get("keep"):
         STATE.hold_quant(run)
     return result
