@@ -6,7 +6,8 @@
 #   scripts/newer-tree.sh --git-dir DIR --tsv FILE [--files DIR] [--out DIR] [--allow-missing]
 #
 #   --git-dir  a bare (or any) git directory of Xilinx/mlir-air at the snapshot;
-#              programming_examples/{llms,fused_decode} and the folders the tsv
+#              programming_examples/{llms,fused_decode,matrix_vector_multiplication}
+#              and the folders the tsv
 #              lists as added-from-snapshot are taken from its HEAD
 #   --tsv      the list of newer files: path, commit, total_chars, status
 #              (new | replaced | deleted | added-from-snapshot), tab-separated
@@ -39,7 +40,7 @@ while [ $# -gt 0 ]; do
 	--out) out=${2:?--out needs a directory} && shift ;;
 	--allow-missing) allow_missing=1 ;;
 	-h | --help)
-		sed -n '2,23p' "$0"
+		awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"
 		exit 0
 		;;
 	*) die "unknown argument $1 (want --git-dir, --tsv, --files, --out, --allow-missing)" ;;
@@ -57,8 +58,10 @@ trap 'rm -rf "$tmp"' EXIT
 rm -rf "$tmp"
 mkdir -p "$tmp"
 
-# The snapshot: llms, fused_decode and the folders the tsv adds from it.
-snap=(programming_examples/llms programming_examples/fused_decode)
+# The snapshot: llms, fused_decode, matrix_vector_multiplication (the
+# quantized modules import ../../fused_decode and int4_awq; docs/quantized.md)
+# and the folders the tsv adds from it.
+snap=(programming_examples/llms programming_examples/fused_decode programming_examples/matrix_vector_multiplication)
 while IFS=$'\t' read -r path _ _ status; do
 	[ "$status" = added-from-snapshot ] || continue
 	# programming_examples/{a,b,c/d}: one path per brace item
