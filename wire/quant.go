@@ -55,6 +55,10 @@ type QuantFactsResult struct {
 	// Candidates are layer 0's projections against other cached
 	// checkpoints the bundle might come from (QuantArgs.CandidateDirs).
 	Candidates []QuantCandidate `json:"candidates,omitempty"`
+	// LoaderFallback says why Loader is the module's per-layer class and
+	// not its load_*weights* function (the function could not import what
+	// it imports); empty when the function ran.
+	LoaderFallback string `json:"loader_fallback,omitempty"`
 }
 
 // QuantTensor is what the worker reports for one tensor the loader

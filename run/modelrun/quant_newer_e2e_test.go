@@ -32,7 +32,9 @@ func TestQuantizedQwen3_4B(t *testing.T) {
 	llms := quantTree(t)
 	testenv.CopyTestData(t, llms, "quant_newer/llms")
 	before := testenv.SnapshotTree(t, llms)
-	run := func(t *testing.T, bundleCase string) []*report.Report {
+	var runIn func(t *testing.T, llms, bundleCase string) []*report.Report
+	run := func(t *testing.T, bundleCase string) []*report.Report { return runIn(t, llms, bundleCase) }
+	runIn = func(t *testing.T, llms, bundleCase string) []*report.Report {
 		dir := t.TempDir()
 		testenv.WriteFile(t, filepath.Join(dir, "model.q4nx"), mustReadString(t, filepath.Join(fx, "bundles", bundleCase, "model.q4nx")))
 		testenv.WriteFile(t, filepath.Join(dir, "config.json"), mustReadString(t, filepath.Join(fx, "qwen3_4b", "config.json")))
@@ -91,6 +93,32 @@ func TestQuantizedQwen3_4B(t *testing.T) {
 			t.Errorf("the report does not name layer 1's o_proj (wo):\n%s", r.Text())
 		}
 		t.Logf("%s", w.Summary)
+	})
+	// As upstream's newer module: load_q4nx_weights imports its containers
+	// from a sibling folder (qwen3_4b_weights) that nothing has put on
+	// sys.path, so the function cannot run on its own; the folder's drivers
+	// read through Q4nxModel. Gate 1 judges every tensor through the class
+	// and WARNs naming the function and the module it could not import.
+	t.Run("load function cannot import its containers", func(t *testing.T) {
+		other := quantTree(t)
+		testenv.CopyTestData(t, other, "quant_newer/llms")
+		module := filepath.Join(other, "qwen3_4b_q4nx", "qwen3_4b_q4nx_weights.py")
+		text := mustReadString(t, module)
+		const body = "    mod = _qwen3_containers()\n    config = config or qwen3_4b_q4nx_config()\n"
+		if !strings.Contains(text, body) {
+			t.Fatalf("%s has no %q", module, body)
+		}
+		testenv.WriteFile(t, module, strings.Replace(text, body, "    from qwen3_4b_weights import LayerWeights, LlamaWeights  # noqa: F401\n"+body, 1))
+		r := runIn(t, other, "qwen3_4b")[0]
+		w := r.Gates.QuantWeights
+		if w == nil || w.Status != verdict.Warn || w.Judged != 14 || w.Loader != "class Q4nxModel" {
+			b, _ := json.MarshalIndent(w, "", " ")
+			t.Fatalf("quantized gate 1 is not a WARN with 14 tensors judged through class Q4nxModel:\n%s", b)
+		}
+		if f := strings.Join(w.Findings, "\n"); !strings.Contains(f, "load_q4nx_weights() raised ModuleNotFoundError") || !strings.Contains(f, "qwen3_4b_weights") {
+			t.Errorf("the WARN does not name the function and the module it could not import: %s", f)
+		}
+		t.Logf("%s", w.Findings)
 	})
 	testenv.SameTreeAs(t, llms, before)
 }

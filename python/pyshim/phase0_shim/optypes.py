@@ -595,6 +595,10 @@ class QuantFactsResult(_QuantFactsResultRequired, total=False):
     # ``candidates`` are layer 0's projections against other cached
     # checkpoints the bundle might come from (``QuantArgs["candidate_dirs"]``).
     candidates: list[QuantCandidate]
+    # ``loader_fallback`` says why ``loader`` is the module's per-layer class and
+    # not its load_*weights* function (the function could not import what
+    # it imports); empty when the function ran.
+    loader_fallback: str
 
 
 class _QuantTensorRequired(TypedDict):

@@ -16,7 +16,7 @@ import numpy as np
 from phase0_shim import heap, progress
 from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantArgs, QuantBound, QuantCandidate, QuantFactsResult, QuantTensor
-from phase0_shim.quant.discovery import import_module, find_loader
+from phase0_shim.quant.discovery import Fallback, import_module, find_loader
 from phase0_shim.quant.missing import reraise_missing
 from phase0_shim.quant.families import FamilyReference, convention_facts, kept_hf
 from phase0_shim.quant.run import Kept, QuantRun, RunKey, as_bf16, is_bf16
@@ -90,7 +90,8 @@ def _facts(args: QuantArgs, module: Any, run: QuantRun) -> QuantFactsResult:
     thread (_Statistics) while the loader dequantizes the next."""
     ref, reuse = run.reference, run.reuse
     n_layers = int(args["n_layers"])
-    loader, layers = find_loader(module, args["source"], n_layers, ref)
+    fallback = Fallback()
+    loader, layers = find_loader(module, args["source"], n_layers, ref, fallback)
     keep: list[tuple[int, str, Any]] | None = [] if args.get("keep") else None
     # What is kept is carved out of what the loader frees (see _kept_bytes).
     need = _kept_bytes(ref, n_layers) if keep is not None else [0] * (n_layers + 1)
@@ -137,9 +138,10 @@ def _facts(args: QuantArgs, module: Any, run: QuantRun) -> QuantFactsResult:
             del value
             statistics.settle()
         tensors = statistics.finish()
+    loader = fallback.loader or loader
     if keep is not None:
         run.kept = Kept(loader, [(layer, field, v.result() if isinstance(v, Future) else v) for layer, field, v in keep])
-    result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
+    result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None, "loader_fallback": fallback.why}
     if candidates:
         result["candidates"] = [c for _, c in candidates]
     return result
