@@ -59,6 +59,10 @@ type QuantFactsResult struct {
 	// there (a tensor its source does not hold): Tensors are those it
 	// returned before.
 	MissingKey string `json:"missing_key,omitempty"`
+	// LoaderFallback says why Loader is the module's per-layer class and
+	// not its load_*weights* function (the function could not import what
+	// it imports); empty when the function ran.
+	LoaderFallback string `json:"loader_fallback,omitempty"`
 }
 
 // QuantTensor is what the worker reports for one tensor the loader

@@ -118,6 +118,14 @@ func Judge(f Format, facts *wire.QuantFactsResult, want Expect) *Weights {
 			w.FailWith("the loader returned %d layers, the reference has %d", facts.LayersLoaded, want.NLayers)
 		}
 	}
+	if facts.LoaderFallback != "" {
+		// The module's own whole-model loader cannot run on its own (upstream's
+		// newer qwen3_4b_q4nx: docs/quantized.md, "Where the loader comes
+		// from"): the tensors are judged through its per-layer class, and
+		// the broken function is named, never passed silently.
+		w.Find("the module's whole-model loader cannot run on its own: %s", facts.LoaderFallback)
+		w.Status = verdict.Worst(w.Status, verdict.Warn)
+	}
 	w.Summary = fmt.Sprintf("%s via %s: %d quantized tensors judged, %d kept bf16 tensors compared, %d layers", w.Format, w.Loader, w.Judged, w.Kept, w.Layers)
 	if w.Weakest != nil {
 		m := w.Weakest.Metrics

@@ -599,6 +599,10 @@ class QuantFactsResult(_QuantFactsResultRequired, total=False):
     # there (a tensor its source does not hold): ``tensors`` are those it
     # returned before.
     missing_key: str
+    # ``loader_fallback`` says why ``loader`` is the module's per-layer class and
+    # not its load_*weights* function (the function could not import what
+    # it imports); empty when the function ran.
+    loader_fallback: str
 
 
 class _QuantTensorRequired(TypedDict):

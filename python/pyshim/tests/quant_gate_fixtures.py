@@ -10,6 +10,12 @@
   ``quantization_config``), what ``llama32_1b_int4`` names as its reference;
 - ``bundles/qwen3/model.q4nx``: the clean bundle of ``qwen3`` (its untied
   lm_head quantized as blocks);
+- ``qwen3_4b``: a 256-wide tiny Qwen3 with 128-wide heads (q dim 512 != hidden
+  256, as Qwen3-4B's 4096 != 2560) and a tied head, the reference of the newer
+  ``qwen3_4b_q4nx`` folder; ``bundles/qwen3_4b/model.q4nx`` its clean bundle
+  (no lm_head, as FastFlowLM's tied bundles) and
+  ``bundles/qwen3_4b_o_doubled/model.q4nx`` the same with layer 1's o_proj
+  scale doubled;
 - ``bundles/<case>/model.q4nx``: the clean bundle of ``ref`` and one negative
   per failure class quantized gate 1 must FAIL (a random-init tensor, a
   transposed one, gate/up swapped, the wrong nibble order, a doubled scale,
@@ -109,6 +115,14 @@ def main(out: Path) -> None:
     awq.pack_checkpoint(out / "ref", out / "awq")
     (out / "bundles" / "qwen3").mkdir(parents=True, exist_ok=True)
     pack_bundle(qwen3, out / "bundles" / "qwen3" / "model.q4nx")
+    qwen3_4b = make_quant_model(out / "qwen3_4b", "qwen3", seed=2, head_dim=128, tie_word_embeddings=True)
+
+    def doubled_o1(name: str, qt):  # type: ignore[no-untyped-def]
+        return dataclasses.replace(qt, scale=qt.scale * 2) if name == O1 else qt
+
+    for case, opts in (("qwen3_4b", PackOptions()), ("qwen3_4b_o_doubled", PackOptions(grid_hook=doubled_o1))):
+        (out / "bundles" / case).mkdir(parents=True, exist_ok=True)
+        pack_bundle(qwen3_4b, out / "bundles" / case / "model.q4nx", dataclasses.replace(opts, tied_lm_head_copy=False))
     assemble_tree(out / "tree")
 
 

@@ -16,7 +16,8 @@ import numpy as np
 from phase0_shim import heap, progress
 from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantArgs, QuantBound, QuantCandidate, QuantFactsResult, QuantTensor
-from phase0_shim.quant.discovery import import_module, find_loader
+from phase0_shim.quant.discovery import Fallback, import_module, find_loader
+from phase0_shim.quant.missing import reraise_missing
 from phase0_shim.quant.families import FamilyReference, convention_facts, kept_hf
 from phase0_shim.quant.run import Kept, QuantRun, RunKey, as_bf16, is_bf16
 from phase0_shim.quant.reading import Reference, projection_name, release_mapped
@@ -53,7 +54,11 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
     run = QuantRun(RunKey.of(args["weights_module"], args["source"], int(args["n_layers"])), args["reference_dir"], ref)
     with heap.reusing(REUSE_CAP) as reuse:
         run.reuse = reuse
-        result = _facts(args, module, run)
+        try:
+            result = _facts(args, module, run)
+        except KeyError as e:
+            reraise_missing(e, args["source"])
+            raise
     if args.get("keep"):
         STATE.hold_quant(run)
     return result
@@ -85,7 +90,8 @@ def _facts(args: QuantArgs, module: Any, run: QuantRun) -> QuantFactsResult:
     thread (_Statistics) while the loader dequantizes the next."""
     ref, reuse = run.reference, run.reuse
     n_layers = int(args["n_layers"])
-    loader, layers = find_loader(module, args["source"], n_layers, ref)
+    fallback = Fallback()
+    loader, layers = find_loader(module, args["source"], n_layers, ref, fallback)
     keep: list[tuple[int, str, Any]] | None = [] if args.get("keep") else None
     # What is kept is carved out of what the loader frees (see _kept_bytes).
     need = _kept_bytes(ref, n_layers) if keep is not None else [0] * (n_layers + 1)
@@ -133,9 +139,10 @@ def _facts(args: QuantArgs, module: Any, run: QuantRun) -> QuantFactsResult:
             del value
             statistics.settle()
         tensors = statistics.finish()
+    loader = fallback.loader or loader
     if keep is not None:
         run.kept = Kept(loader, [(layer, field, v.result() if isinstance(v, Future) else v) for layer, field, v in keep])
-    result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
+    result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None, "loader_fallback": fallback.why}
     if candidates:
         result["candidates"] = [c for _, c in candidates]
     if missing:
