@@ -77,3 +77,23 @@ func TestCompareUsageErrorIsCompareShaped(t *testing.T) {
 		}
 	}
 }
+
+// reports.md: a local folder's model_id is its absolute path as given (a
+// link is not followed; model_dir is the resolved folder).
+func TestModelIDOfAFolder(t *testing.T) {
+	dir := writeModel(t, tinyLlama)
+	link := filepath.Join(t.TempDir(), "ckpt")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	_, out, _ := run(t, "inspect", link, "--json")
+	var rep struct {
+		ModelID string `json:"model_id"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.ModelID != link {
+		t.Errorf("model_id %q, want the folder's absolute path as given, %q", rep.ModelID, link)
+	}
+}
