@@ -126,8 +126,9 @@ func ReadFile(path string) ([]Entry, error) {
 
 // Parse reads list text; name labels the entries' Source. A '#' starts a
 // comment at the start of a line or after a blank, so a folder name with a
-// '#' inside ("run#3") survives. A line holding two words is refused rather
-// than guessed at: upstream's format has one model per line.
+// '#' inside ("run#3") survives. A line written as a path (/…, ./…, ../…)
+// is one model even when it holds blanks; any other line holding two words
+// is refused rather than guessed at: upstream's format has one model per line.
 func Parse(data []byte, name string) ([]Entry, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // editors on Windows add a BOM
 	if !utf8.Valid(data) {
@@ -147,8 +148,8 @@ func Parse(data []byte, name string) ([]Entry, error) {
 		if why := boundedfile.TooLong(at+":", line); why != "" {
 			return nil, fmt.Errorf("%w: %s", ErrList, why)
 		}
-		if j := strings.IndexFunc(line, unicode.IsSpace); j >= 0 {
-			return nil, fmt.Errorf("%w: %s: %q holds more than one word; write one model per line", ErrList, at, line)
+		if j := strings.IndexFunc(line, unicode.IsSpace); j >= 0 && !isPath(line) {
+			return nil, fmt.Errorf("%w: %s: %q holds more than one word; write one model per line (a folder whose path holds a blank: write it as /… or ./…)", ErrList, at, line)
 		}
 		if strings.HasPrefix(line, "@") {
 			return nil, fmt.Errorf("%w: %s: %q: lists cannot include other lists", ErrList, at, line)
@@ -156,6 +157,13 @@ func Parse(data []byte, name string) ([]Entry, error) {
 		out = append(out, Entry{Arg: line, Source: at})
 	}
 	return out, nil
+}
+
+// isPath says whether a line is written as a folder's path (/…, ./…,
+// ../…): it is one model, blanks and all ("./my models/tiny llama"); a hub
+// id never holds a blank, so anything else with one is two words.
+func isPath(line string) bool {
+	return strings.HasPrefix(line, "/") || strings.HasPrefix(line, "./") || strings.HasPrefix(line, "../")
 }
 
 // stripComment drops a '#' comment that starts the line or follows a blank.
