@@ -20,7 +20,9 @@ func TestInspectTheTreesMap(t *testing.T) {
 	}
 	tree := t.TempDir()
 	testenv.WriteFile(t, filepath.Join(tree, "verify", "runners", "hf_runner.py"), "class HfRunner: ...\n")
-	testenv.WriteFile(t, filepath.Join(tree, "verify", "prompts", "canonical.txt"), "The capital of France is\n")
+	for _, style := range []string{"base", "instruct"} {
+		testenv.WriteFile(t, filepath.Join(tree, "verify", "prompts", style+".txt"), "The capital of France is\n")
+	}
 	testenv.WriteFile(t, filepath.Join(tree, "qwen3_4b", "verify_adapter.py"), "MODEL_CHOICES = {\"base\": \"Qwen/Qwen3-4B\"}\n")
 	testenv.WriteFile(t, filepath.Join(tree, "qwen3_4b_q4nx", "qwen3_4b_draft_weights.py"), "\nDRAFT_ID = \"z-lab/Qwen3-4B-DFlash-b16\"\n")
 	list := filepath.Join(tree, "hf_models.txt")
