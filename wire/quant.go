@@ -46,7 +46,7 @@ type QuantBound struct {
 }
 
 // QuantFactsResult is quant_facts' answer for one quantized folder: every
-// tensor its own loader returned, against the bf16 reference.
+// tensor its own loader returned, against the source checkpoint.
 type QuantFactsResult struct {
 	Loader        string              `json:"loader"`
 	LayersLoaded  int                 `json:"layers_loaded"`
@@ -55,6 +55,14 @@ type QuantFactsResult struct {
 	// Candidates are layer 0's projections against other cached
 	// checkpoints the bundle might come from (QuantArgs.CandidateDirs).
 	Candidates []QuantCandidate `json:"candidates,omitempty"`
+	// MissingKey is the key the loader raised KeyError on, when it stopped
+	// there (a tensor its source does not hold): Tensors are those it
+	// returned before.
+	MissingKey string `json:"missing_key,omitempty"`
+	// LoaderFallback says why Loader is the module's per-layer class and
+	// not its load_*weights* function (the function could not import what
+	// it imports); empty when the function ran.
+	LoaderFallback string `json:"loader_fallback,omitempty"`
 }
 
 // QuantTensor is what the worker reports for one tensor the loader
@@ -70,6 +78,7 @@ type QuantTensor struct {
 	Confusions     map[string]QuantStats `json:"confusions,omitempty"` // transposed, partner, row_pairs_swapped, group_offset
 	Differing      *int64                `json:"differing,omitempty"`  // bf16 elements whose bits differ (kept tensors)
 	Blocks         *QuantBlocks          `json:"blocks,omitempty"`     // where the errors beyond the bound lie (a blocked format)
+	Zeroed         *QuantZeroed          `json:"zeroed,omitempty"`     // groups the loader returned all zero where the reference's are not
 	Problem        string                `json:"problem,omitempty"`
 	// Convention is the family convention (one_plus, embed_scale) the
 	// reference was brought to first; Differing then counts elements more
@@ -106,6 +115,17 @@ type QuantBlocks struct {
 	Beyond  int `json:"beyond"`
 	Checked int `json:"checked"`
 	Moved   int `json:"moved"`
+}
+
+// QuantZeroed is where a projection's loader returned all zeros for a
+// bound group (Group input elements of one output row) whose reference
+// values are not all zero: how many such groups, how many output rows are
+// zero in every group, and the first and last output row holding one.
+type QuantZeroed struct {
+	Groups   int64 `json:"groups"`
+	Rows     int   `json:"rows"`
+	FirstRow int   `json:"first_row"`
+	LastRow  int   `json:"last_row"`
 }
 
 // QuantImportFailure says why the weights module could not be imported: a

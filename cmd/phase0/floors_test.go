@@ -31,7 +31,7 @@ var floors = []struct {
 
 // maxUpward is how many imports may run from a floor to a higher one (a
 // test kit that needs a reader, say); each is listed by the test.
-const maxUpward = 3
+const maxUpward = 1
 
 func floorOf(t *testing.T, pkg string) int {
 	t.Helper()

@@ -131,7 +131,7 @@ type quantResult struct {
 // quantCase measures quantized gate 1's facts (the folder's own loader and
 // every statistic) against the loader alone on c's real-shaped bundle, and
 // its peak RSS, each in a child of its own: for the Llama case against the
-// bf16 reference's model stage (load and a prefill) and with quantized gate
+// source checkpoint's model stage (load and a prefill) and with quantized gate
 // 2's twin against without; for the families, a quantized run's worker
 // stages against the memory preflight's estimate.
 func (b *bench) quantCase(c quantCase) error {
@@ -250,7 +250,7 @@ func (b *bench) twinRows(c quantCase, measure func(string) (quantResult, error))
 }
 
 // preflightRow measures a quantized run's worker stages (gate 1 keeping its
-// tensors, the bf16 reference, quantized gate 2) and sets their peak
+// tensors, the source checkpoint, quantized gate 2) and sets their peak
 // anonymous memory (what must fit; the model's file pages are reclaimable,
 // as preflight's constants were measured) against what the memory preflight
 // estimates from the reference's headers.

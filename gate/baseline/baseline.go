@@ -6,7 +6,7 @@ import (
 	"phase0/gate/verdict"
 )
 
-// Baseline is gates.hf_baseline, gate 2's section: the HF bf16 reference on
+// Baseline is gates.hf_baseline, gate 2's section: the HF bf16 model on
 // the canonical prompt and the calibration passage, judged.
 type Baseline struct {
 	verdict.Section

@@ -33,9 +33,18 @@ type Result struct {
 // ExitCode is 0 pass, 1 a prompt failed the gate, 2 could not compare.
 func (r *Result) ExitCode() int { return r.Status.ExitCode() }
 
+// newResult is an empty Result for the two folders.
+func newResult(refDir, candDir string) *Result {
+	return &Result{Tool: "phase0", Command: "compare", Reference: refDir, Candidate: candDir, Checks: []Check{}, Layers: []Layer{}}
+}
+
+// Unrun is the Result of a compare that could not start (a usage error,
+// err): status ERROR, in compare's own shape.
+func Unrun(refDir, candDir string, err error) *Result { return newResult(refDir, candDir).fail(err) }
+
 // Files reads both recordings and compares them.
 func Files(refDir, candDir string) *Result {
-	r := &Result{Tool: "phase0", Command: "compare", Reference: refDir, Candidate: candDir, Checks: []Check{}, Layers: []Layer{}}
+	r := newResult(refDir, candDir)
 	ref, err := reference.Read(refDir)
 	if err != nil {
 		return r.fail(fmt.Errorf("reference: %w", err))

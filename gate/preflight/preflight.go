@@ -56,7 +56,7 @@ type PythonEnv struct {
 // is reported, not judged; an empty LLMsDir is a warning.
 type Input struct {
 	LLMsDir  string
-	NeedRAM  int64  // bytes the bf16 reference needs
+	NeedRAM  int64  // bytes the bf16 model run needs
 	NeedDisk int64  // bytes the download and outputs need
 	DiskPath string // where they go (default: the working directory)
 	Python   *PythonEnv
@@ -289,14 +289,14 @@ func (r *Report) checkToken(in Input) verdict.Section {
 		return section(verdict.Pass, "token file %s", path)
 	case err == nil:
 		s := section(verdict.Warn, "token file %s is empty or not a file", path)
-		s.Find("gated models (Llama, some Mistral) need a token: huggingface-cli login, or set HF_TOKEN")
+		s.Find("gated models (Llama, some Mistral) need a token: `hf auth login`, or set HF_TOKEN")
 		return s
 	case hfcache.Offline(in.Getenv):
 		// Nothing is downloaded: a token would not be read.
 		return section(verdict.Pass, "no token, none needed: the hub is switched off (HF_HUB_OFFLINE / TRANSFORMERS_OFFLINE), models come from the cache")
 	default:
 		s := section(verdict.Warn, "no token ($HF_TOKEN unset, no %s)", path)
-		s.Find("public models work without one; gated models (Llama, some Mistral) need one: huggingface-cli login, or set HF_TOKEN")
+		s.Find("public models work without one; gated models (Llama, some Mistral) need one: `hf auth login`, or set HF_TOKEN")
 		return s
 	}
 }

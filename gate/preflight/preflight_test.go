@@ -107,7 +107,7 @@ func TestChecks(t *testing.T) {
 			hf := t.TempDir()
 			testenv.WriteFile(t, filepath.Join(hf, "token"), "")
 			in.Getenv = envOf(map[string]string{"HF_HOME": hf})
-		}, "hf_token", verdict.Warn, "is empty or not a file", "huggingface-cli login"},
+		}, "hf_token", verdict.Warn, "is empty or not a file", "`hf auth login`"},
 		{"no token", func(t *testing.T, in *Input) { in.Getenv = envOf(map[string]string{"HF_HOME": t.TempDir()}) },
 			"hf_token", verdict.Warn, "no token", "public models work without one"},
 		{"no token, hub off", func(t *testing.T, in *Input) {

@@ -16,9 +16,8 @@ import (
 // allocatorCase is one quantized gate 1 run on a fixture: the folder's
 // module, its source and reference.
 type allocatorCase struct {
-	name  string
-	args  wire.QuantArgs
-	quant bool // the allocator must have handed out memory here (a fixture large enough)
+	name string
+	args wire.QuantArgs
 }
 
 // allocatorCases are every family's quantized fixtures (testenv's

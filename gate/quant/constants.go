@@ -30,6 +30,9 @@ type Constants struct {
 	// RopeFrom is the module whose RoPE table was judged when it is not
 	// Module itself.
 	RopeFrom string `json:"rope_from,omitempty"`
+	// Divisions are the folder's divisions of a dimension by a tile or
+	// slice constant, each judged for a remainder (divisibility.go).
+	Divisions []DivisionCheck `json:"divisions,omitempty"`
 }
 
 // Constant is one hard-coded value and what it was compared with.

@@ -48,7 +48,7 @@ type Tails struct {
 }
 
 // SideFigures are one side's (the bundle's or the twin's) figures against
-// the bf16 reference over the passage, and its hidden-state cosines.
+// the source checkpoint over the passage, and its hidden-state cosines.
 type SideFigures struct {
 	// KL is KL(bf16 ‖ side) per token.
 	KL Tails `json:"kl"`

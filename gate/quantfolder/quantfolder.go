@@ -21,7 +21,6 @@ import (
 	"phase0/read/hfcache"
 	"phase0/read/llmstree"
 	"phase0/read/model"
-	"phase0/read/safetensors"
 	"phase0/wire"
 )
 
@@ -92,6 +91,8 @@ type Folder struct {
 	// shapes, dtypes or offsets that lie. Quantized gate 1 fails on them
 	// before any loader reads the bundle.
 	BundleProblems []string
+	// BundleDTypes are the dtypes the bundle's headers give each tensor.
+	BundleDTypes map[string]string
 }
 
 // SourceVar is the variable upstream's Q4NX folders read the bundle from
@@ -139,7 +140,7 @@ func Open(llms string, u llmstree.Use, refDir, cache, source string) (*Folder, [
 	}
 	if dir != "" {
 		q.Source = dir
-		q.BundleProblems = checkBundle(name, dir)
+		q.BundleProblems, q.BundleDTypes = checkBundle(name, dir)
 		if card, err := boundedfile.Read(filepath.Join(dir, "README.md"), MaxTextBytes); err == nil {
 			q.Declared = quant.BaseModel(card)
 		}
@@ -230,43 +231,6 @@ func candidates(cache string, u *llmstree.Use, declared string) []quant.Candidat
 	return out
 }
 
-// checkBundle reads the header of every safetensors file of the bundle
-// snapshot dir against the file's size, as gate 1 reads a bf16 checkpoint's.
-func checkBundle(id, dir string) []string {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return []string{fmt.Sprintf("bundle %s: %v", id, err)}
-	}
-	var problems []string
-	for _, e := range entries {
-		if name := e.Name(); strings.HasSuffix(name, ".q4nx") || strings.HasSuffix(name, ".safetensors") {
-			if err := checkHeader(filepath.Join(dir, name), name); err != nil {
-				problems = append(problems, fmt.Sprintf("bundle %s: %v", id, err))
-			}
-		}
-	}
-	return problems
-}
-
-func checkHeader(path, name string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	// A bundle's header marks its projections I8 (safetensors' own) or,
-	// in the older codec the folder's loader still reads, Q4NX.
-	_, err = safetensors.ReadHeaderWith(f, fi.Size(), name, bundleDTypes)
-	return err
-}
-
-// bundleDTypes are the dtypes a bundle holds beyond safetensors' own.
-var bundleDTypes = safetensors.ExtraDTypes{"Q4NX": quant.Q4NXBytes}
-
 // Readable is when (ok, why) for quantized gate 2, which loads the bundle:
 // not when the bundle's headers do not fit its files (gate 1 said why).
 func (q *Folder) Readable(ok bool, why string) (bool, string) {
@@ -334,4 +298,29 @@ func (q *Folder) Constants() (consts map[string]float64, files map[string]string
 		}
 	}
 	return consts, files
+}
+
+// Divisions are the divisions of a dimension by a constant in the module,
+// the folder's verify_adapter.py and its *_inference.py files (at most 16),
+// and the integer constants those files hard-code (quant.JudgeDivisions).
+func (q *Folder) Divisions() ([]quant.Division, quant.Tiles) {
+	tiles := quant.Tiles{ByFile: map[string]map[string]float64{}}
+	var divs []quant.Division
+	add := func(rel string, src []byte) {
+		tiles.ByFile[rel] = quant.IntConstants(src)
+		tiles.Order = append(tiles.Order, rel)
+		divs = append(divs, quant.Divisions(rel, src)...)
+	}
+	add(q.Module, q.Src)
+	if adapter, err := boundedfile.Read(filepath.Join(q.Dir, llmstree.AdapterFile), MaxTextBytes); err == nil {
+		add(llmstree.AdapterFile, adapter)
+	}
+	inference, _ := filepath.Glob(filepath.Join(q.Dir, "*_inference.py"))
+	slices.Sort(inference)
+	for _, p := range inference[:min(len(inference), 16)] {
+		if src, err := boundedfile.Read(p, MaxTextBytes); err == nil {
+			add(filepath.Base(p), src)
+		}
+	}
+	return divs, tiles
 }

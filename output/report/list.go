@@ -252,13 +252,33 @@ func printable(s string) string {
 }
 
 // notInCache is the error of a hub id that is not in the HF cache while the
-// hub is switched off (package resolve).
-var notInCache = regexp.MustCompile(`^model not available from the hub: (\S+) is not in the cache \((.*)\) and the hub is switched off \(([^)]*)\)`)
+// hub is switched off (package resolve); missingBundle a quantized folder's
+// bundle that is not in the cache (package quantfolder, which reads bundles
+// offline).
+var (
+	notInCache    = regexp.MustCompile(`^model not available from the hub: (\S+) is not in the cache \((.*)\) and the hub is switched off \(([^)]*)\)`)
+	missingBundle = regexp.MustCompile(`bundle (\S+) of \S+ is not in the HF cache`)
+)
+
+// missingID is the hub id whose absence from the HF cache is why a row did
+// not pass ("" for any other reason), with the cache and the switch that
+// turned the hub off when the message says them.
+func missingID(msg string) (id, cache, off string) {
+	if m := notInCache.FindStringSubmatch(msg); m != nil {
+		return m[1], m[2], m[3]
+	}
+	if m := missingBundle.FindStringSubmatch(msg); m != nil {
+		return m[1], "", ""
+	}
+	return "", "", ""
+}
 
 // Causes is why each row that did not pass did not, one entry per cause:
 // rows whose reason is the same once the model's own name is taken out are
-// said once, with the models they hold; hub ids missing from the cache of
-// an offline machine get the one command that fetches exactly them.
+// said once, with the models they hold; every hub id missing from the cache
+// of an offline machine, whichever row needs it (a bundle's row may need
+// its reference), is in one entry with the one command that fetches
+// exactly them.
 func Causes(rows []ListRow) string {
 	type cause struct {
 		key    string
@@ -266,10 +286,34 @@ func Causes(rows []ListRow) string {
 		text   string
 		rows   []ListRow
 	}
-	var causes []*cause
+	var (
+		causes  []*cause
+		missing *cause
+		ids     []string
+		needs   []string // "row needs id", for a row whose missing id is not its own
+		where   [2]string
+	)
 	for _, row := range rows {
 		why, failed := Reason(row.Report)
 		if !failed {
+			continue
+		}
+		if id, cache, off := missingID(why.Message); id != "" {
+			if missing == nil {
+				missing = &cause{key: "missing", status: why.Kind}
+				causes = append(causes, missing)
+			}
+			missing.status = verdict.Worst(missing.status, why.Kind)
+			missing.rows = append(missing.rows, row)
+			if !slices.ContainsFunc(ids, func(s string) bool { return strings.EqualFold(s, id) }) {
+				ids = append(ids, id)
+			}
+			if !strings.EqualFold(id, row.Report.Model) {
+				needs = append(needs, row.Report.Model+" needs "+id)
+			}
+			if where[0] == "" && cache != "" {
+				where = [2]string{cache, off}
+			}
 			continue
 		}
 		key := string(why.Kind) + " " + withoutModel(why.Message, row.Report.Model, "{model}")
@@ -282,14 +326,17 @@ func Causes(rows []ListRow) string {
 	}
 	var sb strings.Builder
 	for _, c := range causes {
-		if m := notInCache.FindStringSubmatch(c.text); m != nil {
-			ids := make([]string, len(c.rows))
-			for i, r := range c.rows {
-				ids[i] = r.Report.Model
-			}
+		if c == missing {
 			them := map[bool]string{true: "it", false: "them"}[len(ids) == 1]
-			sb.WriteString(wrap(fmt.Sprintf("%s %s: not in the HF cache (%s) while the hub is off (%s); this fetches exactly %s:",
-				plural(len(ids), "model"), c.status, m[2], m[3], them), TableWidth, "", "    "))
+			in := "not in the HF cache"
+			if where[0] != "" {
+				in = fmt.Sprintf("not in the HF cache (%s) while the hub is off (%s)", where[0], where[1])
+			}
+			text := fmt.Sprintf("%s %s: %s", plural(len(c.rows), "model"), c.status, in)
+			if len(needs) > 0 || len(ids) != len(c.rows) {
+				text = fmt.Sprintf("%s %s: %s %s (%s)", plural(len(c.rows), "model"), c.status, plural(len(ids), "hub id"), in, strings.Join(needs, ", "))
+			}
+			sb.WriteString(wrap(text+"; this fetches exactly "+them+":", TableWidth, "", "    "))
 			sb.WriteString(fetchCommand(ids))
 			continue
 		}
@@ -320,9 +367,11 @@ func withoutModel(msg, model, by string) string {
 }
 
 // fetchCommand is one shell command that downloads exactly ids into the
-// HF cache (what phase0 reads: config, tokenizer, safetensors, a quantized
-// bundle's model.q4nx and its card; never a pickle), wrapped to TableWidth
-// with backslash continuations.
+// HF cache with huggingface_hub's `hf` CLI (what phase0 reads: config,
+// tokenizer, safetensors, a quantized bundle's model.q4nx and its card;
+// never a pickle), wrapped to TableWidth with backslash continuations, and
+// the line saying what a gated repository needs first. `hf download` takes
+// one repository and one pattern per --include.
 func fetchCommand(ids []string) string {
 	var sb strings.Builder
 	line := "  for id in"
@@ -334,9 +383,22 @@ func fetchCommand(ids []string) string {
 		line += " " + id
 	}
 	sb.WriteString(line + "; do \\\n")
-	sb.WriteString("    HF_HUB_OFFLINE=0 huggingface-cli download \"$id\" \\\n      --include " + strings.Join(fetchPatterns, " ") + "; done\n")
+	line = "    HF_HUB_OFFLINE=0 hf download \"$id\""
+	for _, p := range fetchPatterns {
+		if len(line)+len(" --include ")+len(p)+2 > TableWidth {
+			sb.WriteString(line + " \\\n")
+			line = "     "
+		}
+		line += " --include " + p
+	}
+	sb.WriteString(line + "; done\n")
+	sb.WriteString(wrap(GatedHint, TableWidth, "  ", "    "))
 	return sb.String()
 }
+
+// GatedHint is what a gated repository (meta-llama's, Gemma's) needs before
+// `hf download` can fetch it.
+const GatedHint = "a gated repository needs its access granted on its Hub page and a token first: `hf auth login` (or set HF_TOKEN)"
 
 // fetchPatterns are the files fetchCommand downloads, shell-quoted.
 var fetchPatterns = []string{"'*.json'", "'*.safetensors'", "'*.txt'", "'*.model'", "'*.q4nx'", "'README.md'"}
@@ -378,3 +440,7 @@ func wrap(text string, width int, first, rest string) string {
 	sb.WriteString(line + "\n")
 	return sb.String()
 }
+
+// Wrap is text broken into lines of at most TableWidth columns, the first
+// starting with first, the others with rest: a list's notes under its table.
+func Wrap(text, first, rest string) string { return wrap(text, TableWidth, first, rest) }

@@ -94,7 +94,7 @@ func TestRunListCausesSaidOnce(t *testing.T) {
 			t.Errorf("the fetch command names %s %d times, want %d:\n%s", r.Report.Model, n, want, cmd)
 		}
 	}
-	if !strings.Contains(cmd, "huggingface-cli download \"$id\"") || !strings.Contains(cmd, "HF_HUB_OFFLINE=0") {
+	if !strings.Contains(cmd, "HF_HUB_OFFLINE=0 hf download \"$id\"") {
 		t.Errorf("not a download command:\n%s", cmd)
 	}
 	if strings.Contains(text, "/home/ci/src") {
@@ -110,7 +110,7 @@ func TestRunListCausesSaidOnce(t *testing.T) {
 			t.Errorf("causes lack %q:\n%s", want, text)
 		}
 	}
-	if rest := strings.Replace(text, cmd, "", 1); strings.Count(rest, "\n") > 12 {
+	if rest := strings.Replace(text, cmd, "", 1); strings.Count(rest, "\n") > 13 {
 		t.Errorf("%d lines of causes besides the fetch command, for 4 causes:\n%s", strings.Count(rest, "\n"), text)
 	}
 	if t.Failed() {

@@ -45,7 +45,7 @@ func quantE2EMarkdown(e *quant.EndToEnd, chart string) string {
 	}
 	fmt.Fprintf(&b, "\nBackstop (absolute, for a twin that is itself broken): mean KL ≤ %g nats, perplexity ratio ≤ %g.\n", e.Limits.MaxKL, e.Limits.MaxPerplexityRatio)
 	if n := len(c.Bundle.HiddenCosine); n > 0 && n == len(c.Twin.HiddenCosine) {
-		b.WriteString("\nHidden-state cosine with the bf16 reference on the prompt, per decoder layer")
+		b.WriteString("\nHidden-state cosine with the source checkpoint on the prompt, per decoder layer")
 		if p := c.PartsAt; p != nil {
 			fmt.Fprintf(&b, " (they first part at layer %d)", p.Layer)
 		}

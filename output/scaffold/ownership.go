@@ -90,6 +90,23 @@ func ModelIDIn(path string) (string, error) {
 	return "", nil
 }
 
+// checkpointPathLine is the generated module's `CHECKPOINT_PATH = "…"`: the
+// local checkpoint's folder, relative to the workspace (or phase0's cache).
+var checkpointPathLine = regexp.MustCompile(`(?m)^CHECKPOINT_PATH\s*(?::[^=\n]*)?=\s*(?:\(\s*)?(?:"((?:[^"\\\n]|\\")+)"|'((?:[^'\\\n]|\\')+)')`)
+
+// CheckpointPathIn reads the CHECKPOINT_PATH a weights module assigns,
+// textually; "" when it assigns none (a hub model's, upstream's).
+func CheckpointPathIn(path string) (string, error) {
+	b, err := boundedfile.Read(path, maxOwnedFile)
+	if err != nil {
+		return "", fmt.Errorf("scaffold: read %s: %w", path, err)
+	}
+	if m := checkpointPathLine.FindSubmatch(b[:min(len(b), maxModelIDScan)]); m != nil {
+		return modelIDOf(m), nil
+	}
+	return "", nil
+}
+
 // DefinesFunc reports whether the Python module at path defines a top-level
 // function name, read as text (bounded; never imported here).
 func DefinesFunc(path, name string) bool {

@@ -97,7 +97,7 @@ func (c *Client) LoaderFacts(ctx context.Context, args wire.ModuleArgs) (wire.Lo
 }
 
 // QuantFacts runs a quantized folder's own loader and reports every
-// tensor's statistics against the bf16 reference (quantized gate 1).
+// tensor's statistics against the source checkpoint (quantized gate 1).
 func (c *Client) QuantFacts(ctx context.Context, args wire.QuantArgs) (wire.QuantFactsResult, error) {
 	r, _, err := call[wire.QuantFactsResult](ctx, c, wire.OpQuantFacts, args)
 	return r, err

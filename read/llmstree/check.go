@@ -20,7 +20,8 @@ var treeParts = []struct {
 }
 
 // CheckTree names every missing part of the tree at llms, with a hint when
-// the folder holds the tree one or two levels down (the repository root).
+// the folder holds the tree one or two levels down (the repository root);
+// a tree with every part must have readable prompt files (CheckPrompts).
 func CheckTree(llms string) error {
 	var missing []string
 	for _, p := range treeParts {
@@ -36,7 +37,7 @@ func CheckTree(llms string) error {
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return CheckPrompts(llms)
 	}
 	hint := "pass the programming_examples/llms folder of your mlir-air checkout, or omit --llms-dir to use the bundled runner and ./workspace"
 	for _, sub := range []string{"programming_examples/llms", "llms"} {

@@ -8,6 +8,7 @@
 package llmstree
 
 import (
+	"bytes"
 	"strings"
 
 	"phase0/read/hfcache"
@@ -26,7 +27,24 @@ const (
 // it). The scan is one pass over src and allocates only for the ids.
 func HubIDs(src []byte) []string {
 	var ids []string
-	add := func(lit []byte) {
+	for _, at := range hubIDsAt(src, nil) {
+		ids = append(ids, at.ID)
+	}
+	return ids
+}
+
+// IDAt is a hub id and the 1-based line of src where it first appears.
+type IDAt struct {
+	ID   string
+	Line int
+}
+
+// hubIDsAt is HubIDs with each id's line; keep (nil: every id) may refuse a
+// literal given its line's text, before it counts against the bound.
+func hubIDsAt(src []byte, keep func(id string, line []byte) bool) []IDAt {
+	var ids []IDAt
+	line, counted := 1, 0 // src[:counted] holds line-1 newlines
+	add := func(lit []byte, at int) {
 		if len(lit) > maxLiteral || len(ids) >= maxIDsInFile {
 			return
 		}
@@ -39,11 +57,23 @@ func HubIDs(src []byte) []string {
 			return
 		}
 		for _, have := range ids {
-			if have == s {
+			if have.ID == s {
 				return
 			}
 		}
-		ids = append(ids, s)
+		line += bytes.Count(src[counted:at], []byte("\n"))
+		counted = at
+		if keep != nil {
+			start := bytes.LastIndexByte(src[:at], '\n') + 1
+			end := bytes.IndexByte(src[at:], '\n')
+			if end < 0 {
+				end = len(src) - at
+			}
+			if !keep(s, src[start:at+end]) {
+				return
+			}
+		}
+		ids = append(ids, IDAt{ID: s, Line: line})
 	}
 	for i := 0; i < len(src); {
 		switch c := src[i]; c {
@@ -54,7 +84,7 @@ func HubIDs(src []byte) []string {
 		case '"', '\'':
 			lit, next := literal(src, i)
 			if lit != nil {
-				add(lit)
+				add(lit, i)
 			}
 			i = next
 		default:

@@ -10,7 +10,7 @@ import (
 
 // Quantized is what a quantized deployment folder (llama32_1b_q4nx,
 // qwen25_3b_q4 …) says about itself, read as text: the loader its weights
-// module defines, the bf16 references its verify_adapter.py pairs it with,
+// module defines, the source checkpoints its verify_adapter.py pairs it with,
 // and the hub ids of the bundles it loads.
 type Quantized struct {
 	// Module is the weights module, relative to the folder.
@@ -121,7 +121,7 @@ func (q *Quantized) References() []string {
 }
 
 // Use is one quantized folder's key to validate: the folder, the
-// MODEL_CHOICES key, its bf16 reference and the bundle the folder loads
+// MODEL_CHOICES key, its source checkpoint and the bundle the folder loads
 // ("" when it quantizes the reference on load).
 type Use struct {
 	Folder    string

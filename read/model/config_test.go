@@ -2,9 +2,11 @@ package model
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -215,6 +217,67 @@ func TestRules(t *testing.T) {
 	}
 }
 
+// malformedInts are the values of an integer field that are not a count
+// phase0 can take, each with what the rejection must say: an integer out of
+// range says so and names the limit (issue 49 item 7: 2147483648 said
+// "must be an integer"), whether it fits int64 or not.
+var malformedInts = []struct{ value, text string }{
+	{"2147483648", "is 2147483648, out of range: above the sane limit %d"},
+	{"9223372036854775808", "is 9223372036854775808, out of range: above the sane limit %d"},
+	{"1" + strings.Repeat("0", 400), "out of range: above the sane limit %d"},
+	{"-2147483649", "is -2147483649, out of range: it must be positive, at most %d"},
+	{"100000000", "above the sane limit %d"},
+	{"2.5", "must be an integer, found 2.5"},
+	{"1e3", "must be an integer, found 1e3"},
+	{`"7"`, "must be an integer"},
+	{"true", "must be an integer"},
+	{"[1]", "must be an integer"},
+	{"-1", "must be positive"},
+}
+
+// Every integer field a Config takes is checked the same way.
+func TestIntegerFieldsOutOfRange(t *testing.T) {
+	for _, key := range []string{"num_hidden_layers", "hidden_size", "num_attention_heads", "num_key_value_heads", "head_dim", "intermediate_size", "vocab_size"} {
+		limit, sane := IntLimit(key)
+		if !sane {
+			t.Fatalf("%s has no sane limit", key)
+		}
+		for _, tc := range malformedInts {
+			t.Run(key+"="+tc.value[:min(len(tc.value), 12)], func(t *testing.T) {
+				body := tinyLlama
+				if key != "head_dim" {
+					body += `, "head_dim": 16` // not derived from the field under test
+				}
+				if strings.Contains(body, `"`+key+`": `) {
+					body = regexp.MustCompile(`"`+key+`": [0-9]+`).ReplaceAllString(body, `"`+key+`": `+tc.value)
+				} else {
+					body += `, "` + key + `": ` + tc.value
+				}
+				a := analyzeJSON(t, body)
+				want := tc.text
+				if strings.Contains(want, "%d") {
+					want = fmt.Sprintf(want, limit)
+				}
+				if len(a.Rejections) != 1 || a.Rejections[0].Code != CodeInvalidConfig || !strings.Contains(a.Rejections[0].Message, want) {
+					t.Fatalf("rejections %+v, want one %s saying %q", a.Rejections, CodeInvalidConfig, want)
+				}
+				if msg := a.Rejections[0].Message; len(msg) > 200 || strings.Contains(msg, "must be an integer") != strings.Contains(tc.text, "must be an integer") {
+					t.Errorf("message %q (%d bytes)", msg, len(msg))
+				}
+			})
+		}
+	}
+}
+
+// An integer beyond the 32-bit range still counts where only its sign
+// matters: 2147483648 experts are a mixture of experts.
+func TestHugeExpertCountIsMoE(t *testing.T) {
+	a := analyzeJSON(t, tinyLlama+`, "num_local_experts": 2147483648`)
+	if len(a.Rejections) == 0 || a.Rejections[0].Code != CodeMoE || !strings.Contains(a.Rejections[0].Message, "num_local_experts is 2147483648") {
+		t.Fatalf("rejections %+v, want moe naming 2147483648", a.Rejections)
+	}
+}
+
 func TestLinearScalingWithOldTypeKey(t *testing.T) {
 	a := analyzeJSON(t, tinyLlama+`, "rope_scaling": {"type": "linear", "factor": 2.0}`)
 	if a.Rejected() {
@@ -306,6 +369,10 @@ func FuzzAnalyze(f *testing.F) {
 		}
 	}
 	f.Add([]byte(`{"architectures": ["LlamaForCausalLM"], "rope_scaling": {"type": 1}}`))
+	for _, tc := range malformedInts {
+		f.Add([]byte("{" + tinyLlama + `, "head_dim": ` + tc.value + "}"))
+		f.Add([]byte("{" + strings.Replace(tinyLlama, `"hidden_size": 64`, `"hidden_size": `+tc.value, 1) + "}"))
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		raw, err := ParseRaw(data)
 		if err != nil {

@@ -96,15 +96,13 @@ func (o *rejections) packaging(r *Raw) {
 	}
 	for _, k := range moeKeys {
 		if r.Positive(k) {
-			v, _, _ := r.Int(k)
-			add(CodeMoE, "%s is %d: mixture-of-experts layers are not supported", k, v)
+			add(CodeMoE, "%s is %s: mixture-of-experts layers are not supported", k, r.NumberText(k))
 			break
 		}
 	}
 	for _, k := range mlaKeys {
 		if r.Positive(k) {
-			v, _, _ := r.Int(k)
-			add(CodeMLA, "%s is %d: multi-head latent attention (MLA) is not supported", k, v)
+			add(CodeMLA, "%s is %s: multi-head latent attention (MLA) is not supported", k, r.NumberText(k))
 			break
 		}
 	}

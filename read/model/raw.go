@@ -8,6 +8,8 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"regexp"
+	"strings"
 
 	"phase0/internal/boundedfile"
 )
@@ -116,11 +118,67 @@ func (r *Raw) Int(key string) (v int, ok bool, err error) {
 	if err := unmarshalNumber(r.fields[key], &n); err != nil {
 		return 0, false, fmt.Errorf("config.json: %s must be an integer, found %s", key, r.fields[key])
 	}
-	i, err := n.Int64()
-	if err != nil || i > math.MaxInt32 || i < math.MinInt32 {
+	if !integerLiteral.MatchString(n.String()) {
 		return 0, false, fmt.Errorf("config.json: %s must be an integer, found %s", key, n)
 	}
+	i, err := n.Int64()
+	if err != nil || i > math.MaxInt32 || i < math.MinInt32 {
+		// An integer all the same (beyond int64 too): say that it is out
+		// of range, and where the range ends.
+		return 0, false, &RangeError{Key: key, Text: n.String()}
+	}
 	return int(i), true, nil
+}
+
+// integerLiteral is a JSON number written as an integer (no fraction, no
+// exponent): what transformers reads as a Python int.
+var integerLiteral = regexp.MustCompile(`^-?(0|[1-9][0-9]*)$`)
+
+// RangeError is an integer field of config.json beyond the 32-bit range
+// phase0 reads integers in: named with its limit, the sane limit of the
+// Config field it fills (Limits) or the 32-bit bound.
+type RangeError struct {
+	Key  string
+	Text string // the number as written
+}
+
+func (e *RangeError) Error() string {
+	n := cutDigits(e.Text)
+	limit, sane := IntLimit(e.Key)
+	if strings.HasPrefix(e.Text, "-") {
+		if sane {
+			return fmt.Sprintf("config.json: %s is %s, out of range: it must be positive, at most %d", e.Key, n, limit)
+		}
+		return fmt.Sprintf("config.json: %s is %s, out of range: below the least 32-bit integer %d", e.Key, n, math.MinInt32)
+	}
+	if sane {
+		return fmt.Sprintf("config.json: %s is %s, out of range: above the sane limit %d", e.Key, n, limit)
+	}
+	return fmt.Sprintf("config.json: %s is %s, out of range: above the greatest 32-bit integer %d", e.Key, n, math.MaxInt32)
+}
+
+// Positive says whether the number is above the range (rather than below).
+func (e *RangeError) Positive() bool { return !strings.HasPrefix(e.Text, "-") }
+
+// IntLimit is the greatest value config.json's integer field key may hold:
+// the sane limit of the Config field it fills (sane true), else the
+// greatest 32-bit integer.
+func IntLimit(key string) (limit int, sane bool) {
+	switch key {
+	case "num_hidden_layers":
+		return Limits.Layers, true
+	case "hidden_size":
+		return Limits.Dim, true
+	case "num_attention_heads", "num_key_value_heads":
+		return Limits.Heads, true
+	case "head_dim":
+		return Limits.HeadDim, true
+	case "intermediate_size":
+		return Limits.Hidden, true
+	case "vocab_size":
+		return Limits.Vocab, true
+	}
+	return math.MaxInt32, false
 }
 
 // Float returns a number field.
@@ -187,9 +245,29 @@ func (r *Raw) Object(key string) (v map[string]json.RawMessage, ok bool, err err
 	return v, true, nil
 }
 
-// Positive reports whether an integer field is present and greater than zero.
+// NumberText is a number field as written, cut when it is long (a
+// 400-digit count).
+func (r *Raw) NumberText(key string) string {
+	return cutDigits(string(bytes.TrimSpace(r.fields[key])))
+}
+
+// cutDigits is a number's text as a message shows it: whole up to 24
+// characters, else its first 20 and its length.
+func cutDigits(n string) string {
+	if len(n) > 24 {
+		return fmt.Sprintf("%s… (%d characters)", n[:20], len(n))
+	}
+	return n
+}
+
+// Positive reports whether an integer field is present and greater than
+// zero (an integer above the 32-bit range is: 2147483648 experts are
+// experts).
 func (r *Raw) Positive(key string) bool {
 	v, ok, err := r.Int(key)
+	if re := (*RangeError)(nil); errors.As(err, &re) {
+		return re.Positive()
+	}
 	return err == nil && ok && v > 0
 }
 

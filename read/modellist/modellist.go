@@ -58,13 +58,27 @@ func ExpandNoting(args []string) ([]Entry, []string, error) {
 		again = append(again, nil)
 	}
 	var notes []string
+	more := 0
 	for i, e := range out {
-		if len(again[i]) > 0 {
+		switch n := len(again[i]); {
+		case n == 0:
+		case len(notes) == maxNotes:
+			more++
+		case n <= maxPlaces:
 			notes = append(notes, fmt.Sprintf("%s is listed again at %s: it runs once, as %s", boundedfile.Quote(e.Arg), strings.Join(again[i], ", "), e.Source))
+		default:
+			notes = append(notes, fmt.Sprintf("%s is listed again at %s and %d more places: it runs once, as %s", boundedfile.Quote(e.Arg), strings.Join(again[i][:maxPlaces], ", "), n-maxPlaces, e.Source))
 		}
+	}
+	if more > 0 {
+		notes = append(notes, fmt.Sprintf("%d more models are listed more than once: each runs once, at its first place", more))
 	}
 	return out, notes, nil
 }
+
+// maxPlaces and maxNotes bound the notes: 10,000 repeats of one line are
+// one short note (its first places and a count), not a line of every place.
+const maxPlaces, maxNotes = 3, 20
 
 func expand(args []string) ([]Entry, error) {
 	var out []Entry
@@ -112,8 +126,9 @@ func ReadFile(path string) ([]Entry, error) {
 
 // Parse reads list text; name labels the entries' Source. A '#' starts a
 // comment at the start of a line or after a blank, so a folder name with a
-// '#' inside ("run#3") survives. A line holding two words is refused rather
-// than guessed at: upstream's format has one model per line.
+// '#' inside ("run#3") survives. A line written as a path (/…, ./…, ../…)
+// is one model even when it holds blanks; any other line holding two words
+// is refused rather than guessed at: upstream's format has one model per line.
 func Parse(data []byte, name string) ([]Entry, error) {
 	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // editors on Windows add a BOM
 	if !utf8.Valid(data) {
@@ -133,8 +148,8 @@ func Parse(data []byte, name string) ([]Entry, error) {
 		if why := boundedfile.TooLong(at+":", line); why != "" {
 			return nil, fmt.Errorf("%w: %s", ErrList, why)
 		}
-		if j := strings.IndexFunc(line, unicode.IsSpace); j >= 0 {
-			return nil, fmt.Errorf("%w: %s: %q holds more than one word; write one model per line", ErrList, at, line)
+		if j := strings.IndexFunc(line, unicode.IsSpace); j >= 0 && !isPath(line) {
+			return nil, fmt.Errorf("%w: %s: %q holds more than one word; write one model per line (a folder whose path holds a blank: write it as /… or ./…)", ErrList, at, line)
 		}
 		if strings.HasPrefix(line, "@") {
 			return nil, fmt.Errorf("%w: %s: %q: lists cannot include other lists", ErrList, at, line)
@@ -142,6 +157,13 @@ func Parse(data []byte, name string) ([]Entry, error) {
 		out = append(out, Entry{Arg: line, Source: at})
 	}
 	return out, nil
+}
+
+// isPath says whether a line is written as a folder's path (/…, ./…,
+// ../…): it is one model, blanks and all ("./my models/tiny llama"); a hub
+// id never holds a blank, so anything else with one is two words.
+func isPath(line string) bool {
+	return strings.HasPrefix(line, "/") || strings.HasPrefix(line, "./") || strings.HasPrefix(line, "../")
 }
 
 // stripComment drops a '#' comment that starts the line or follows a blank.

@@ -2,6 +2,7 @@ package modellist
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -43,6 +44,9 @@ func TestParse(t *testing.T) {
 		{name: "duplicates kept in order", in: "a/b\nc/d\na/b\n", want: []string{"a/b", "c/d", "a/b"}},
 		{name: "empty", in: "", want: nil},
 		{name: "two words", in: "a/b c/d\n", err: "x.txt:1: \"a/b c/d\" holds more than one word"},
+		{name: "two words, not a path", in: "my models/tiny llama\n", err: "write it as /… or ./…"},
+		{name: "a path with blanks", in: "/data/my models/tiny llama\n./run 2/ckpt # the second\n../a\tb\n",
+			want: []string{"/data/my models/tiny llama", "./run 2/ckpt", "../a\tb"}},
 		{name: "nested list", in: "\n@other.txt\n", err: "x.txt:2: \"@other.txt\": lists cannot include other lists"},
 		{name: "binary", in: "a/b\x00\n", err: "NUL byte"},
 		{name: "not utf-8", in: "a/\xff\n", err: "not UTF-8"},
@@ -160,6 +164,28 @@ func TestExpandListsAModelOnce(t *testing.T) {
 	if len(notes) != 2 || !strings.Contains(notes[0], `"Qwen/Qwen3-0.6B" is listed again at `+list+":4: it runs once, as "+list+":1") ||
 		!strings.Contains(notes[1], `"org/c" is listed again at argument 2`) {
 		t.Errorf("notes %q", notes)
+	}
+	// Many repeats are summarized: the first places and a count (issue 49
+	// item 9: 10,000 repeats gave one 349 KB line), many repeated models
+	// a count after the first notes.
+	many := filepath.Join(t.TempDir(), "many.txt")
+	os.WriteFile(many, []byte(strings.Repeat("org/dup\n", 10000)+strings.Repeat("org/x\norg/x\n", 1)), 0o644)
+	var lines []string
+	for i := range 100 {
+		lines = append(lines, fmt.Sprintf("org/m%d\norg/m%d", i, i))
+	}
+	os.WriteFile(many+"2", []byte(strings.Join(lines, "\n")+"\n"), 0o644)
+	_, notes, err = ExpandNoting([]string{"@" + many, "@" + many + "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, n := range notes {
+		total += len(n)
+	}
+	if len(notes) != 21 || !strings.Contains(notes[0], `"org/dup" is listed again at `+many+":2, "+many+":3, "+many+":4 and 9996 more places: it runs once") ||
+		!strings.Contains(notes[20], "82 more models are listed more than once") || total > 8000 {
+		t.Errorf("%d notes, %d bytes: %q …", len(notes), total, notes[:min(len(notes), 2)])
 	}
 	if plain, _ := Expand([]string{"@" + list}); len(plain) != 3 {
 		t.Errorf("Expand: %d entries, want 3", len(plain))

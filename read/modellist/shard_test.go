@@ -119,21 +119,27 @@ func TestParseShard(t *testing.T) {
 	}
 }
 
-// docs/fleets.md's shard numbers are the test's copy of hf_models.txt's
-// (issue 36 item 11: its example "shard 2/4: 8 of 30" contradicted its own
-// split "8, 4, 9 and 9").
+// docs/fleets.md's shard numbers are those of upstream's own hf_models.txt
+// (testdata/hf_models.txt: mlir-air's programming_examples/llms/hf_models.txt
+// at e972f2942, 30 models), not of a list made up in its shape.
 func TestFleetsDocShardNumbers(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "docs", "fleets.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	list, err := ReadFile(filepath.Join("testdata", "hf_models.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 30 {
+		t.Fatalf("testdata/hf_models.txt lists %d models, the docs say 30", len(list))
+	}
 	text := strings.Join(strings.Fields(string(doc)), " ")
-	list := hfModels(30)
 	var sizes []string
 	for i := 1; i <= 4; i++ {
 		sizes = append(sizes, strconv.Itoa(len(Shard{i, 4}.Select(list))))
 	}
-	split := fmt.Sprintf("split 4 ways gives shards of %s, %s, %s and %s", sizes[0], sizes[1], sizes[2], sizes[3])
+	split := fmt.Sprintf("upstream's hf_models.txt (30 models) split 4 ways gives shards of %s, %s, %s and %s", sizes[0], sizes[1], sizes[2], sizes[3])
 	if !strings.Contains(text, split) {
 		t.Errorf("docs/fleets.md does not say %q", split)
 	}

@@ -43,6 +43,19 @@ type FormatError struct {
 	Offset int64
 	Reason string
 	Err    error // optional sentinel, reachable through errors.Is
+	// Gap is set when the problem is data bytes no tensor of the header
+	// covers, for a caller that can say whose bytes they are.
+	Gap *Gap
+}
+
+// Gap is a run of data bytes [Begin, End) (data offsets) that no tensor of
+// the header covers: After is the tensor ending at Begin ("" at the
+// start), Before the one beginning at End; Tensors are every tensor of
+// the header, sorted by Begin.
+type Gap struct {
+	Begin, End    int64
+	After, Before string
+	Tensors       []Tensor
 }
 
 func (e *FormatError) Error() string {

@@ -508,7 +508,8 @@ func layout(ts []Tensor, ats []int64, file string, size, dataStart int64, extra 
 	for i, t := range ts {
 		switch {
 		case t.Begin > next:
-			return nil, nil, &FormatError{File: file, Offset: ats[i], Reason: fmt.Sprintf("tensor %q: gap: data begins at %d but the previous tensor ends at %d", t.Name, t.Begin, next)}
+			return nil, nil, &FormatError{File: file, Offset: ats[i], Reason: fmt.Sprintf("tensor %q: gap: data begins at %d but the previous tensor ends at %d", t.Name, t.Begin, next),
+				Gap: &Gap{Begin: next, End: t.Begin, After: prev, Before: t.Name, Tensors: slices.Clone(ts)}}
 		case t.Begin < next:
 			return nil, nil, &FormatError{File: file, Offset: ats[i], Reason: fmt.Sprintf("tensor %q: data [%d, %d] overlaps tensor %q ending at %d", t.Name, t.Begin, t.End, prev, next)}
 		}

@@ -243,3 +243,18 @@ func TestDTypeSize(t *testing.T) {
 		}
 	}
 }
+
+// TestGapIsDescribed: a gap's FormatError carries the uncovered bytes, the
+// tensors around them and the header's tensors, for a caller that can say
+// whose bytes they are.
+func TestGapIsDescribed(t *testing.T) {
+	b := rawFile(`{"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},"c":{"dtype":"U8","shape":[4],"data_offsets":[8,12]}}`, 12)
+	_, err := ReadHeader(bytes.NewReader(b), int64(len(b)), "x.safetensors")
+	var fe *FormatError
+	if !errors.As(err, &fe) || fe.Gap == nil {
+		t.Fatalf("%v, want a FormatError with a Gap", err)
+	}
+	if g := fe.Gap; g.Begin != 4 || g.End != 8 || g.After != "a" || g.Before != "c" || len(g.Tensors) != 2 || g.Tensors[1].Name != "c" {
+		t.Errorf("gap %+v", *g)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"phase0/gate/verdict"
 	"phase0/output/report"
+	"phase0/python/bridge"
 	"phase0/python/warm"
 	"phase0/read/modellist"
 	"phase0/run/chain"
@@ -35,6 +36,9 @@ type Batch struct {
 	Shard  string      `json:"shard,omitempty"`
 	Listed int         `json:"listed,omitempty"`
 	Models []*BatchRow `json:"models"`
+	// Map is the list judged as the tree's map, when it is the tree's own
+	// hf_models.txt (JudgeMap); its FAIL is the list's.
+	Map *TreeMap `json:"tree_map,omitempty"`
 }
 
 // BatchRow is one model's run report and the list line it came from.
@@ -70,11 +74,16 @@ func RunMany(ctx context.Context, s *orchestrator.Settings, entries []modellist.
 	if key, value, why := ListConflict(s); key != "" {
 		return nil, fmt.Errorf("%w: %s is %q: %s", ErrListSetting, key, value, why)
 	}
-	if s.Sessions == nil {
-		sessions := warm.New(1, 0)
-		defer sessions.Close()
+	if s.Sessions == nil || s.Probes == nil {
 		shared := *s
-		shared.Sessions = sessions
+		if shared.Sessions == nil {
+			sessions := warm.New(1, 0)
+			defer sessions.Close()
+			shared.Sessions = sessions
+		}
+		if shared.Probes == nil {
+			shared.Probes = bridge.NewProbes() // the interpreter is asked once, not once per row
+		}
 		s = &shared
 	}
 	begin := time.Now()
@@ -85,13 +94,16 @@ func RunMany(ctx context.Context, s *orchestrator.Settings, entries []modellist.
 		if ctx.Err() != nil {
 			r = orchestrator.ErrorReport("run", e.Arg, version, fmt.Errorf("not run: %w before it started", chain.ErrInterrupted))
 		} else {
-			if s.Progress != nil {
-				fmt.Fprintf(s.Progress, "phase0: [%d/%d] %s (%s)\n", i+1, len(entries), e.Arg, e.Source)
-			}
 			row := *s // stages may adjust their copy; the next model starts from the given settings
-			r = runListed(ctx, &row, folders, e.Arg, version)
+			var log *rowLog
 			if s.Progress != nil {
-				fmt.Fprintf(s.Progress, "phase0: [%d/%d] %s: %s in %.1fs\n", i+1, len(entries), e.Arg, r.Status, r.Seconds)
+				log = &rowLog{out: s.Progress}
+				row.Progress, row.OnStage = log, log.stage
+				fmt.Fprintf(log, "phase0: [%d/%d] %s (%s)\n", i+1, len(entries), e.Arg, e.Source)
+			}
+			r = runListed(ctx, &row, folders, e.Arg, version)
+			if log != nil {
+				log.end(fmt.Sprintf("phase0: [%d/%d] %s", i+1, len(entries), e.Arg), r)
 			}
 		}
 		b.Models = append(b.Models, &BatchRow{Report: r, ListedAt: e.Source})
@@ -102,9 +114,18 @@ func RunMany(ctx context.Context, s *orchestrator.Settings, entries []modellist.
 	return b, nil
 }
 
-// ExitCode is the worst row's exit code: 130 when interrupted.
+// SetMap adds the tree map's verdict to the list's.
+func (b *Batch) SetMap(m *TreeMap) {
+	b.Map = m
+	if m != nil {
+		b.Status = verdict.Worst(b.Status, m.Status)
+	}
+}
+
+// ExitCode is the worst row's exit code, or the tree map's: 130 when
+// interrupted.
 func (b *Batch) ExitCode() int {
-	code := 0
+	code := b.Map.exitCode()
 	for _, m := range b.Models {
 		code = max(code, orchestrator.ExitCode(m.Report))
 	}
@@ -118,5 +139,9 @@ func (b *Batch) Text() string {
 	for i, m := range b.Models {
 		rows[i] = report.ListRow{Report: m.Report, ListedAt: m.ListedAt}
 	}
-	return report.RunListText(rows, report.ListTotals{Status: b.Status, Interrupted: b.Interrupted, Seconds: b.Seconds, Shard: b.Shard, Listed: b.Listed})
+	text := report.RunListText(rows, report.ListTotals{Status: b.Status, Interrupted: b.Interrupted, Seconds: b.Seconds, Shard: b.Shard, Listed: b.Listed})
+	if b.Map != nil {
+		text += "\n" + b.Map.Text()
+	}
+	return text
 }

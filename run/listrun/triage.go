@@ -24,6 +24,9 @@ type Triage struct {
 	Shard  string       `json:"shard,omitempty"`
 	Listed int          `json:"listed,omitempty"`
 	Models []*TriageRow `json:"models"`
+	// Map is the list judged as the tree's map (JudgeMap); its FAIL is the
+	// list's.
+	Map *TreeMap `json:"tree_map,omitempty"`
 }
 
 // TriageRow is one model's report plus what the later phases will meet.
@@ -101,9 +104,18 @@ func laterPhases(r *report.Report) []string {
 	return out
 }
 
-// ExitCode is the worst model's exit code (130 when interrupted).
+// SetMap adds the tree map's verdict to the list's.
+func (t *Triage) SetMap(m *TreeMap) {
+	t.Map = m
+	if m != nil {
+		t.Status = verdict.Worst(t.Status, m.Status)
+	}
+}
+
+// ExitCode is the worst model's exit code, or the tree map's (130 when
+// interrupted).
 func (t *Triage) ExitCode() int {
-	code := 0
+	code := t.Map.exitCode()
 	for _, m := range t.Models {
 		code = max(code, orchestrator.ExitCode(m.Report))
 	}
@@ -117,5 +129,9 @@ func (t *Triage) Text() string {
 		rows[i] = report.InspectRow{ListRow: report.ListRow{Report: m.Report, ListedAt: m.Source}, Parameters: m.Parameters,
 			BF16Bytes: m.BF16Bytes, ReferenceBytes: m.ReferenceBytes, LaterPhases: m.LaterPhases}
 	}
-	return report.InspectListText(rows, report.ListTotals{Status: t.Status, Shard: t.Shard, Listed: t.Listed})
+	text := report.InspectListText(rows, report.ListTotals{Status: t.Status, Shard: t.Shard, Listed: t.Listed})
+	if t.Map != nil {
+		text += "\n" + t.Map.Text()
+	}
+	return text
 }

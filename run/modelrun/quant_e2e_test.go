@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -136,6 +137,7 @@ func TestQuantizedTree(t *testing.T) {
 		{"swapped", "layer 1 w_gate"},
 		{"nibbles", "layer 0 wq"},
 		{"doubled_scale", "layer 0 w_down"},
+		{"missing_tensor", "model.layers.1.mlp.down_proj.weight: missing tensor — the bundle holds no such tensor"},
 	} {
 		t.Run("negative "+c.bundle, func(t *testing.T) {
 			before := testenv.SnapshotTree(t, llms)
@@ -178,8 +180,14 @@ func TestQuantizedCorruptBundle(t *testing.T) {
 	if !strings.Contains(header, gate) {
 		t.Fatalf("the clean bundle's header has no %s: %s", gate, header)
 	}
+	down := regexp.MustCompile(`"model\.layers\.1\.mlp\.down_proj\.weight":\{[^}]*\},`).FindString(header)
+	if down == "" {
+		t.Fatalf("the clean bundle's header has no layer 1 down_proj entry: %s", header)
+	}
 	for _, tc := range []struct{ name, bundle, want string }{
 		{"truncated", clean[:len(clean)/2], "runs past the end"},
+		// The entry gone, its bytes in place: the bytes are named, and whose they likely are.
+		{"unlisted bytes", relabel(header, down, "") + clean[8+n:], `unlisted bytes at data offsets [714240, 796160) between tensor "model.layers.1.input_layernorm.weight" and tensor "model.layers.1.mlp.gate_proj.weight": no tensor of the header covers them; likely the bytes of "model.layers.1.mlp.down_proj.weight"`},
 		{"dtype lies", relabel(header, gate, strings.Replace(gate, "I8", "F64", 1)) + clean[8+n:], `tensor "model.layers.0.mlp.gate_proj.weight": shape [16 5120] of F64`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,6 +210,42 @@ func TestQuantizedCorruptBundle(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestQuantizedHeaderDTypeWarns: a bundle whose final norm's header says
+// F16 over its BF16 bytes is read by the folder's loader as bf16, bit for
+// bit the reference's: quantized gate 1 WARNs naming the tensor and both
+// dtypes and fails nothing, so quantized gate 2 runs.
+func TestQuantizedHeaderDTypeWarns(t *testing.T) {
+	t.Parallel()
+	fx := testenv.QuantFixtures(t)
+	clean := mustReadString(t, filepath.Join(fx, "bundles", "clean", "model.q4nx"))
+	n := binary.LittleEndian.Uint64([]byte(clean[:8]))
+	norm := `"model.norm.weight":{"dtype":"BF16"`
+	llms := quantTree(t)
+	repo := fastflowlmRepo(t, fx, "clean", llamaInstr)
+	testenv.WriteFile(t, filepath.Join(repo, "model.q4nx"), relabel(clean[8:8+n], norm, strings.Replace(norm, "BF16", "F16", 1))+clean[8+n:])
+	s := settingsFor(t, llms)
+	s.CacheDir = t.TempDir()
+	s.Env = testenv.OfflineHub(t, map[string]string{llamaInstr: filepath.Join(fx, "ref"), llamaBase: filepath.Join(fx, "other"), bundleID: repo})
+	r := Run(context.Background(), s, bundleID, "test")
+	instruct := 0
+	for _, k := range append([]*report.Report{r}, r.Keys...) {
+		if k.Quantized == nil || k.Quantized.Key != "instruct" {
+			continue // the base key's reference is another model's (the pairing's FAIL)
+		}
+		instruct++
+		w, e := k.Gates.QuantWeights, k.Gates.QuantE2E
+		want := "final_norm (model.norm.weight): the bundle's header says F16, but its bytes are BF16"
+		if w == nil || w.Status != verdict.Warn || len(w.Findings) != 1 || !strings.Contains(w.Findings[0], want) || e == nil || e.Status == verdict.Skip {
+			j, _ := k.JSON()
+			t.Errorf("want quantized gate 1 WARN %q alone and quantized gate 2 run:\n%s", want, j)
+		}
+	}
+	if instruct == 0 {
+		j, _ := r.JSON()
+		t.Errorf("no report of key instruct:\n%s", j)
 	}
 }
 

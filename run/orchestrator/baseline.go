@@ -8,7 +8,6 @@ import (
 
 	"phase0/gate/baseline"
 	"phase0/output/report"
-	"phase0/python/bridge"
 	"phase0/read/model"
 	"phase0/run/reuse"
 	"phase0/wire"
@@ -103,7 +102,7 @@ func pythonStage(_ context.Context, st *state) (outcome, error) {
 	if err != nil {
 		return outcome{}, err
 	}
-	info, err := bridge.Inspect(py)
+	info, err := st.in.s.Probes.Inspect(py)
 	if err != nil {
 		return outcome{}, fmt.Errorf("%w: %w", ErrNoPython, err)
 	}

@@ -50,7 +50,7 @@ func settingsFor(t *testing.T, llms string) *Settings {
 		if t.Failed() {
 			t.Logf("progress:\n%s", progress.String())
 		}
-		dumpFacts(t, s, progress.String)
+		testenv.DumpFacts(t, progress.String, s.LLMSDir, s.OutDir)
 	})
 	s = &Settings{
 		LLMSDir: llms, Python: testenv.Python(t), PyShimDir: testenv.PyShim(), MaxSeq: 64, Timeout: 5 * time.Minute,

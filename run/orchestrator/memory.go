@@ -33,7 +33,7 @@ func memoryStage(_ context.Context, st *state) (*memoryVerdict, outcome, error) 
 	if avail == 0 || m.need.Peak <= avail {
 		return m, pass(detail), nil
 	}
-	msg := "not enough memory for the bf16 reference: " + detail
+	msg := "not enough memory for the bf16 model: " + detail
 	if st.in.s.Force {
 		return m, outcome{Status: verdict.Warn, Detail: detail, Warnings: []string{msg + " (continuing because of --force)"}}, nil
 	}

@@ -5,6 +5,8 @@ import (
 	"os"
 	"time"
 
+	"phase0/output/report"
+	"phase0/python/bridge"
 	"phase0/python/warm"
 	"phase0/run/wsfolder"
 )
@@ -54,6 +56,8 @@ type Settings struct {
 	HeadersOnly bool
 	// Progress receives human progress lines and bars (stderr); never nil.
 	Progress io.Writer
+	// OnStage, when set, is told of each stage before its line is written (listrun).
+	OnStage func(report.Stage)
 	// ProgressBars enables bars (stderr is a terminal, or forced).
 	ProgressBars bool
 	// Fresh makes run ignore a recorded verdict whose inputs are unchanged
@@ -62,6 +66,8 @@ type Settings struct {
 	// Sessions, when set, lends the run a warm Python session instead of
 	// starting one (package warm); nil starts a fresh session per run.
 	Sessions *warm.Sessions
+	// Probes, when set, remembers each interpreter's probe (a list's); nil: ask each run.
+	Probes *bridge.Probes
 }
 
 // Getenv reads an environment variable through the settings (os.Getenv when

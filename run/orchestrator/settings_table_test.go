@@ -12,7 +12,7 @@ import (
 
 // notSettings are the Settings fields no settings.Table row fills: the
 // invocation's plumbing and `reference`'s own flags.
-var notSettings = []string{"Env", "HeadersOnly", "Progress", "ProgressBars", "ReferenceDtype", "ReferenceOut", "Sessions"}
+var notSettings = []string{"Env", "HeadersOnly", "Progress", "OnStage", "ProgressBars", "ReferenceDtype", "ReferenceOut", "Sessions", "Probes"}
 
 // Every Settings field is a table row's (or plumbing), of the row's type.
 func TestSettingsFieldsAreTableRows(t *testing.T) {

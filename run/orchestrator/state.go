@@ -196,6 +196,9 @@ func runOver[S any](ctx context.Context, in inputs, wrap func(*state) (S, Key), 
 // record appends a stage and prints its progress line.
 func (st *state) record(sg report.Stage) {
 	st.stages = append(st.stages, sg)
+	if st.in.s.OnStage != nil {
+		st.in.s.OnStage(sg)
+	}
 	if st.in.s.Progress != nil {
 		line := fmt.Sprintf("phase0: %-18s %-8s %7.2fs", sg.Name, sg.Status, sg.Seconds)
 		if sg.Detail != "" {

@@ -37,6 +37,7 @@ func quantWeightsStage(ctx context.Context, k *keyState) (*quant.Weights, chain.
 		return nil, chain.Outcome{}, q.ImportError(f)
 	}
 	w := quant.Judge(q.Format, &facts, quant.Expect{NLayers: cfg.NLayers, QKNorm: cfg.QKNorm, QKVBias: cfg.QKVBias, Family: family})
+	w.CheckHeaderDTypes(q.BundleDTypes)
 	w.Closeness = quant.MeasureCloseness(&facts, q.Use.Reference, q.Candidates)
 	return w, chain.Outcome{Status: w.Status, Detail: w.Summary}, nil
 }
@@ -71,6 +72,8 @@ func quantConfigStage(ctx context.Context, k *keyState) (*quant.Constants, chain
 	}
 	c := quant.CheckConstantsFrom(q.Use.Module, consts, files, k.core.Analysis().Config, q.Bundle)
 	c.CheckBundleConfig(k.core.Analysis().Config, q.Bundle)
+	divs, tiles := q.Divisions()
+	c.JudgeDivisions(divs, tiles, k.core.Analysis().Config)
 	for _, n := range notes {
 		c.FailWith("%s", n)
 	}

@@ -1,6 +1,6 @@
 // Package quantkey validates one MODEL_CHOICES key of a quantized folder
 // of the mlir-air tree (llama32_1b_q4nx …): the folder's own loader against
-// its bf16 reference (quantized gate 1), its constants against config.json
+// its source checkpoint (quantized gate 1), its constants against config.json
 // (gate 3), its pairing against the bundle's declared source, and the
 // reference's bf16 baseline with the folder's tensors patched in (gate 2).
 // Its stages run over its own state, which wraps the bf16 run's

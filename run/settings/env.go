@@ -14,8 +14,8 @@ import (
 // the names the repository uses.
 var OtherEnv = map[string]string{
 	"PHASE0_MODEL_DIR":         "the checkpoint a generated <name>_weights.py loads instead of its default",
-	"PHASE0_PROGRESS_INTERVAL": "seconds between the worker's progress lines (0: every update)",
-	"PHASE0_WORKER_FINALIZE":   "1: the worker runs Py_FinalizeEx before it exits (slower; for comparison)",
+	"PHASE0_PROGRESS_INTERVAL": "the seconds between the worker's progress lines (0: every update)",
+	"PHASE0_WORKER_FINALIZE":   "1: the worker runs Py_FinalizeEx before it exits (slower; for comparison), 0: it does not",
 	// The worker's own protocol, set by phase0 for the Python it starts.
 	"PHASE0_WORKER_PYTHON": "the worker's interpreter (set by phase0 for its child)",
 	"PHASE0_WORKER_PATH":   "the worker's extra sys.path (set by phase0 for its child)",
@@ -34,16 +34,31 @@ var OtherEnv = map[string]string{
 	// Test processes re-executing the test binary.
 	"PHASE0_TEST_AS_MAIN":              "tests: the test binary runs phase0's main",
 	"PHASE0_TEST_HOLD_LOCK":            "tests: a child holding a workspace lock",
-	"PHASE0_TEST_FACTS_DUMP":           "tests: the folder run/orchestrator's end-to-end tests dump their stage lines and reports into (docs/DEVELOPING.md)",
+	"PHASE0_TEST_FACTS_DUMP":           "tests: the folder the end-to-end tests dump their stage lines and reports into (docs/DEVELOPING.md)",
 	"PHASE0_WORKER_TEST_CHILD":         "tests: a child worker",
 	"PHASE0_WORKER_TEST_PARENT":        "tests: a parent that starts a worker and is killed",
 	"PHASE0_WORKER_TEST_PARENT_PYTHON": "tests: that parent's worker interpreter",
 	"PHASE0_BRIDGE_TEST_START":         "tests: a child starting the embedded interpreter",
 }
 
+// OtherEnvValues are what the variables of OtherEnv a user may set take,
+// parsed by the settings' own parser (abc or -5 is refused as it would be
+// for a setting). docs/settings.md's table of variables that are no setting
+// lists exactly these (TestOtherVariablesTable).
+var OtherEnvValues = map[string]Setting{
+	"PHASE0_MODEL_DIR":         {Key: "PHASE0_MODEL_DIR", Kind: Path},
+	"PHASE0_PROGRESS_INTERVAL": {Key: "PHASE0_PROGRESS_INTERVAL", Kind: Ratio, Range: Range{"0", "3600"}},
+	"PHASE0_WORKER_FINALIZE":   {Key: "PHASE0_WORKER_FINALIZE", Kind: Text, Choices: []string{"0", "1"}},
+}
+
+// EnvTable is where the messages send a user for the variables phase0
+// accepts.
+const EnvTable = "docs/settings.md#environment-variables"
+
 // UnknownEnv returns an error naming the first PHASE0_* variable of environ
 // (KEY=value entries) that is neither a setting's nor in OtherEnv, with the
-// setting it most likely misspells.
+// variable it most likely misspells; else one naming the first variable of
+// OtherEnvValues whose value its row does not take.
 func UnknownEnv(environ []string) error {
 	known := map[string]bool{}
 	var names []string
@@ -51,21 +66,40 @@ func UnknownEnv(environ []string) error {
 		known[row.Env()] = true
 		names = append(names, row.Env())
 	}
-	var unknown []string
+	for name := range OtherEnvValues {
+		names = append(names, name)
+	}
+	slices.Sort(names[len(Table):])
+	var unknown, badValue []string
+	values := map[string]string{}
 	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "PHASE0_") && !known[name] && OtherEnv[name] == "" {
+		name, value, _ := strings.Cut(kv, "=")
+		switch {
+		case !strings.HasPrefix(name, "PHASE0_") || known[name]:
+		case OtherEnv[name] == "":
 			unknown = append(unknown, name)
+		default:
+			if row, ok := OtherEnvValues[name]; ok {
+				if _, err := row.Parse(TextValue(value)); err != nil {
+					badValue = append(badValue, name)
+					values[name] = err.Error()
+				}
+			}
 		}
 	}
 	if len(unknown) == 0 {
-		return nil
+		if len(badValue) == 0 {
+			return nil
+		}
+		slices.Sort(badValue)
+		name := badValue[0]
+		return fmt.Errorf("%s: %s (the variable is %s; see %s)", name, values[name], OtherEnv[name], EnvTable)
 	}
 	slices.Sort(unknown)
 	name := unknown[0]
-	hint := "the settings' variables are the PHASE0_* column of README's settings table"
+	hint := "the variables phase0 accepts are listed in " + EnvTable
 	if near := nearest(name, names); near != "" {
-		hint = "did you mean " + near + "?"
+		hint = "did you mean " + near + "? the variables phase0 accepts are listed in " + EnvTable
 	}
 	more := ""
 	if len(unknown) > 1 {
@@ -89,7 +123,37 @@ func nearest(s string, names []string) string {
 			best, bestD = n, d
 		}
 	}
-	return best
+	if best != "" {
+		return best
+	}
+	return byWords(upper, names)
+}
+
+// byWords is the one name among names whose words (split on '_' after
+// PHASE0_) hold all of s's in order, one after the other, or whose words s
+// holds so: a setting's variable with words left off (PHASE0_MAX_PERPLEXITY
+// for PHASE0_MAX_PERPLEXITY_RATIO, PHASE0_ATTENTION_FALLBACK for
+// PHASE0_CPU_HELPERS_ATTENTION_FALLBACK) or with words added. "" when none
+// or more than one does.
+func byWords(s string, names []string) string {
+	words := func(n string) string {
+		return "_" + strings.TrimPrefix(strings.ReplaceAll(n, "-", "_"), "PHASE0_") + "_"
+	}
+	w := words(s)
+	if w == "__" {
+		return ""
+	}
+	found := ""
+	for _, n := range names {
+		nw := words(n)
+		if strings.Contains(nw, w) || strings.Contains(w, nw) {
+			if found != "" {
+				return ""
+			}
+			found = n
+		}
+	}
+	return found
 }
 
 // editDistance is the Levenshtein distance of a and b, with a transposition

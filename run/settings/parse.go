@@ -45,6 +45,10 @@ func (f Form) String() string {
 type Value struct {
 	Text string // the scalar's text exactly as written; "" for a list or map
 	Form Form
+	// Tagged is a YAML scalar with an explicit tag (`!!str 7`): the tag says
+	// what the value is, so a string-tagged one is never read as a number or
+	// a bool (docs/settings.md).
+	Tagged bool
 }
 
 // TextValue is a Value given as text (a flag, an environment variable).
@@ -132,6 +136,9 @@ func (s Setting) Want() string {
 // *ValueError.
 func (s Setting) Parse(v Value) (any, error) {
 	bad := &ValueError{Value: v, Want: s.Want()}
+	if v.Tagged && v.Form == FormText && (s.Kind == Bool || s.Kind == Count || s.Kind == Ratio) {
+		return nil, &ValueError{Value: v, Want: s.Want(), Hint: "its !!str tag makes it a string; drop the tag"}
+	}
 	switch v.Form {
 	case FormList, FormMap:
 		return nil, bad

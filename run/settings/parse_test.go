@@ -128,6 +128,13 @@ func TestYAMLTags(t *testing.T) {
 		{"workers: !!int \"7\"\n", 7},
 		{"max_perplexity_ratio: !!float 1\n", 1.0},
 		{"max_perplexity_ratio: !!float 0.5\n", 0.5},
+		// !!str says the value is a string: not a number, not a bool.
+		{"workers: !!str 7\n", nil},
+		{"max_perplexity_ratio: !!str 0.5\n", nil},
+		{"scan: !!str true\n", nil},
+		{"timeout: !!str 90s\n", 90 * time.Second},
+		{"name: !!str abc\n", "abc"},
+		{"workers: \"7\"\n", 7}, // quoted, untagged: text, as a variable's
 	} {
 		values, err := ReadYAML("s.yaml", []byte(tc.yaml))
 		if err != nil {
@@ -139,6 +146,9 @@ func TestYAMLTags(t *testing.T) {
 			got, err := row.Parse(v.Value)
 			if tc.want == nil && err == nil || tc.want != nil && got != tc.want {
 				t.Errorf("%q: %v, %v; want %v", tc.yaml, got, err, tc.want)
+			}
+			if strings.Contains(tc.yaml, "!!str") && err != nil && !strings.Contains(err.Error(), "!!str tag makes it a string") {
+				t.Errorf("%q: %v; want it to name the !!str tag", tc.yaml, err)
 			}
 		}
 	}

@@ -145,7 +145,7 @@ var Table = []Setting{
 	{Key: "refresh", Field: "Refresh", Flag: "refresh", Commands: workspaceCmds, Kind: Bool, Default: "false",
 		Doc: "record the reference anew even when its key matches"},
 	{Key: "memory_check", Field: "MemoryCheck", Kind: Bool, Default: "true", Verdict: true,
-		Doc: "refuse a model whose bf16 reference needs more memory than the machine has (force: warn)"},
+		Doc: "refuse a model whose bf16 run needs more memory than the machine has (force: warn)"},
 	{Key: "cpu_helpers.attention_fallback", Field: "AttentionFallback", Kind: Bool, Default: "true", Verdict: true,
 		Doc: "keep attention_reference + softmax in <name>_cpu_helpers.py for prefill's cpu_attn=True fallback"},
 	{Key: "license_header", Field: "LicenseHeader", Flag: "license-header", Commands: []string{"run"}, Kind: Lines, Verdict: true,

@@ -122,7 +122,7 @@ func scalar(n *yaml.Node) (Value, error) {
 	}
 	switch n.ShortTag() {
 	case "!!str":
-		return Value{Text: n.Value, Form: FormText}, nil
+		return Value{Text: n.Value, Form: FormText, Tagged: n.Style&yaml.TaggedStyle != 0}, nil
 	case "!!int":
 		return Value{Text: n.Value, Form: FormNumber}, nil
 	case "!!float":

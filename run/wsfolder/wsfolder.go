@@ -49,10 +49,46 @@ func Classify(root string, spec scaffold.Spec, files []scaffold.File) (string, e
 	if err := checkSameModel(filepath.Join(ws, spec.Name+"_weights.py"), scaffold.ModelIDOf(files, spec), spec.Name); err != nil {
 		return "", err
 	}
+	if err := checkSameCheckpoint(ws, spec); err != nil {
+		return "", err
+	}
 	if own == scaffold.Ours {
 		return report.ModeGenerated, nil
 	}
 	return report.ModeValidatedExisting, nil
+}
+
+// checkSameCheckpoint refuses a workspace whose module was generated for
+// another local checkpoint: a folder's name is its MODEL_ID, so run1/ckpt
+// and run2/ckpt (training outputs: checkpoint-500 of two runs) share one,
+// and only CHECKPOINT_PATH tells them apart. A recorded checkpoint that no
+// longer holds a config.json was moved or deleted: this run takes its place.
+func checkSameCheckpoint(ws string, spec scaffold.Spec) error {
+	if spec.Checkpoint.Root != scaffold.RootWorkspace {
+		return nil
+	}
+	module := filepath.Join(ws, spec.Name+"_weights.py")
+	have, err := scaffold.CheckpointPathIn(module)
+	if err != nil || have == "" || have == spec.Checkpoint.Path {
+		return err
+	}
+	old, err := realPath(filepath.Join(ws, filepath.FromSlash(have)))
+	if err != nil {
+		return err
+	}
+	cur, err := realPath(filepath.Join(ws, filepath.FromSlash(spec.Checkpoint.Path)))
+	if err != nil || old == cur {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(old, "config.json")); err != nil {
+		return nil
+	}
+	suggest := scaffold.DeriveName(filepath.Base(filepath.Dir(cur)) + "_" + filepath.Base(cur))
+	if suggest == "" || suggest == spec.Name {
+		suggest = spec.Name + "_2"
+	}
+	return fmt.Errorf("workspace name collision: %s is the workspace of the local checkpoint %s (CHECKPOINT_PATH in %s), not of %s, which has the same folder name; pass --name to give this model its own workspace (e.g. --name %s)",
+		ws, old, module, cur, suggest)
 }
 
 // checkSameModel refuses to validate a weights module written for another

@@ -1,6 +1,7 @@
 package wsfolder
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -8,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"phase0/internal/testenv"
+	"phase0/output/report"
 	"phase0/output/scaffold"
+	"phase0/read/model"
 	"phase0/run/resolve"
 )
 
@@ -74,5 +78,62 @@ func TestRecordCheckpointThroughASymlink(t *testing.T) {
 	ws := filepath.Join(t.TempDir(), "mymodel")
 	if err := RecordCheckpoint(&spec, ref, ws, ""); err != nil || spec.ModelID != "mymodel" {
 		t.Errorf("workspace %s: %v, model id %q, want mymodel", ws, err, spec.ModelID)
+	}
+}
+
+// Two local checkpoints with the same folder name (issue 49 item 5:
+// run1/checkpoint-500 and run2/checkpoint-500) do not share a workspace:
+// the second is a name collision naming both folders and a --name, and
+// the first's workspace is left as it was. Once the first checkpoint is
+// gone (moved or deleted) the workspace is the second's.
+func TestSameFolderNameOfAnotherCheckpointCollides(t *testing.T) {
+	raw, err := model.ParseRaw([]byte(`{"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 2, "intermediate_size": 128, "vocab_size": 512}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := model.Analyze(raw)
+	if a.Rejected() {
+		t.Fatal(a.Rejections)
+	}
+	base := t.TempDir()
+	root := filepath.Join(base, "workspace")
+	specOf := func(dir string) (scaffold.Spec, []scaffold.File) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		testenv.WriteFile(t, filepath.Join(dir, "config.json"), "{}")
+		spec := scaffold.Spec{Config: *a.Config, Family: a.Family, Name: "checkpoint_500", ModelID: dir, ToolVersion: "test"}
+		if err := RecordCheckpoint(&spec, &resolve.Model{Dir: dir, ID: dir, Local: true}, filepath.Join(root, spec.Name), ""); err != nil {
+			t.Fatal(err)
+		}
+		files, err := scaffold.Render(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return spec, files
+	}
+	first, firstFiles := specOf(filepath.Join(base, "run1", "checkpoint-500"))
+	if _, err := scaffold.Write(filepath.Join(root, first.Name), firstFiles); err != nil {
+		t.Fatal(err)
+	}
+	before := testenv.SnapshotTree(t, root)
+	if mode, err := Classify(root, first, firstFiles); err != nil || mode != report.ModeGenerated {
+		t.Fatalf("the first checkpoint again: %s, %v", mode, err)
+	}
+	second, secondFiles := specOf(filepath.Join(base, "run2", "checkpoint-500"))
+	_, err = Classify(root, second, secondFiles)
+	for _, want := range []string{"workspace name collision", filepath.Join(base, "run1", "checkpoint-500"), filepath.Join(base, "run2", "checkpoint-500"), "--name run2_checkpoint_500"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("second checkpoint: %v, want it to say %q", err, want)
+		}
+	}
+	if after := testenv.SnapshotTree(t, root); !maps.Equal(before, after) {
+		t.Error("the first checkpoint's workspace changed")
+	}
+	if err := os.Remove(filepath.Join(base, "run1", "checkpoint-500", "config.json")); err != nil {
+		t.Fatal(err)
+	}
+	if mode, err := Classify(root, second, secondFiles); err != nil || mode != report.ModeGenerated {
+		t.Errorf("after the first checkpoint is gone: %s, %v", mode, err)
 	}
 }

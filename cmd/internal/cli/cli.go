@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"phase0/gate/compare"
 	"phase0/run/errkind"
 	"phase0/run/orchestrator"
 
@@ -60,8 +61,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer, o Opt
 		return exitUsage
 	case err != nil: // the invocation: flags, settings, arguments
 		if wantsJSON(args) {
-			cmdName, modelArg := commandAndModel(args)
-			_ = inv.print(orchestrator.ErrorReport(boundedfile.Cut(cmdName), boundedfile.Cut(modelArg), o.Version, errkind.Usage(boundedfile.Message(err.Error()), err)), true)
+			_ = inv.print(usageReport(args, o.Version, err), true)
 		}
 		fmt.Fprintf(stderr, "phase0: %s\n", boundedfile.Message(err.Error()))
 		return exitUsage
@@ -194,6 +194,36 @@ func wantsJSON(args []string) bool {
 		}
 	}
 	return false
+}
+
+// usageReport is the one JSON object of an invocation that failed to
+// parse, in its command's shape: compare's own, a model report for the rest.
+func usageReport(args []string, version string, err error) interface{ Text() string } {
+	cmdName, modelArg := commandAndModel(args)
+	msg := boundedfile.Message(err.Error())
+	if cmdName == "compare" {
+		pos := positional(args)
+		ref, cand := "", ""
+		if len(pos) > 1 {
+			ref = pos[1]
+		}
+		if len(pos) > 2 {
+			cand = pos[2]
+		}
+		return compare.Unrun(boundedfile.Cut(ref), boundedfile.Cut(cand), errors.New(msg))
+	}
+	return orchestrator.ErrorReport(boundedfile.Cut(cmdName), boundedfile.Cut(modelArg), version, errkind.Usage(msg, err))
+}
+
+// positional is the arguments that are not flags, the command first.
+func positional(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // commandAndModel guesses the command and model from raw arguments, for the

@@ -232,7 +232,7 @@ func TestJSONOnEveryUsageError(t *testing.T) {
 		{[]string{"inspect", good, "--json"}, map[string]string{"PHASE0_MAX_PERPLEXITY_RATIO": "NaN"}, "PHASE0_MAX_PERPLEXITY_RATIO"},
 		{[]string{"inspect", good, "--json", "--config", "/dev/zero"}, nil, "not a regular file"},
 		{[]string{"inspect", good, "--json", "--config", "/no/such.yaml"}, nil, "--config"},
-		{[]string{"inspect", "--json"}, nil, "exactly one MODEL"},
+		{[]string{"inspect", "--json"}, nil, "inspect needs a MODEL"},
 		{[]string{"inspect", "-weird", "--json"}, nil, "unknown shorthand flag"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,6 +69,7 @@ func newInspectCmd(inv *invocation) *cobra.Command {
 			}
 			t := listrun.InspectMany(ctx, s, entries, inv.version, inspectParallel)
 			t.Shard, t.Listed = f.shard.String(), listed(args)
+			t.SetMap(listrun.JudgeMap(s.LLMSDir, args, f.shard))
 			return &outcome{code: t.ExitCode(), report: t, after: func() error {
 				return f.writeJUnit("inspect", inv.version, started, time.Since(started).Seconds(), triageCases(t))
 			}}, nil
@@ -127,7 +129,12 @@ func newCompareCmd(inv *invocation) *cobra.Command {
 		Long: "Judge a candidate recording against the reference: upstream verify's top-5 lockstep gate per prompt\n" +
 			"(at the first divergence each side's token must be in the other's top-5), plus the per-layer cosine /\n" +
 			"abs-error table of the canonical prompt (informational). Exit 0 pass, 1 a prompt failed, 2 not comparable.",
-		Args: cobra.ExactArgs(2),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return fmt.Errorf("compare needs two folders, REFERENCE and CANDIDATE (each a recording: phase0 reference writes one), got %d; usage: phase0 compare REFERENCE CANDIDATE [--json]", len(args))
+			}
+			return nil
+		},
 	}
 	c.RunE = inv.runE(func(_ context.Context, cmd *cobra.Command, args []string) (*outcome, error) {
 		if _, err := inv.settings(cmd); err != nil {
@@ -137,6 +144,26 @@ func newCompareCmd(inv *invocation) *cobra.Command {
 		return &outcome{code: r.ExitCode(), report: r}, nil
 	})
 	return c
+}
+
+// modelArgs checks a model command's arguments: one MODEL, or for inspect
+// and run (list) several or an @FILE; each refusal says what MODEL is.
+func modelArgs(use string, list bool, args []string) error {
+	const model = "a folder holding config.json, a hub id org/name[@revision], or default"
+	switch {
+	case len(args) == 0 && list:
+		return fmt.Errorf("%s needs a MODEL: %s; or several, or @FILE (a list such as hf_models.txt); usage: phase0 %s MODEL... | @FILE [flags]", use, model, use)
+	case len(args) == 0:
+		return fmt.Errorf("%s needs a MODEL: %s; usage: phase0 %s MODEL [flags]", use, model, use)
+	case list:
+		return nil
+	case strings.HasPrefix(args[0], "@"):
+		return fmt.Errorf("%s takes one MODEL, not a list (%s): inspect and run take lists; run %s on each model of it (a folder whose name starts with '@': write ./%s)",
+			use, boundedfile.Quote(args[0]), use, args[0])
+	case len(args) > 1:
+		return fmt.Errorf("%s takes one MODEL, got %d arguments (%s …): inspect and run take several", use, len(args), boundedfile.Quote(args[0]))
+	}
+	return nil
 }
 
 // modelCmd is a command taking MODEL (or, for inspect and run, a list): its
@@ -153,10 +180,7 @@ func modelCmd(inv *invocation, use, short string, body func(context.Context, *co
 					return errors.New(why)
 				}
 			}
-			if list && len(args) > 0 || len(args) == 1 {
-				return nil
-			}
-			return fmt.Errorf("%s needs exactly one MODEL argument, got %d", use, len(args))
+			return modelArgs(use, list, args)
 		},
 	}
 	c.RunE = inv.runE(func(ctx context.Context, cmd *cobra.Command, args []string) (*outcome, error) {

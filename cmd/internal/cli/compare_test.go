@@ -76,7 +76,7 @@ func TestCompareCommandExitCodes(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &res); err != nil || code != 1 || res.Status != "FAIL" || len(res.Prompts) != 1 {
 		t.Errorf("--json: exit %d, %v, %+v\n%s", code, err, res, out)
 	}
-	if code, _, errb := run(t, "compare", ref); code != 2 || !strings.Contains(errb, "accepts 2 arg") {
+	if code, _, errb := run(t, "compare", ref); code != 2 || !strings.Contains(errb, "compare needs two folders, REFERENCE and CANDIDATE") {
 		t.Errorf("one argument: exit %d, %s", code, errb)
 	}
 	if code, _, errb := run(t, "reference", ref, "--dtype", "float32"); code != 2 || !strings.Contains(errb, "give --out DIR") {

@@ -292,3 +292,46 @@ func TestListedTwiceRunsOnce(t *testing.T) {
 		t.Errorf("exit %d, %d cases, stderr %q\n%s", code, len(names), stderr, stdout)
 	}
 }
+
+// TestListOfMissingIdsIsQuietAndProbesOnce (issue 49 item 9): `run @list`
+// of 300 ids missing from an offline cache starts the interpreter once,
+// not once per row (counted by a wrapper that logs each start), and says
+// each row in two short lines: at most 120 bytes and the list's path a row
+// (it was ~700 and the path six times: seven lines each).
+func TestListOfMissingIdsIsQuietAndProbesOnce(t *testing.T) {
+	py := os.Getenv("PHASE0_PYTHON")
+	if py == "" || testing.Short() {
+		t.Skip("needs PHASE0_PYTHON (make -s print-test-env)")
+	}
+	dir := t.TempDir()
+	starts := filepath.Join(dir, "starts.log")
+	wrapper := filepath.Join(dir, "python")
+	testenv.WriteFile(t, wrapper, fmt.Sprintf("#!/bin/sh\necho start >> %q\nexec %q \"$@\"\n", starts, py))
+	if err := os.Chmod(wrapper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PHASE0_PYTHON", wrapper)
+	t.Setenv("HF_HOME", t.TempDir())
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	const n = 300
+	var ids []string
+	for i := range n {
+		ids = append(ids, fmt.Sprintf("noorg/missing-%03d", i))
+	}
+	list := filepath.Join(dir, "l.txt")
+	testenv.WriteFile(t, list, strings.Join(ids, "\n")+"\n")
+	code, stdout, stderr := run(t, "run", "@"+list, "--out-dir", filepath.Join(dir, "ws"))
+	if code != 2 || !strings.Contains(stdout, fmt.Sprintf("%d model(s)", n)) {
+		t.Fatalf("exit %d, want 2 and a table of %d rows:\n%s", code, n, stdout)
+	}
+	b, err := os.ReadFile(starts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(string(b), "start"); got != 1 {
+		t.Errorf("the interpreter started %d times for %d rows, want once", got, n)
+	}
+	if most := n * (120 + len(list)); len(stderr) > most || !strings.Contains(stderr, "noorg/missing-299 ("+list+":300)\nphase0: [300/300] noorg/missing-299: ERROR in ") {
+		t.Errorf("stderr is %d bytes for %d rows (at most %d), or lacks the last row's line:\n%.2000s", len(stderr), n, most, stderr)
+	}
+}

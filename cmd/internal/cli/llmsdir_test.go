@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -73,5 +74,59 @@ func TestOutDirAndLLMSDirAreExclusive(t *testing.T) {
 	code, stdout, _ := run(t, "run", model, "--llms-dir", t.TempDir(), "--out-dir", t.TempDir(), "--json")
 	if code != 2 || !strings.Contains(stdout, "out_dir") || !strings.Contains(stdout, "llms_dir") {
 		t.Fatalf("exit %d:\n%s", code, stdout)
+	}
+}
+
+// A broken prompt file of the tree (issue 49 item 6: not UTF-8, empty,
+// over 1 MiB, a FIFO) is the tree's input fault: exit 2 naming the file,
+// from the llms_dir stage, before any Python runs (it was a gate-2 FAIL
+// with a traceback from phase0_shim/prompts.py).
+func TestRunRefusesABrokenPromptFile(t *testing.T) {
+	model := writeModel(t, tinyLlama)
+	for _, tc := range []struct {
+		name string
+		make func(path string) error
+		want string
+	}{
+		{"not utf-8", func(p string) error { return os.WriteFile(p, []byte("The capital of France is\xff\n"), 0o644) }, "is not UTF-8 text (invalid byte 0xff at offset 24)"},
+		{"empty", func(p string) error { return os.WriteFile(p, nil, 0o644) }, "holds no prompt"},
+		{"only comments", func(p string) error { return os.WriteFile(p, []byte("# a\n\n  # b\n"), 0o644) }, "holds no prompt"},
+		{"over 1 MiB", func(p string) error { return os.WriteFile(p, []byte(strings.Repeat("a prompt\n", 1<<17)), 0o644) }, "is larger than 1048576 bytes"},
+		{"a fifo", func(p string) error { return syscall.Mkfifo(p, 0o644) }, "not a regular file (a named pipe)"},
+		{"missing", func(p string) error { return nil }, "no such file or directory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tree := t.TempDir()
+			for _, d := range []string{"verify/runners", "verify/prompts"} {
+				if err := os.MkdirAll(filepath.Join(tree, filepath.FromSlash(d)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			os.WriteFile(filepath.Join(tree, "verify/runners/hf_runner.py"), []byte("class HfRunner: ...\n"), 0o644)
+			os.WriteFile(filepath.Join(tree, "verify/prompts/base.txt"), []byte("The capital of France is\n"), 0o644)
+			bad := filepath.Join(tree, "verify/prompts/instruct.txt")
+			if err := tc.make(bad); err != nil {
+				t.Fatal(err)
+			}
+			for _, cmd := range []string{"run", "baseline"} {
+				code, stdout, _ := run(t, cmd, model, "--llms-dir", tree, "--json", "--python", "/no/python/needed")
+				var rep struct {
+					Status string `json:"status"`
+					Error  string `json:"error"`
+					Stages []struct {
+						Name string `json:"name"`
+					} `json:"stages"`
+				}
+				if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+					t.Fatalf("%s: %v\n%s", cmd, err, stdout)
+				}
+				if code != 2 || rep.Status != "ERROR" || !strings.Contains(rep.Error, bad) || !strings.Contains(rep.Error, tc.want) {
+					t.Errorf("%s: exit %d, %s %q; want 2, ERROR naming %s and %q", cmd, code, rep.Status, rep.Error, bad, tc.want)
+				}
+				if n := len(rep.Stages); n != 1 || rep.Stages[0].Name != "llms_dir" {
+					t.Errorf("%s: stages %+v, want only llms_dir (nothing before Python can run)", cmd, rep.Stages)
+				}
+			}
+		})
 	}
 }

@@ -66,6 +66,8 @@ func TestMessagesNameTheCulprit(t *testing.T) {
 		// A misspelled setting's variable (spelled in two parts here so the
 		// repository scan of settings' test does not take it for a variable).
 		{"misspelled variable", []string{"inspect", good}, map[string]string{"PHASE0_" + "WORKRES": "2"}, 2, []string{"PHASE0_" + "WORKRES is not a phase0 setting's variable", "did you mean PHASE0_WORKERS?"}, nil},
+		{"other variable's bad value", []string{"inspect", good}, map[string]string{"PHASE0_PROGRESS_INTERVAL": "-5"}, 2, []string{`PHASE0_PROGRESS_INTERVAL: "-5" is not a finite decimal number in [0, 3600]`, "docs/settings.md#environment-variables"}, nil},
+		{"other variable misspelled", []string{"inspect", good}, map[string]string{"PHASE0_" + "MODELDIR": "/m"}, 2, []string{"did you mean PHASE0_MODEL_DIR?"}, nil},
 		{"misspelled variable on compare", []string{"compare", good, good}, map[string]string{"PHASE0_" + "TIMOUT": "1m"}, 2, []string{"did you mean PHASE0_TIMEOUT?"}, nil},
 		{"memory check word", []string{"inspect", good}, map[string]string{"PHASE0_MEMORY_CHECK": "perhaps"}, 2, []string{`PHASE0_MEMORY_CHECK: "perhaps" is not true or false`}, nil},
 		{"decode beyond max_seq", []string{"baseline", good, "--decode", "65"}, nil, 2, []string{"decode 65 does not fit max_seq 64"}, nil},

@@ -36,6 +36,7 @@ func (inv *invocation) runList(ctx context.Context, cmd *cobra.Command, s *orche
 		return nil, err
 	}
 	b.Shard, b.Listed = f.shard.String(), listed(args)
+	b.SetMap(listrun.JudgeMap(s.LLMSDir, args, f.shard))
 	return b, nil
 }
 

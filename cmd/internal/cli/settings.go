@@ -77,7 +77,10 @@ func boolFlag(flags *pflag.FlagSet, name, usage string) {
 // flagError is a flag's parse error without pflag's wrapping, which repeats
 // the whole value (a 10 MB argument, twice) before the reason: the reason
 // names the flag and quotes the value, cut.
-func flagError(_ *cobra.Command, err error) error {
+func flagError(cmd *cobra.Command, err error) error {
+	if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+		return unknownFlag(cmd, name, err)
+	}
 	var bad *pflag.InvalidValueError
 	if errors.As(err, &bad) {
 		name := "--" + bad.GetFlag().Name
@@ -88,6 +91,39 @@ func flagError(_ *cobra.Command, err error) error {
 		return fmt.Errorf("%s: %s", name, cause)
 	}
 	return err
+}
+
+// unknownFlag is err (pflag's "unknown flag: --name") with a hint: the
+// flag of this command it most likely misspells (settings.Nearest, the
+// suggester of the PHASE0_* variables too), else the commands that take
+// it, else where the flags are listed.
+func unknownFlag(cmd *cobra.Command, name string, err error) error {
+	name, _, _ = strings.Cut(name, "=")
+	var own []string
+	visit := func(f *pflag.Flag) {
+		if !f.Hidden && !slices.Contains(own, f.Name) {
+			own = append(own, f.Name)
+		}
+	}
+	cmd.Flags().VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	if near := settings.Nearest(name, own); near != "" {
+		return fmt.Errorf("%w (did you mean --%s?)", err, near)
+	}
+	var others []string
+	for _, c := range cmd.Root().Commands() {
+		if c != cmd && c.Flags().Lookup(name) != nil {
+			others = append(others, c.Name())
+		}
+	}
+	if len(others) > 0 {
+		verb := " takes it"
+		if len(others) > 1 {
+			verb = " take it"
+		}
+		return fmt.Errorf("%w: %s does not take it (%s%s)", err, cmd.Name(), strings.Join(others, " and "), verb)
+	}
+	return fmt.Errorf("%w (phase0 %s --help lists its flags)", err, cmd.Name())
 }
 
 // addSettingFlags adds the flag of every setting command takes (settings.Table).

@@ -13,7 +13,7 @@ reference in transformers and prefills 16 tokens, as the baseline's stage does; 
 and runs quantized gate 2's facts (bf16, the folder's tensors, the Q4NX twin, in one model) on a
 16-token prompt and a 40-token passage, ``e2e-notwin`` the same without the twin (a rule phase0
 does not know, so the worker skips it: today's stage before the twin). ``stages`` is a quantized
-run's worker in order: gate 1's facts keeping the dequantized tensors, the bf16 reference loaded and
+run's worker in order: gate 1's facts keeping the dequantized tensors, the source checkpoint loaded and
 prefilled, then quantized gate 2 taking gate 1's tensors (its peak RSS is what the memory preflight
 estimates). ``--family`` / ``--embed-scale`` are a deployed family's (Gemma 3's sqrt(hidden)), as the
 run passes them. Prints one JSON object: wall seconds and the process's peak RSS (and writes gate 2's

@@ -590,11 +590,19 @@ class _QuantFactsResultRequired(TypedDict):
 
 class QuantFactsResult(_QuantFactsResultRequired, total=False):
     """QuantFactsResult is quant_facts' answer for one quantized folder: every
-    tensor its own loader returned, against the bf16 reference."""
+    tensor its own loader returned, against the source checkpoint."""
 
     # ``candidates`` are layer 0's projections against other cached
     # checkpoints the bundle might come from (``QuantArgs["candidate_dirs"]``).
     candidates: list[QuantCandidate]
+    # ``missing_key`` is the key the loader raised KeyError on, when it stopped
+    # there (a tensor its source does not hold): ``tensors`` are those it
+    # returned before.
+    missing_key: str
+    # ``loader_fallback`` says why ``loader`` is the module's per-layer class and
+    # not its load_*weights* function (the function could not import what
+    # it imports); empty when the function ran.
+    loader_fallback: str
 
 
 class _QuantTensorRequired(TypedDict):
@@ -618,6 +626,8 @@ class QuantTensor(_QuantTensorRequired, total=False):
     differing: int
     # where the errors beyond the bound lie (a blocked format)
     blocks: QuantBlocks
+    # groups the loader returned all zero where the reference's are not
+    zeroed: QuantZeroed
     problem: str
     # ``convention`` is the family convention (one_plus, embed_scale) the
     # reference was brought to first; ``differing`` then counts elements more
@@ -656,6 +666,18 @@ class QuantBlocks(TypedDict):
     beyond: int
     checked: int
     moved: int
+
+
+class QuantZeroed(TypedDict):
+    """QuantZeroed is where a projection's loader returned all zeros for a
+    bound group (Group input elements of one output row) whose reference
+    values are not all zero: how many such groups, how many output rows are
+    zero in every group, and the first and last output row holding one."""
+
+    groups: int
+    rows: int
+    first_row: int
+    last_row: int
 
 
 class QuantImportFailure(TypedDict):

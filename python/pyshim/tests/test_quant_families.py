@@ -146,3 +146,37 @@ def test_upstream_modules_read_our_bundles(gemma: Path, phi: Path, tmp_path: Pat
         cfg = mod.LlamaConfig(n_layers=2, emb_dim=256, n_heads=4, head_dim=64, n_kv_heads=2, hidden_dim=512, vocab_size=512, rope_base=10000.0)
         w = mod.load_q4nx_weights(str(p.path), cfg)
         np.testing.assert_array_equal(w.layers[1].w_up, p.dequant("model.layers.1.mlp.up_proj.weight", 512, 256).T.astype(bfloat16))
+
+
+def test_phi_bundle_carries_the_longrope_tables_as_the_real_format_does(phi: Path, tmp_path: Path) -> None:
+    """A FastFlowLM Phi-4-mini bundle carries rope.short.weight / rope.long.weight,
+    bf16, one factor per rotated frequency (upstream's newer module reads them
+    with Q4nxModel.bf16); ours writes them from config.json's LongRoPE factors."""
+    ckpt = Checkpoint(phi)
+    b = Bundle(pack_phi3_bundle(ckpt, tmp_path / "model.q4nx"))
+    config = ckpt.config()
+    rope = config.get("rope_scaling") or config["rope_parameters"]
+    for name, key in (("rope.short.weight", "short_factor"), ("rope.long.weight", "long_factor")):
+        entry = b.file.entry(name)
+        assert entry.dtype == "BF16" and list(entry.shape) == [len(rope[key])], f"{name}: {entry.dtype} {entry.shape}"
+        np.testing.assert_array_equal(b.plain(name), _bf(np.asarray(rope[key])))
+
+
+def test_a_tensor_the_module_wants_and_the_bundle_lacks_is_named(phi: Path, tmp_path: Path) -> None:
+    """A bundle without the LongRoPE tables: gate 3's facts say which tensor
+    the module wanted, from which file and function, not a bare KeyError."""
+    import json
+
+    from phase0_shim.quant.family_rope import quant_family_facts
+
+    llms = assemble_tree(tmp_path / "T")
+    pack_phi3_bundle(Checkpoint(phi), tmp_path / "model.q4nx", PhiOptions(drop=("rope.short.weight", "rope.long.weight")))
+    module = llms / "phi4_mini_q4nx" / "phi4_mini_q4nx_weights.py"
+    args = {"weights_module": str(module), "family": "phi3", "reference_dir": str(phi), "source": str(tmp_path)}
+    facts = json.loads(quant_family_facts(json.dumps(args)))
+    error = facts["rope_error"]
+    assert "has no tensor rope.short.weight" in error and "phi4_mini_q4nx/phi4_mini_q4nx_weights.py: load_rope_factors()" in error, error
+    assert not error.startswith("KeyError"), error
+    # With the tables the same module's facts raise nothing.
+    pack_phi3_bundle(Checkpoint(phi), tmp_path / "model.q4nx")
+    assert json.loads(quant_family_facts(json.dumps(args)))["rope_error"] == ""

@@ -105,3 +105,23 @@ def test_the_heap_is_trimmed_once_after_the_loader_not_after_each_layer(tmp_path
         {"weights_module": str(path), "source": str(checkpoint), "reference_dir": str(checkpoint), "n_layers": 2, "bound": bound}  # type: ignore[typeddict-item]
     )
     assert facts["layers_loaded"] == 2 and len(trims) == 1
+
+
+def test_a_tensor_the_loader_raises_keyerror_on_is_a_fact(tmp_path: Path) -> None:
+    """A loader asking its source for a tensor it does not hold (upstream's
+    self._hdr[name]) raises KeyError: the facts name the key and keep the
+    tensors returned before it, with no traceback; Go judges it."""
+    checkpoint = make_quant_model(tmp_path / "llama", "llama")
+    path = tmp_path / "missing_weights.py"
+    path.write_text(
+        textwrap.dedent(MODULE).replace(
+            "    for k in range(2):\n", "    for k in range(2):\n        if k == 1:\n            sd['model.layers.1.mlp.down_proj.weight']\n"
+        ).replace("load_file(source + \"/model.safetensors\")", "{n: v for n, v in load_file(source + \"/model.safetensors\").items() if n != 'model.layers.1.mlp.down_proj.weight'}")
+    )
+    bound = {"group": 32, "levels": 15, "symmetric": False, "slack": 1.0 / 128}
+    facts = weights.quant_facts_of(
+        {"weights_module": str(path), "source": str(checkpoint), "reference_dir": str(checkpoint), "n_layers": 2, "bound": bound}  # type: ignore[typeddict-item]
+    )
+    assert facts["missing_key"] == "model.layers.1.mlp.down_proj.weight" and facts["import_failure"] is None
+    # A load_*weights* function builds the whole model before returning: nothing came back.
+    assert facts["tensors"] == [] and facts["layers_loaded"] == 0

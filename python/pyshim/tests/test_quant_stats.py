@@ -117,3 +117,34 @@ def test_group_reduce_is_numpys_reduction(group: int) -> None:
     a = np.random.default_rng(group).standard_normal((7, 4, group)).astype(np.float32)
     assert np.array_equal(_group_reduce(a, np.maximum), a.max(axis=2))
     assert np.array_equal(_group_reduce(a, np.minimum), a.min(axis=2))
+
+
+def test_zeroed_groups_are_counted_by_output_row(tmp_path: Path) -> None:
+    """A row-block whose scale and min are zeroed dequantizes to zeros: the
+    facts say how many groups and whole output rows the loader returned as
+    zeros, and which rows (from the tensor in either layout); a clean pack,
+    and a reference group that is zero itself, give none."""
+    import torch
+    from safetensors.torch import save_file
+
+    from phase0_shim.quant.reading import Reference
+    from phase0_shim.quant.stats import projection_facts
+    from phase0_testmodels.quant import q4nx
+
+    rng = np.random.default_rng(13)
+    name = "model.layers.0.mlp.up_proj.weight"
+    y = (0.02 * rng.standard_normal((256, 512))).astype(bfloat16)  # [out, in]
+    y[200, :32] = 0  # a group the reference holds as zeros
+    save_file({name: torch.from_numpy(y.view(np.int16)).view(torch.bfloat16)}, str(tmp_path / "model.safetensors"))
+    ref = Reference(tmp_path)
+    bound: QuantBound = {"group": 32, "levels": 15, "symmetric": False, "slack": 1 / 128}
+    qt = q4nx.quantize(y.astype(np.float32))
+    clean = qt.dequant()
+    assert "zeroed" not in projection_facts(0, "w_up", np.ascontiguousarray(clean.T).astype(bfloat16), ref, name, None, bound)
+    scale, offset = qt.scale.copy(), qt.offset.copy()
+    scale[32:64], offset[32:64] = 0, 0
+    scale[100, 3], offset[100, 3] = 0, 0  # one more group, not a whole row
+    x = q4nx.Quantized("I8", qt.q, scale, offset).dequant()
+    for layout in (np.ascontiguousarray(x.T), np.ascontiguousarray(x).T):  # [in, out], and an [out, in] array's view
+        facts = projection_facts(0, "w_up", layout.astype(bfloat16), ref, name, None, bound)
+        assert facts["zeroed"] == {"groups": 32 * 16 + 1, "rows": 32, "first_row": 32, "last_row": 100}

@@ -41,12 +41,14 @@ func Main(m *testing.M, sessions *warm.Sessions) {
 func Settings(t *testing.T, llms string, sessions *warm.Sessions) *orchestrator.Settings {
 	t.Helper()
 	var progress bytes.Buffer
+	var s *orchestrator.Settings
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("progress:\n%s", progress.String())
 		}
+		testenv.DumpFacts(t, progress.String, s.LLMSDir, s.OutDir)
 	})
-	s := &orchestrator.Settings{
+	s = &orchestrator.Settings{
 		LLMSDir: llms, Python: testenv.Python(t), PyShimDir: testenv.PyShim(), MaxSeq: 64, Timeout: 5 * time.Minute,
 		MemoryCheck: true, AttentionFallback: true, Progress: &progress, Sessions: sessions,
 	}

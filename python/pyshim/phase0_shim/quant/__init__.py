@@ -1,5 +1,5 @@
 """The quantized gates' facts: a quantized folder's own loader and modules
-against the bf16 reference checkpoint. Go computes the metrics and judges;
+against the source checkpoint. Go computes the metrics and judges;
 nothing here decides PASS or FAIL.
 
 - ``vocab``: the tensor vocabulary, generated from Go (read/tensornames);

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,21 +19,60 @@ from phase0_shim.quant.families import rms_fields
 from phase0_shim.quant.reading import Reference
 from phase0_shim.quant.vocab import GLOBALS, KEPT, PROJECTIONS
 
-def find_loader(module: Any, source: str, n_layers: int, ref: Reference) -> tuple[str, Iterator[tuple[int, str, Any]]]:
+class Fallback:
+    """Why the loader judged is the module's per-layer class and not its
+    load_*weights* function: the function could not import what it imports
+    (upstream's newer qwen3_4b_q4nx: load_q4nx_weights imports
+    qwen3_4b_weights before anything puts llms/qwen3_4b on sys.path, and its
+    drivers read through Q4nxModel). Empty when the function ran."""
+
+    def __init__(self) -> None:
+        self.why = ""
+        self.loader = ""
+
+
+def _layer_class(module: Any) -> tuple[str, Any] | None:
+    """The module's per-layer reader: a class of its own first (upstream's
+    qwen3_4b_q4nx imports the 8B reader under another name and subclasses it),
+    else the first it imports."""
+    found = [(n, v) for n, v in vars(module).items() if isinstance(v, type) and callable(getattr(v, "layer_weights", None))]
+    own = [(n, v) for n, v in found if v.__module__ == module.__name__]
+    return (own or found)[0] if found else None
+
+
+def find_loader(
+    module: Any, source: str, n_layers: int, ref: Reference, fallback: Fallback | None = None
+) -> tuple[str, Iterator[tuple[int, str, Any]]]:
     """The loader's name and its tensors, one layer at a time where its API
-    allows: (layer, LlamaWeights field, array), layer -1 for the whole-model arrays."""
+    allows: (layer, LlamaWeights field, array), layer -1 for the whole-model arrays.
+    A function that cannot import what it imports gives way to the module's
+    per-layer class, if it has one, saying why in fallback."""
     funcs = sorted(n for n in vars(module) if re.fullmatch(r"load_\w*weights\w*", n) and callable(getattr(module, n)))
+    cls = _layer_class(module)
     if funcs:
-        return f"{funcs[0]}()", _from_function(getattr(module, funcs[0]), source)
-    for name, value in vars(module).items():
-        if isinstance(value, type) and callable(getattr(value, "layer_weights", None)):
-            return f"class {name}", _from_class(value, source, n_layers, ref)
+        klass = None if cls is None else (f"class {cls[0]}", lambda: _from_class(cls[1], source, n_layers, ref))
+        return f"{funcs[0]}()", _from_function(getattr(module, funcs[0]), source, klass, fallback)
+    if cls is not None:
+        return f"class {cls[0]}", _from_class(cls[1], source, n_layers, ref)
     raise AttributeError(f"{module.__file__} defines no load_*weights* function and no class with layer_weights(k)")
 
 
-def _from_function(fn: Any, source: str) -> Iterator[tuple[int, str, Any]]:
-    with contextlib.redirect_stdout(sys.stderr):
-        w = fn(source)
+def _from_function(
+    fn: Any,
+    source: str,
+    klass: tuple[str, Callable[[], Iterator[tuple[int, str, Any]]]] | None = None,
+    fallback: Fallback | None = None,
+) -> Iterator[tuple[int, str, Any]]:
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            w = fn(source)
+    except ModuleNotFoundError as e:
+        if klass is None or fallback is None:
+            raise
+        fallback.loader = klass[0]
+        fallback.why = f"{fn.__name__}() raised {type(e).__name__}: {e}; judged through {klass[0]}, the module's per-layer reader"
+        yield from klass[1]()
+        return
     for field in GLOBALS:
         yield -1, field, getattr(w, field, None)
     for k, layer in enumerate(w.layers):

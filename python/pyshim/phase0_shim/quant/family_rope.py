@@ -18,6 +18,7 @@ import numpy as np
 from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantFamilyArgs, QuantFamilyFacts, QuantRopeTable
 from phase0_shim.quant.discovery import import_module
+from phase0_shim.quant.missing import describe
 
 # Positions the Gemma tables are compared at: both sides of the sliding
 # window and of the linear factor, and far out.
@@ -134,5 +135,5 @@ def quant_family_facts(args: QuantFamilyArgs) -> QuantFamilyFacts:
         elif args["family"] == "phi3" and callable(getattr(module, "generate_rope_lut", None)):
             facts["rope"] = _phi(module, args["reference_dir"], args["source"])
     except Exception as e:  # reported as a fact; Go decides
-        facts["rope_error"] = f"{type(e).__name__}: {e}"
+        facts["rope_error"] = describe(e, args["source"])
     return facts

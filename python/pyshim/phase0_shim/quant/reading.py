@@ -1,4 +1,4 @@
-"""The bf16 reference checkpoint's tensors, memory-mapped, read by name."""
+"""The source checkpoint's tensors, memory-mapped, read by name."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def projection_name(layer: int, field: str) -> str:
 
 
 class Reference:
-    """The bf16 reference checkpoint's tensors, memory-mapped (one file or an index's shards)."""
+    """The source checkpoint's tensors, memory-mapped (one file or an index's shards)."""
 
     def __init__(self, model_dir: Path) -> None:
         import ml_dtypes

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from phase0_shim.optypes import QuantBlocks, QuantBound, QuantStats, QuantTensor
+from phase0_shim.optypes import QuantBlocks, QuantBound, QuantStats, QuantTensor, QuantZeroed
 from phase0_shim.quant.reading import Reference
 
 # Rows of the reference processed at once: bounds the float32 temporaries.
@@ -76,7 +76,7 @@ def _f32(a: np.ndarray) -> np.ndarray:
     return np.asarray(a, dtype=np.float32)
 
 
-def stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None) -> QuantStats:
+def stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, zeroed: np.ndarray | None = None) -> QuantStats:
     """stats_oi of the loader's x [in, out] against the reference's y [out, in]
     without transposing either whole: the sums are over the same element
     pairs, taken a tile at a time (TILE_ROWS input rows, or one bound group,
@@ -85,9 +85,12 @@ def stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None) -> Qu
     temporaries went to memory on every pass, beside a loader that
     dequantizes at memory speed. The bound's groups (runs of the input
     dimension) are the tile's rows, whose maxima are elementwise maxima
-    across them."""
+    across them. ``zeroed`` (one count per output row), when given, is
+    added each row's groups that x holds as all zeros where y does not:
+    such a group's largest reference value is beyond the bound, so only
+    the tiles holding errors beyond it are looked at."""
     if not x_io.flags.c_contiguous and x_io.T.flags.c_contiguous:
-        return stats_oi(x_io.T, y_oi, bound)  # the loader's array is [out, in] underneath
+        return stats_oi(x_io.T, y_oi, bound, zeroed=zeroed)  # the loader's array is [out, in] underneath
     n_in, n_out = x_io.shape
     sx = sy = sxx = syy = sxy = sdd = 0.0
     maxd = worst = 0.0
@@ -123,12 +126,15 @@ def stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None) -> Qu
             top = ad.max(axis=0)
             maxd = max(maxd, float(top.max()))
             if counted and bound:
-                limit = bound_limit(y.max(axis=0), y.min(axis=0), bound)
+                hi, lo = y.max(axis=0), y.min(axis=0)
+                limit = bound_limit(hi, lo, bound)
                 # Count element by element only when some group's largest
                 # error exceeds the bound (none in a clean tensor).
                 if (top > limit).any():
                     beyond += int((ad > limit).sum())
                     worst = max(worst, _excess(ad, limit))
+                    if zeroed is not None:
+                        _count_zeroed(zeroed, c, x, top, np.maximum(hi, -lo))
     return {
         "n": n_in * n_out,
         "sum_x": sx,
@@ -141,6 +147,16 @@ def stats_io(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None) -> Qu
         "beyond_bound": beyond,
         "worst_excess": worst,
     }
+
+
+def _count_zeroed(zeroed: np.ndarray, c: int, x: np.ndarray, top: np.ndarray, absmax: np.ndarray) -> None:
+    """Add to zeroed[c + j] when x's column j (one group of output row c + j)
+    is all zeros and the reference's is not. Only a column whose largest
+    error is exactly its reference's largest |value| can be (then the error
+    is the reference itself): those few are looked at, not the tile."""
+    cand = np.flatnonzero((top == absmax) & (absmax > 0))
+    if cand.size:
+        zeroed[c + cand] += ~x[:, cand].any(axis=0)
 
 
 def _f32_into(a: np.ndarray, out: np.ndarray) -> np.ndarray:
@@ -164,10 +180,11 @@ def _group_reduce(a: np.ndarray, op: Any) -> np.ndarray:
     return a[..., 0] if w == 1 else op.reduce(a, axis=-1)
 
 
-def stats_oi(x_oi: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, rows: int | None = None) -> QuantStats:
+def stats_oi(x_oi: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, rows: int | None = None, zeroed: np.ndarray | None = None) -> QuantStats:
     """Sums of x (loader) against y (reference), both [out, in]; groups of the
     bound run along the input dimension. ``rows`` limits the sums to the
-    first rows (the confusions only need a cosine near 1 or near 0)."""
+    first rows (the confusions only need a cosine near 1 or near 0);
+    ``zeroed`` is counted as stats_io counts it."""
     n = 0
     sx = sy = sxx = syy = sxy = sdd = 0.0
     maxd = worst = 0.0
@@ -202,7 +219,18 @@ def stats_oi(x_oi: np.ndarray, y_oi: np.ndarray, bound: QuantBound | None, rows:
                 over = adg.max(axis=2) > limit
                 beyond += int((adg[over] > limit[over][:, None]).sum())
                 worst = max(worst, _excess(adg[over], limit[over][:, None]))
+                if zeroed is not None:
+                    zeroed[r:e] += (~x.reshape(yg.shape).any(axis=2) & yg.any(axis=2)).sum(axis=1)
     return {"n": n, "sum_x": sx, "sum_y": sy, "sum_xx": sxx, "sum_yy": syy, "sum_xy": sxy, "sum_dd": sdd, "max_abs_diff": maxd, "beyond_bound": beyond, "worst_excess": worst}
+
+
+def _zeroed_facts(zeroed: np.ndarray, groups: int) -> QuantZeroed | None:
+    """The groups the loader returned as zeros (``zeroed``: per output row,
+    as stats_io counts them), None when there are none."""
+    rows = np.flatnonzero(zeroed)
+    if not rows.size:
+        return None
+    return {"groups": int(zeroed.sum()), "rows": int((zeroed == groups).sum()), "first_row": int(rows[0]), "last_row": int(rows[-1])}
 
 
 def _block_facts(x_io: np.ndarray, y_oi: np.ndarray, bound: QuantBound) -> QuantBlocks | None:
@@ -345,13 +373,14 @@ def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, pa
         return fact
     transposed = x.shape == (y.shape[1], y.shape[0])
     stats: QuantStats | None = None
+    zeroed = np.zeros(y.shape[0], dtype=np.int64)
     if transposed:
         # The statistics first: all of their sums finite, neither tensor
         # holds a NaN or Inf (one makes its sum NaN or Inf), and the two
         # whole-tensor counts (1.3 s a billion elements, over arrays the
         # loader is dequantizing beside) are not needed.
         with np.errstate(invalid="ignore", over="ignore"):
-            stats = stats_io(x, y, bound)
+            stats = stats_io(x, y, bound, zeroed=zeroed)
     if stats is None or not _finite_sums(stats):
         if (bad := nonfinite_problem(x, y)) is not None:
             fact["problem"] = bad
@@ -360,6 +389,8 @@ def projection_facts(layer: int, field: str, x: Any, ref: Reference, hf: str, pa
         fact["stats"] = stats
         if fact["stats"]["beyond_bound"] and (blocks := _block_facts(x, y, bound)) is not None:
             fact["blocks"] = blocks
+        if (zero := _zeroed_facts(zeroed, y.shape[1] // max(1, bound["group"]))) is not None:
+            fact["zeroed"] = zero
         if x.shape[0] == x.shape[1]:
             confusions["transposed"] = stats_oi(x, y, None, CONFUSION_ROWS)
         if y.shape[0] % 2 == 0:

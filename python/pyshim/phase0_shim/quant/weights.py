@@ -1,12 +1,12 @@
 """Quantized gate 1 facts (op ``quant_facts``): the folder's own loader,
-every tensor against the bf16 reference, the statistics of one tensor on a
+every tensor against the source checkpoint, the statistics of one tensor on a
 second thread while the loader dequantizes the next.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -16,7 +16,8 @@ import numpy as np
 from phase0_shim import heap, progress
 from phase0_shim.opargs import op
 from phase0_shim.optypes import QuantArgs, QuantBound, QuantCandidate, QuantFactsResult, QuantTensor
-from phase0_shim.quant.discovery import import_module, find_loader
+from phase0_shim.quant.discovery import Fallback, import_module, find_loader
+from phase0_shim.quant.missing import reraise_missing
 from phase0_shim.quant.families import FamilyReference, convention_facts, kept_hf
 from phase0_shim.quant.run import Kept, QuantRun, RunKey, as_bf16, is_bf16
 from phase0_shim.quant.reading import Reference, projection_name, release_mapped
@@ -53,7 +54,11 @@ def quant_facts_of(args: QuantArgs) -> QuantFactsResult:
     run = QuantRun(RunKey.of(args["weights_module"], args["source"], int(args["n_layers"])), args["reference_dir"], ref)
     with heap.reusing(REUSE_CAP) as reuse:
         run.reuse = reuse
-        result = _facts(args, module, run)
+        try:
+            result = _facts(args, module, run)
+        except KeyError as e:
+            reraise_missing(e, args["source"])
+            raise
     if args.get("keep"):
         STATE.hold_quant(run)
     return result
@@ -85,7 +90,8 @@ def _facts(args: QuantArgs, module: Any, run: QuantRun) -> QuantFactsResult:
     thread (_Statistics) while the loader dequantizes the next."""
     ref, reuse = run.reference, run.reuse
     n_layers = int(args["n_layers"])
-    loader, layers = find_loader(module, args["source"], n_layers, ref)
+    fallback = Fallback()
+    loader, layers = find_loader(module, args["source"], n_layers, ref, fallback)
     keep: list[tuple[int, str, Any]] | None = [] if args.get("keep") else None
     # What is kept is carved out of what the loader frees (see _kept_bytes).
     need = _kept_bytes(ref, n_layers) if keep is not None else [0] * (n_layers + 1)
@@ -105,9 +111,10 @@ def _facts(args: QuantArgs, module: Any, run: QuantRun) -> QuantFactsResult:
     # +12 s of system time, as much as the loader's own). At each new layer
     # the reuse cache drops the sizes the loader stopped making (the head's).
     source = Path(args["source"])
+    missing: list[str] = []
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="quant-stats") as pool:
         statistics = _Statistics(pool, facts_of)
-        for layer, field, value in layers:
+        for layer, field, value in _until_missing(layers, missing):
             if value is None:
                 continue
             # A tied head the loader returns as the very embedding array is
@@ -132,12 +139,34 @@ def _facts(args: QuantArgs, module: Any, run: QuantRun) -> QuantFactsResult:
             del value
             statistics.settle()
         tensors = statistics.finish()
+    loader = fallback.loader or loader
     if keep is not None:
         run.kept = Kept(loader, [(layer, field, v.result() if isinstance(v, Future) else v) for layer, field, v in keep])
-    result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None}
+    result: QuantFactsResult = {"loader": loader, "layers_loaded": len(loaded), "tensors": tensors, "import_failure": None, "loader_fallback": fallback.why}
     if candidates:
         result["candidates"] = [c for _, c in candidates]
+    if missing:
+        result["missing_key"] = missing[0]
     return result
+
+
+def _until_missing(layers: Iterator[tuple[int, str, Any]], missing: list[str]) -> Iterator[tuple[int, str, Any]]:
+    """The loader's tensors until it raises KeyError on a key its source
+    does not hold (upstream's ``self._hdr[name]``): the key goes to
+    ``missing`` and the tensors returned before it are still judged. Go
+    names it a missing tensor (docs/quantized.md); a KeyError of anything
+    but one string is the loader raising."""
+    while True:
+        try:
+            item = next(layers)
+        except StopIteration:
+            return
+        except KeyError as e:
+            if len(e.args) != 1 or not isinstance(e.args[0], str):
+                raise
+            missing.append(e.args[0])
+            return
+        yield item
 
 
 def _keep(keep: list[tuple[int, str, Any]], layer: int, field: str, value: Any, pool: ThreadPoolExecutor, reuse: heap.Reuse) -> bool:

@@ -207,6 +207,8 @@ class PhiOptions:
     gate_up_order: dict[int, tuple[str, str]] = field(default_factory=dict)
     # split tensor name -> the rows kept (a split that does not add up to the fused rows)
     rows: dict[str, int] = field(default_factory=dict)
+    # tensors left out of the bundle (one without the LongRoPE factor tables)
+    drop: tuple[str, ...] = ()
 
 
 def phi3_parts(ckpt: Checkpoint, layer: int) -> dict[str, q4nx.F32]:
@@ -250,7 +252,7 @@ def pack_phi3_bundle(src: Path | str | Checkpoint, out: Path | str, opts: PhiOpt
     rope = config.get("rope_scaling") or config.get("rope_parameters") or {}
     tensors["rope.short.weight"] = _bf16(np.asarray(rope["short_factor"], np.float32))
     tensors["rope.long.weight"] = _bf16(np.asarray(rope["long_factor"], np.float32))
-    return write(out, tensors, opts.pack.metadata)
+    return write(out, {k: v for k, v in tensors.items() if k not in opts.drop}, opts.pack.metadata)
 
 
 __all__ = [

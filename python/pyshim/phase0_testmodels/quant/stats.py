@@ -1,4 +1,4 @@
-"""Per-tensor statistics of a dequantized weight against its bf16 reference.
+"""Per-tensor statistics of a dequantized weight against its source checkpoint.
 
 What the Go judge computes for quantized gate 1, here for calibration and to
 cross-check it. Both tensors are [out, in] (HF layout) float32. Groups are

@@ -1,5 +1,6 @@
 # Test fixture for phase0: a Q4NX weights module in the style of mlir-air's
-# phi4_mini_q4nx (tiny dimensions: phase0_testmodels.quant.families' Phi-3).
+# phi4_mini_q4nx (tiny dimensions: phase0_testmodels.quant.families' Phi-3); as
+# upstream's newer module, llms/ itself is not put on sys.path.
 # Written for phase0 from the folder's description, not copied from mlir-air.
 
 """Q4NX weight loader for the Phi-4-mini-instruct Q4NX example (tiny dims).
@@ -18,7 +19,7 @@ from ml_dtypes import bfloat16
 
 _HERE = Path(__file__).resolve().parent
 _LLMS = _HERE.parent
-for _p in (str(_LLMS), str(_LLMS / "llama32_1b_q4nx"), str(_LLMS / "llama32_1b"), str(_HERE)):
+for _p in (str(_LLMS / "llama32_1b_q4nx"), str(_LLMS / "llama32_1b"), str(_HERE)):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 

@@ -1,4 +1,4 @@
-package orchestrator
+package testenv
 
 import (
 	"io/fs"
@@ -18,13 +18,13 @@ var (
 	dumpsOf = map[string]int{}
 )
 
-// factsDumpEnv names a folder into which every end-to-end test writes what
+// FactsDumpEnv names a folder into which every end-to-end test writes what
 // its runs said (the stage lines without their durations, and each
 // report.json its runs recorded under the tree or the out folder), with the
 // paths and clocks that differ between two runs of the same code masked.
 // Two dumps, taken before and after a refactor, are compared with diff -r
 // (docs/DEVELOPING.md, "Checking a refactor").
-const factsDumpEnv = "PHASE0_TEST_FACTS_DUMP"
+const FactsDumpEnv = "PHASE0_TEST_FACTS_DUMP"
 
 // masks hide what two runs of the same code may differ in: durations and
 // rates, clocks, temporary paths and the hashes of their names, free memory
@@ -60,10 +60,12 @@ func maskRun(s string) string {
 	return s
 }
 
-// dumpFacts, registered by settingsFor, writes the test's progress and
-// recorded reports into $PHASE0_TEST_FACTS_DUMP/<test>/ when it is set.
-func dumpFacts(t *testing.T, s *Settings, progress func() string) {
-	root := os.Getenv(factsDumpEnv)
+// DumpFacts, registered by the end-to-end kits' settings (run/orchestrator's
+// settingsFor, run/quantkey/quanttest's Settings), writes the test's
+// progress and the report.json files recorded under dirs (the tree, the out
+// folder) into $PHASE0_TEST_FACTS_DUMP/<test>/ when it is set.
+func DumpFacts(t *testing.T, progress func() string, dirs ...string) {
+	root := os.Getenv(FactsDumpEnv)
 	if root == "" {
 		return
 	}
@@ -82,7 +84,7 @@ func dumpFacts(t *testing.T, s *Settings, progress func() string) {
 		}
 	}
 	write("progress.txt", progress())
-	for i, base := range []string{s.LLMSDir, s.OutDir} {
+	for i, base := range dirs {
 		if base == "" {
 			continue
 		}
