@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -126,10 +127,7 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 		return nil, err
 	}
 	s, ref := st.in.s, st.facts.model
-	r := &report.Reference{Section: verdict.NewSection(), Dir: dir, Dtype: s.ReferenceDtype, Steps: s.ReferenceSteps, TopK: reference.DefaultTopK}
-	if r.Dtype == "" {
-		r.Dtype = "bfloat16"
-	}
+	r := &report.Reference{Section: verdict.NewSection(), Dir: dir, Dtype: cmp.Or(s.ReferenceDtype, "bfloat16"), Steps: s.ReferenceSteps, TopK: reference.DefaultTopK}
 	args := BaselineRequest(s, ref, st.facts.analysis.Config, st.weightsModule())
 	plan, err := st.Py().ReferencePlan(ctx, args)
 	if err != nil {
@@ -149,11 +147,8 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 		r.Why = append(r.Why, err.Error())
 		key.InterpreterSHA256 = "unstamped " + st.in.started.Format(time.RFC3339Nano)
 	}
-	r.KeySHA256 = key.SHA256()
-
-	if s.Refresh {
-		r.Refreshed = true
-	} else {
+	r.KeySHA256, r.Refreshed = key.SHA256(), s.Refresh
+	if !s.Refresh {
 		rec, why := reference.Reusable(dir, key, r.KeySHA256)
 		if rec != nil {
 			r.Reused = true
@@ -201,10 +196,8 @@ func (st *state) recordReference(ctx context.Context) (*report.Reference, error)
 		return r, nil
 	}
 	verb := "recorded"
-	if len(r.Why) > 0 {
-		verb = "re-recorded (" + strings.Join(r.Why, "; ") + ")"
-	} else if r.Refreshed {
-		verb = "re-recorded (--refresh)"
+	if len(r.Why) > 0 || r.Refreshed {
+		verb = "re-recorded (" + cmp.Or(strings.Join(r.Why, "; "), "--refresh") + ")"
 	}
 	r.Summary = fmt.Sprintf("%s %s: %s", verb, dir, r.Describe())
 	return r, nil
