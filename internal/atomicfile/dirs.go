@@ -2,9 +2,13 @@ package atomicfile
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // MkdirTracked is os.MkdirAll that returns the folders it created,
@@ -41,4 +45,23 @@ func RemoveCreated(dirs []string) {
 			os.Remove(dirs[i])
 		}
 	}
+}
+
+// MkdirTemp is os.MkdirTemp whose folder takes the mode a folder made by
+// os.Mkdir would (0777 less the umask: 0755 under the usual 0022), not
+// 0700: it is renamed into place as a folder the user shares (a workspace,
+// a record), and must look like any other they made.
+func MkdirTemp(dir, pattern string) (string, error) {
+	prefix, suffix, _ := strings.Cut(pattern, "*")
+	for range 10000 {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(uint64(rand.Uint32()), 10)+suffix)
+		err := os.Mkdir(name, 0o777)
+		if err == nil {
+			return name, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("creating a temporary folder in %s: too many names taken", dir)
 }

@@ -92,7 +92,7 @@ func stage(dir string, files map[string][]byte, inputs string, docs []atomicfile
 	if err != nil {
 		return "", err
 	}
-	tmp, err := os.MkdirTemp(parent, "."+base+".tmp-*")
+	tmp, err := atomicfile.MkdirTemp(parent, "."+base+".tmp-*")
 	if err != nil {
 		// A folder whose parent takes no new entry (a --report-dir in a
 		// read-only folder) is still written, file by file.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +42,20 @@ func TestRecordFaults(t *testing.T) {
 	model := tiny(t, "qwen3")
 	ws := filepath.Join(llms, "faults")
 	mustPass(t, RunBF16(context.Background(), s, model, "test"))
+	// A generated workspace takes the umask as any folder the user makes
+	// (0755 under make test's 0022), not a temporary folder's 0700. The
+	// umask is read from /proc: setting it would race the parallel tests.
+	status := string(mustRead(t, "/proc/self/status"))
+	_, rest, _ := strings.Cut(status, "Umask:\t")
+	umask, err := strconv.ParseUint(strings.SplitN(rest, "\n", 2)[0], 8, 32)
+	if err != nil {
+		t.Fatalf("the umask in /proc/self/status: %v", err)
+	}
+	if st, err := os.Stat(ws); err != nil {
+		t.Error(err)
+	} else if want := os.FileMode(0o777 &^ umask); st.Mode().Perm() != want {
+		t.Errorf("workspace %s: mode %v, want %v", ws, st.Mode().Perm(), want)
+	}
 	s.Fresh = true
 
 	t.Run("reference not writable: could not evaluate, one line naming the file, the record kept", func(t *testing.T) {

@@ -275,7 +275,7 @@ func (st *state) newWorkspace(ws string, files []scaffold.File) (res scaffold.Re
 	if err != nil {
 		return res, false, fmt.Errorf("creating %s: %w", filepath.Dir(ws), err)
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(ws), "."+filepath.Base(ws)+".tmp-*")
+	tmp, err := atomicfile.MkdirTemp(filepath.Dir(ws), "."+filepath.Base(ws)+".tmp-*")
 	if err != nil {
 		atomicfile.RemoveCreated(parents)
 		return res, false, fmt.Errorf("creating workspace %s: %w", ws, err)
