@@ -98,27 +98,41 @@ func ReadFolder(dir, name string) (Folder, error) {
 	return f, nil
 }
 
-// Scan reads every folder of the tree at llms that names at least one hub
-// id, sorted by name. Hidden folders and those in skip are not read.
-func Scan(llms string, skip []string) ([]Folder, error) {
+// folders reads the tree at llms, bounded by maxFolders: its entries, and
+// the names of the folders among them a scan reads (not hidden, not in
+// skip), in order.
+func folders(llms string, skip []string) ([]os.DirEntry, []string, error) {
 	entries, err := os.ReadDir(llms)
 	if err != nil {
-		return nil, fmt.Errorf("reading the llms tree: %w", err)
+		return nil, nil, fmt.Errorf("reading the llms tree: %w", err)
 	}
 	if len(entries) > maxFolders {
-		return nil, fmt.Errorf("llms tree %s has %d entries, more than the %d a tree is expected to hold", llms, len(entries), maxFolders)
+		return nil, nil, fmt.Errorf("llms tree %s has %d entries, more than the %d a tree is expected to hold", llms, len(entries), maxFolders)
 	}
-	var out []Folder
+	var names []string
 	for _, e := range entries {
 		name := e.Name()
 		if strings.HasPrefix(name, ".") || slices.Contains(skip, strings.ToLower(name)) {
 			continue
 		}
-		dir := filepath.Join(llms, name)
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		if st, err := os.Stat(filepath.Join(llms, name)); err != nil || !st.IsDir() {
 			continue
 		}
-		f, err := ReadFolder(dir, name)
+		names = append(names, name)
+	}
+	return entries, names, nil
+}
+
+// Scan reads every folder of the tree at llms that names at least one hub
+// id, sorted by name. Hidden folders and those in skip are not read.
+func Scan(llms string, skip []string) ([]Folder, error) {
+	_, names, err := folders(llms, skip)
+	if err != nil {
+		return nil, err
+	}
+	var out []Folder
+	for _, name := range names {
+		f, err := ReadFolder(filepath.Join(llms, name), name)
 		if err != nil {
 			return nil, err
 		}

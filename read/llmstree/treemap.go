@@ -63,27 +63,17 @@ func mapFiles(dir string) ([]string, error) {
 // starts with one of the tree's folders), a file name (`fused_decode/q4_0_codec.py`),
 // a MIME type (`application/json`).
 func Mentions(llms string, skip []string) ([]Mention, error) {
-	entries, err := os.ReadDir(llms)
+	entries, names, err := folders(llms, skip)
 	if err != nil {
-		return nil, fmt.Errorf("reading the llms tree: %w", err)
-	}
-	if len(entries) > maxFolders {
-		return nil, fmt.Errorf("llms tree %s has %d entries, more than the %d a tree is expected to hold", llms, len(entries), maxFolders)
+		return nil, err
 	}
 	top := map[string]bool{}
 	for _, e := range entries {
 		top[strings.ToLower(e.Name())] = true
 	}
 	var out []Mention
-	for _, e := range entries {
-		name := e.Name()
-		if strings.HasPrefix(name, ".") || slices.Contains(skip, strings.ToLower(name)) {
-			continue
-		}
+	for _, name := range names {
 		dir := filepath.Join(llms, name)
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-			continue
-		}
 		files, err := mapFiles(dir)
 		if err != nil {
 			return nil, err
